@@ -1,0 +1,200 @@
+package config
+
+import (
+	"syscall"
+	"time"
+)
+
+// Defaults of the keys a file may leave out. The crash backoff ones are the
+// kubelet's.
+const (
+	DefaultWorkers         = 2
+	DefaultShutdownTimeout = 30 * time.Second
+	DefaultStopTimeout     = 10 * time.Second
+	DefaultStopSignal      = syscall.SIGTERM
+	DefaultBackoffInitial  = 10 * time.Second
+	DefaultBackoffMax      = 5 * time.Minute
+	DefaultHookTimeout     = 30 * time.Second
+	DefaultLogMaxSize      = 10 << 20 // bytes
+	DefaultLogMaxFiles     = 5
+	DefaultLogFormat       = "text"
+	DefaultLogLevel        = "info"
+)
+
+// Config is one validated file. Nothing in it refers to TOML: every value is
+// typed, defaulted and checked, and paths are absolute.
+type Config struct {
+	// File is the path as it was given to Load or Parse; errors name it.
+	File string
+	// Dir is the absolute directory of File; relative paths in the file
+	// (dir, env_file, stdout.file, socket) were resolved against it.
+	Dir string
+	// Procfile is set when File was a Procfile (dev-runner defaults).
+	Procfile   bool
+	Supervisor Supervisor
+	// Programs in the order they first appear in the file (a Procfile's line
+	// order), so status and console colours follow the file. Names are
+	// unique.
+	Programs []*Program
+}
+
+// Program returns the program called name, or nil.
+func (c *Config) Program(name string) *Program {
+	for _, p := range c.Programs {
+		if p.Name == name {
+			return p
+		}
+	}
+	return nil
+}
+
+// Supervisor is the [supervisor] table.
+type Supervisor struct {
+	// Socket is the control socket path; "" means the caller's default
+	// (under $XDG_RUNTIME_DIR, else /run).
+	Socket string
+	// SocketGroup, when set, is the group allowed to use the socket.
+	SocketGroup string
+	// Workers is the number of reconcile workers; at least 1.
+	Workers int
+	// ShutdownTimeout bounds a whole graceful shutdown.
+	ShutdownTimeout time.Duration
+	LogFormat       string // "text" or "json"
+	LogLevel        string // "debug", "info", "warn" or "error"
+	// ExitOn names programs whose end (for good: no restart coming) ends
+	// the supervisor, which then exits with that program's status.
+	ExitOn []string
+	// Line of the [supervisor] table; 0 when the file has none.
+	Line int
+}
+
+// RestartPolicy says whether an exited program is started again.
+type RestartPolicy string
+
+const (
+	RestartAlways    RestartPolicy = "always"
+	RestartOnFailure RestartPolicy = "on-failure" // exit status not in SuccessExitCodes, or a signal
+	RestartNever     RestartPolicy = "never"
+)
+
+// Program is one [program.NAME] table with [defaults] applied.
+type Program struct {
+	// Name is unique in the file: letters, digits, '_', '-', '.'; never ':',
+	// which separates the instance number in keys ("web:2").
+	Name string
+	// Line of the program's table.
+	Line int
+	// Command is the argv; never empty. A string command was split like a
+	// shell would (quotes, backslashes) without running one.
+	Command []string
+	// Dir is the absolute working directory (default: the file's directory).
+	Dir string
+	// Env is the program's environment on top of the supervisor's own: the
+	// env_file entries in order, then env over them. ${VAR} and
+	// ${VAR:-default} in env values were expanded from the supervisor's
+	// environment at load time ($$ is a literal $); env_file values are
+	// taken literally.
+	Env map[string]string
+	// EnvFiles are the absolute paths of env_file, already read into Env;
+	// kept so a reload can tell which files to watch.
+	EnvFiles []string
+	User     string   // name or numeric uid; "" = the supervisor's
+	Group    string   // name or numeric gid; "" = the user's primary group
+	Groups   []string // supplementary groups
+	Restart  RestartPolicy
+	// SuccessExitCodes are the exit statuses that count as success for
+	// RestartOnFailure and for Completed; default [0].
+	SuccessExitCodes []int
+	// Instances > 1 runs that many copies keyed "name:0" … "name:N-1"; the
+	// supervisor expands them. At least 1.
+	Instances int
+	// Autostart false leaves the program stopped until asked.
+	Autostart bool
+	// DependsOn names programs (never instances) started before this one and
+	// stopped after it. Every name exists and there is no cycle.
+	DependsOn   []string
+	StopSignal  syscall.Signal
+	StopTimeout time.Duration
+	Backoff     Backoff
+	Sandbox     Sandbox
+	Hooks       Hooks
+	Stdout      Output
+	Stderr      Output
+	// Port is the PORT of instance 0 in Procfile mode (instance i gets
+	// Port+i, as foreman does); 0 elsewhere. Env["PORT"] holds it too.
+	Port int
+}
+
+// Backoff is the kubelet crash backoff of one program: the waits before
+// restarts go 0, Initial, 2×Initial … up to Max, and start over after a run
+// longer than ResetAfter.
+type Backoff struct {
+	Initial    time.Duration // default 10s; 0 restarts at once every time
+	Max        time.Duration // default 5m; never below Initial
+	ResetAfter time.Duration // default 2×Max
+}
+
+// Sandbox is what a program runs in. The zero value asks for nothing: no
+// namespaces, no limits, no cgroup needed.
+type Sandbox struct {
+	// Namespaces to create, each one of pid, mount, uts, ipc, net, user.
+	Namespaces []string
+	// Hostname inside the sandbox; set only with the uts namespace.
+	Hostname  string
+	MemoryMax int64   // bytes; 0 = no limit
+	CPUMax    float64 // cores; 0 = no limit
+	PidsMax   int64   // 0 = no limit; else at least 8
+	// NoNewPrivileges sets PR_SET_NO_NEW_PRIVS before exec.
+	NoNewPrivileges bool
+	// Umask of the process; -1 = inherit the supervisor's.
+	Umask int
+	// Rlimits by name without the RLIMIT_ prefix, lower case: as, core,
+	// cpu, data, fsize, locks, memlock, msgqueue, nice, nofile, nproc,
+	// rss, rtprio, rttime, sigpending, stack.
+	Rlimits map[string]Rlimit
+}
+
+// Unlimited is the Rlimit value "unlimited" (RLIM_INFINITY).
+const Unlimited = ^uint64(0)
+
+// Rlimit is a soft and hard resource limit; Soft <= Hard.
+type Rlimit struct {
+	Soft, Hard uint64
+}
+
+// Hooks are a program's lifecycle hooks; nil means none.
+type Hooks struct {
+	PreStart, PostStart, PreStop, PostStop *Hook
+}
+
+// Hook is a command (run inside the program's sandbox, as its user, in its
+// directory and environment) or an HTTP request: exactly one of Command and
+// HTTP is set.
+type Hook struct {
+	Command []string
+	HTTP    *HTTPHook
+	Timeout time.Duration // default 30s
+}
+
+// HTTPHook is a hook that is an HTTP request.
+type HTTPHook struct {
+	URL     string // absolute http:// or https:// URL
+	Method  string // default GET
+	Headers map[string]string
+	// ExpectStatus, when not 0, is the only status that counts as success;
+	// otherwise any 2xx or 3xx does.
+	ExpectStatus int
+}
+
+// Output is where one of a program's streams goes, line by line.
+type Output struct {
+	// Console copies lines to the supervisor's stdout as "name | line".
+	// Default true.
+	Console bool
+	// File is an absolute path to append lines to; "" = no file.
+	File string
+	// MaxSize rotates File when it would grow past this many bytes
+	// (default 10MiB); MaxFiles is how many files rotation keeps (default 5).
+	MaxSize  int64
+	MaxFiles int
+}

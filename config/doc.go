@@ -1,0 +1,55 @@
+// Package config turns a supervise.toml (BurntSushi/toml) or a Procfile
+// into plain, typed, validated structs. It knows nothing of processes:
+// nothing here starts, resolves or watches anything.
+//
+// The contract:
+//
+//   - Load and Parse either return a Config in which every value is typed,
+//     defaulted and checked, or an ErrorList with every problem in the file
+//     at once (never only the first), in line order, each printing as
+//     "file:line: key: message". Nothing partial is returned.
+//   - Unknown keys are errors (with a "did you mean" when one is close), as
+//     are values of the wrong type, bad durations (Go syntax: "10s"), bad
+//     sizes ("256MiB", "1G", "512k" or plain bytes), bad signals, empty
+//     commands, invalid names, unknown depends_on or exit_on targets and
+//     dependency cycles (named: "a -> b -> a").
+//   - Lines come from our own scan of the text: BurntSushi/toml v1.6 keeps
+//     key positions unexported. A syntax error names the line toml reports.
+//   - [defaults] holds any program key and applies under every program:
+//     program values replace scalars and arrays, tables merge key by key (a
+//     hook's command and http are one choice: a program that sets either
+//     drops both from defaults). An error in a default names defaults.KEY,
+//     once.
+//   - A string command is split like a shell (SplitCommand) but no shell
+//     runs; an unquoted operator or $ is an error that suggests
+//     ["sh", "-c", "…"]. An array command is taken as is.
+//   - env values expand ${VAR} and ${VAR:-default} from the supervisor's
+//     environment at load time; $$ is a literal $, and any other $ stays as
+//     written. env_file values are literal. A reload re-reads env files.
+//   - Relative paths (dir, env_file, stdout/stderr file, socket) resolve
+//     against the config file's directory; dir defaults to it.
+//   - Programs keep file order. instances > 1 is only validated here; the
+//     supervisor expands it to keys "name:0" … "name:N-1".
+//   - Procfile (ParseProcfile): dev defaults — /bin/sh -c per line, restart
+//     never, PORT per process type (5000, +100, +1 per instance) and, unless
+//     told otherwise, the whole set ends when one process ends.
+//   - Parse never panics on any input (FuzzParse), and reads no file but
+//     env_file ones, each at most 4 MiB and regular.
+//
+// Keys (see config.example.toml for every one, commented):
+//
+//	[supervisor]  socket socket_group workers shutdown_timeout log_format
+//	              log_level exit_on
+//	[defaults] and [program.NAME]
+//	              command dir env env_file user group groups restart
+//	              success_exit_codes instances autostart depends_on
+//	              stop_signal stop_timeout
+//	  .backoff    initial max reset_after
+//	  .sandbox    namespaces hostname memory_max cpu_max pids_max
+//	              no_new_privileges umask rlimits
+//	  .hooks.pre_start|post_start|pre_stop|post_stop
+//	              command | http (URL, or url method headers expect_status),
+//	              timeout
+//	  .stdout, .stderr
+//	              console file max_size max_files
+package config

@@ -1,0 +1,284 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// ProcfileOptions are the dev-runner settings of a Procfile run; the zero
+// value gives foreman's defaults.
+type ProcfileOptions struct {
+	// BasePort is the PORT of the first process type; 0 means the PORT of
+	// Env if it has one, else 5000.
+	BasePort int
+	// PortStep is added per process type, in file order; 0 means 100. Each
+	// instance adds 1 (Program.Port).
+	PortStep int
+	// Env is the environment every process gets (a loaded .env).
+	Env map[string]string
+	// Formation is the number of instances per process type ("all" for
+	// every type not named); a type at 0 is not started (autostart false).
+	Formation map[string]int
+	// Restart is the restart policy of every program; "" means never.
+	Restart RestartPolicy
+	// KeepRunning, when false, makes any program's end stop the whole set,
+	// as foreman does: Supervisor.ExitOn lists every program.
+	KeepRunning bool
+}
+
+var procNameRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_-]*$`)
+
+// ParseProcfile reads a Procfile: "name: command" lines, blank lines and
+// # comments. Each command runs through /bin/sh -c, as foreman runs it, so
+// $PORT and pipes work. Programs get dev defaults: restart never, output to
+// the console, the directory of file, opts.Env plus PORT. Every problem is
+// reported at once as an ErrorList.
+func ParseProcfile(file string, data []byte, opts ProcfileOptions) (*Config, error) {
+	errs := &errorSet{}
+	bad := func(line int, key, format string, args ...any) {
+		errs.add(&Error{File: file, Line: line, Key: key, Msg: fmt.Sprintf(format, args...)})
+	}
+	restart := opts.Restart
+	switch restart {
+	case "":
+		restart = RestartNever
+	case RestartAlways, RestartOnFailure, RestartNever:
+	default:
+		bad(0, "restart", "must be one of always, on-failure, never (got %q)", restart)
+	}
+	step := opts.PortStep
+	if step <= 0 {
+		step = 100
+	}
+	base := opts.BasePort
+	if base <= 0 {
+		base = 5000
+		if p, err := strconv.Atoi(opts.Env["PORT"]); err == nil && p > 0 {
+			base = p
+		}
+	}
+
+	cfg := &Config{
+		File:     file,
+		Dir:      absDir(file),
+		Procfile: true,
+		Supervisor: Supervisor{
+			Workers:         DefaultWorkers,
+			ShutdownTimeout: DefaultShutdownTimeout,
+			LogFormat:       DefaultLogFormat,
+			LogLevel:        DefaultLogLevel,
+		},
+	}
+	for i, text := range strings.Split(string(data), "\n") {
+		line := i + 1
+		text = strings.TrimSpace(strings.TrimSuffix(text, "\r"))
+		if text == "" || strings.HasPrefix(text, "#") {
+			continue
+		}
+		name, cmd, ok := strings.Cut(text, ":")
+		name, cmd = strings.TrimSpace(name), strings.TrimSpace(cmd)
+		switch {
+		case !ok:
+			bad(line, "", `want "name: command" (no ":" on this line)`)
+			continue
+		case !procNameRE.MatchString(name):
+			bad(line, name, "invalid process type name: use letters, digits, '_' or '-'")
+			continue
+		case cfg.Program(name) != nil:
+			bad(line, name, "defined twice (first on line %d)", cfg.Program(name).Line)
+			continue
+		case cmd == "":
+			bad(line, name, "empty command")
+			continue
+		case strings.ContainsRune(cmd, 0):
+			bad(line, name, "command contains a NUL byte")
+			continue
+		}
+		port := base + len(cfg.Programs)*step
+		env := maps.Clone(opts.Env)
+		if env == nil {
+			env = map[string]string{}
+		}
+		env["PORT"] = strconv.Itoa(port)
+		p := &Program{
+			Name:             name,
+			Line:             line,
+			Command:          []string{"/bin/sh", "-c", cmd},
+			Dir:              cfg.Dir,
+			Env:              env,
+			Restart:          restart,
+			SuccessExitCodes: []int{0},
+			Instances:        1,
+			Autostart:        true,
+			StopSignal:       DefaultStopSignal,
+			StopTimeout:      DefaultStopTimeout,
+			Backoff:          Backoff{Initial: DefaultBackoffInitial, Max: DefaultBackoffMax, ResetAfter: 2 * DefaultBackoffMax},
+			Sandbox:          Sandbox{Umask: -1},
+			Stdout:           defaultOutput(),
+			Stderr:           defaultOutput(),
+			Port:             port,
+		}
+		cfg.Programs = append(cfg.Programs, p)
+	}
+	if len(cfg.Programs) == 0 && len(errs.list) == 0 {
+		bad(0, "", `no processes: add lines like "web: ./server"`)
+	}
+	for _, name := range slices.Sorted(maps.Keys(opts.Formation)) {
+		n := opts.Formation[name]
+		if n < 0 || n > 10000 {
+			bad(0, "formation."+name, "must be between 0 and 10000 (got %d)", n)
+			continue
+		}
+		if name != "all" && cfg.Program(name) == nil {
+			bad(0, "formation."+name, "no such process type in the Procfile")
+		}
+	}
+	for _, p := range cfg.Programs {
+		n, ok := opts.Formation[p.Name]
+		if !ok {
+			n, ok = opts.Formation["all"]
+		}
+		switch {
+		case !ok:
+		case n == 0:
+			p.Autostart = false
+		default:
+			p.Instances = n
+		}
+		if !opts.KeepRunning && p.Autostart {
+			cfg.Supervisor.ExitOn = append(cfg.Supervisor.ExitOn, p.Name)
+		}
+	}
+	if err := errs.err(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// LoadEnvFile reads a .env file: KEY=VALUE lines, with
+//
+//   - blank lines and lines starting with # skipped, and an "export " prefix
+//     allowed;
+//   - unquoted values trimmed, and cut at " #" (a comment);
+//   - 'single-quoted' values taken literally;
+//   - "double-quoted" values with \n, \t, \r, \", \\ and \$ escapes;
+//   - quoted values may span lines.
+//
+// Nothing is expanded: $VAR stays as written. Problems come back together
+// as an ErrorList naming path:line and the variable.
+func LoadEnvFile(path string) (map[string]string, error) {
+	data, err := readFile(path)
+	if err != nil {
+		return nil, ErrorList{{File: path, Msg: "cannot read: " + errText(err)}}
+	}
+	return parseEnv(path, string(data))
+}
+
+// errText is err's message without the path, which the Error names already.
+func errText(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+func parseEnv(file, data string) (map[string]string, error) {
+	errs := &errorSet{}
+	env := map[string]string{}
+	lines := strings.Split(strings.ReplaceAll(data, "\r\n", "\n"), "\n")
+	for i := 0; i < len(lines); i++ {
+		lineNo := i + 1
+		text := strings.TrimSpace(lines[i])
+		if text == "" || strings.HasPrefix(text, "#") {
+			continue
+		}
+		if rest, ok := strings.CutPrefix(text, "export"); ok && (strings.HasPrefix(rest, " ") || strings.HasPrefix(rest, "\t")) {
+			text = strings.TrimSpace(rest)
+		}
+		key, val, ok := strings.Cut(text, "=")
+		key = strings.TrimSpace(key)
+		if !ok {
+			errs.add(&Error{File: file, Line: lineNo, Msg: `want KEY=VALUE (no "=" on this line)`})
+			continue
+		}
+		if !envNameRE.MatchString(key) {
+			errs.add(&Error{File: file, Line: lineNo, Key: key, Msg: "invalid variable name: use letters, digits and '_', not starting with a digit"})
+			continue
+		}
+		val = strings.TrimLeft(val, " \t")
+		if val == "" || (val[0] != '"' && val[0] != '\'') {
+			if j := strings.Index(val, " #"); j >= 0 {
+				val = val[:j]
+			}
+			env[key] = strings.TrimSpace(val)
+			continue
+		}
+		// A quoted value may continue on the following lines.
+		q := val[0]
+		body := val[1:]
+		var b strings.Builder
+		closed := false
+		for {
+			j := 0
+			for ; j < len(body); j++ {
+				c := body[j]
+				if c == q {
+					closed = true
+					break
+				}
+				if q == '"' && c == '\\' && j+1 < len(body) {
+					j++
+					writeEscape(&b, body[j])
+					continue
+				}
+				b.WriteByte(c)
+			}
+			if closed {
+				tail := strings.TrimSpace(body[j+1:])
+				if tail != "" && !strings.HasPrefix(tail, "#") {
+					errs.add(&Error{File: file, Line: i + 1, Key: key, Msg: "unexpected text after the closing quote"})
+				}
+				break
+			}
+			if i+1 >= len(lines) {
+				errs.add(&Error{File: file, Line: lineNo, Key: key, Msg: "unterminated quoted value"})
+				break
+			}
+			i++
+			b.WriteByte('\n')
+			body = lines[i]
+		}
+		if closed {
+			env[key] = b.String()
+		}
+	}
+	if err := errs.err(); err != nil {
+		return nil, err
+	}
+	return env, nil
+}
+
+// writeEscape writes the character a backslash escape in a double-quoted
+// value stands for; an unknown escape stays as written, as in a shell.
+func writeEscape(b *strings.Builder, c byte) {
+	switch c {
+	case 'n':
+		b.WriteByte('\n')
+	case 't':
+		b.WriteByte('\t')
+	case 'r':
+		b.WriteByte('\r')
+	case '"', '\\', '$':
+		b.WriteByte(c)
+	default:
+		b.WriteByte('\\')
+		b.WriteByte(c)
+	}
+}

@@ -1,0 +1,243 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+func TestParseProcfile(t *testing.T) {
+	src := "# dev processes\n\nweb: bundle exec rails s -p $PORT\nworker:  ./worker --queue=default && echo done \r\n  # indented comment\nclock: sh -c 'date; sleep 60'\n"
+	cfg, err := ParseProcfile("/app/Procfile", []byte(src), ProcfileOptions{Env: map[string]string{"RAILS_ENV": "development"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.Procfile || cfg.Dir != "/app" || cfg.File != "/app/Procfile" {
+		t.Errorf("cfg = %+v", cfg)
+	}
+	type row struct {
+		name, cmd string
+		line      int
+		port      int
+	}
+	want := []row{
+		{"web", "bundle exec rails s -p $PORT", 3, 5000},
+		{"worker", "./worker --queue=default && echo done", 4, 5100},
+		{"clock", "sh -c 'date; sleep 60'", 6, 5200},
+	}
+	if len(cfg.Programs) != len(want) {
+		t.Fatalf("got %d programs, want %d", len(cfg.Programs), len(want))
+	}
+	for i, w := range want {
+		p := cfg.Programs[i]
+		if p.Name != w.name || p.Line != w.line || p.Port != w.port ||
+			!reflect.DeepEqual(p.Command, []string{"/bin/sh", "-c", w.cmd}) {
+			t.Errorf("program %d = %s line %d port %d %q; want %+v", i, p.Name, p.Line, p.Port, p.Command, w)
+		}
+		if want := map[string]string{"RAILS_ENV": "development", "PORT": strconv.Itoa(w.port)}; !reflect.DeepEqual(p.Env, want) {
+			t.Errorf("%s env = %v, want %v", p.Name, p.Env, want)
+		}
+		if p.Restart != RestartNever || p.Instances != 1 || !p.Autostart || p.Dir != "/app" || !p.Stdout.Console {
+			t.Errorf("%s: dev defaults not applied: %+v", p.Name, p)
+		}
+	}
+	if want := []string{"web", "worker", "clock"}; !reflect.DeepEqual(cfg.Supervisor.ExitOn, want) {
+		t.Errorf("ExitOn = %v, want %v (one ending stops the set)", cfg.Supervisor.ExitOn, want)
+	}
+	if cfg.Supervisor.Workers != DefaultWorkers || cfg.Supervisor.ShutdownTimeout != DefaultShutdownTimeout {
+		t.Errorf("Supervisor = %+v", cfg.Supervisor)
+	}
+}
+
+func TestParseProcfileOptions(t *testing.T) {
+	src := "web: server\nworker: work\nclock: tick\n"
+	cfg, err := ParseProcfile("Procfile", []byte(src), ProcfileOptions{
+		BasePort:    3000,
+		PortStep:    10,
+		Formation:   map[string]int{"web": 2, "clock": 0, "all": 3},
+		Restart:     RestartOnFailure,
+		KeepRunning: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	web, worker, clock := cfg.Program("web"), cfg.Program("worker"), cfg.Program("clock")
+	if web.Instances != 2 || worker.Instances != 3 || clock.Autostart || !web.Autostart {
+		t.Errorf("formation: web %d, worker %d, clock autostart %v", web.Instances, worker.Instances, clock.Autostart)
+	}
+	if web.Port != 3000 || worker.Port != 3010 || clock.Port != 3020 {
+		t.Errorf("ports = %d %d %d, want 3000 3010 3020", web.Port, worker.Port, clock.Port)
+	}
+	if web.Restart != RestartOnFailure || cfg.Supervisor.ExitOn != nil {
+		t.Errorf("restart %q, ExitOn %v", web.Restart, cfg.Supervisor.ExitOn)
+	}
+
+	// PORT from .env is the base when no BasePort is given.
+	cfg, err = ParseProcfile("Procfile", []byte(src), ProcfileOptions{Env: map[string]string{"PORT": "8000"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := cfg.Program("worker"); p.Port != 8100 || p.Env["PORT"] != "8100" {
+		t.Errorf("worker port %d env %q, want 8100", p.Port, p.Env["PORT"])
+	}
+}
+
+func TestParseProcfileErrors(t *testing.T) {
+	src := "web: ok\nno colon here\nweb: again\nbad name!: x\nempty:\n"
+	_, err := ParseProcfile("Procfile", []byte(src), ProcfileOptions{Formation: map[string]int{"nope": 1, "web": -1}, Restart: "sometimes"})
+	want := []string{
+		`Procfile: formation.nope: no such process type in the Procfile`,
+		`Procfile: formation.web: must be between 0 and 10000 (got -1)`,
+		`Procfile: restart: must be one of always, on-failure, never (got "sometimes")`,
+		`Procfile:2: want "name: command" (no ":" on this line)`,
+		`Procfile:3: web: defined twice (first on line 1)`,
+		`Procfile:4: bad name!: invalid process type name: use letters, digits, '_' or '-'`,
+		`Procfile:5: empty: empty command`,
+	}
+	var list ErrorList
+	if !errors.As(err, &list) {
+		t.Fatalf("got %v, want an ErrorList", err)
+	}
+	if got := strings.Split(err.Error(), "\n"); !reflect.DeepEqual(got, want) {
+		t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if _, err := ParseProcfile("Procfile", []byte("# nothing\n\n"), ProcfileOptions{}); err == nil || !strings.Contains(err.Error(), "no processes") {
+		t.Errorf("empty Procfile: got %v", err)
+	}
+}
+
+func TestParseEnv(t *testing.T) {
+	src := `# comment
+PLAIN=value
+SPACED =  padded value   
+export EXPORTED=yes
+	export   TABBED=1
+EMPTY=
+COMMENTED=abc # a comment
+HASH=abc#def
+SINGLE='literal $HOME \n # not a comment'
+DOUBLE="tab\there \"quoted\" \$x \\ \q"
+MULTI="line one
+line two"
+MULTI_SINGLE='a
+b'   # after
+EQUALS=a=b=c
+exporter=notexport
+`
+	got, err := parseEnv(".env", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"PLAIN":        "value",
+		"SPACED":       "padded value",
+		"EXPORTED":     "yes",
+		"TABBED":       "1",
+		"EMPTY":        "",
+		"COMMENTED":    "abc",
+		"HASH":         "abc#def",
+		"SINGLE":       `literal $HOME \n # not a comment`,
+		"DOUBLE":       "tab\there \"quoted\" $x \\ \\q",
+		"MULTI":        "line one\nline two",
+		"MULTI_SINGLE": "a\nb",
+		"EQUALS":       "a=b=c",
+		"exporter":     "notexport",
+	}
+	if !reflect.DeepEqual(got, want) {
+		for k := range want {
+			if got[k] != want[k] {
+				t.Errorf("%s = %q, want %q", k, got[k], want[k])
+			}
+		}
+		for k := range got {
+			if _, ok := want[k]; !ok {
+				t.Errorf("unexpected %s = %q", k, got[k])
+			}
+		}
+	}
+}
+
+func TestParseEnvErrors(t *testing.T) {
+	src := "OK=1\nnoequals\n1BAD=x\nQ=\"closed\" junk\nA B=1\nOPEN=\"never\nclosed\n"
+	_, err := parseEnv("app.env", src)
+	want := []string{
+		`app.env:2: want KEY=VALUE (no "=" on this line)`,
+		`app.env:3: 1BAD: invalid variable name: use letters, digits and '_', not starting with a digit`,
+		`app.env:4: Q: unexpected text after the closing quote`,
+		`app.env:5: A B: invalid variable name: use letters, digits and '_', not starting with a digit`,
+		`app.env:6: OPEN: unterminated quoted value`,
+	}
+	if err == nil {
+		t.Fatal("got no error")
+	}
+	if got := strings.Split(err.Error(), "\n"); !reflect.DeepEqual(got, want) {
+		t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestLoadProcfile(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "Procfile"), []byte("web: echo $PORT\napi: echo api\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Load(filepath.Join(dir, "Procfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := cfg.Program("api"); !cfg.Procfile || p.Env["PORT"] != "5100" || len(p.Env) != 1 {
+		t.Errorf("without .env: %+v", p)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".env"), []byte("PORT=7000\nSECRET='s3cr3t'\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err = Load(filepath.Join(dir, "Procfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := cfg.Program("api"); p.Env["PORT"] != "7100" || p.Env["SECRET"] != "s3cr3t" {
+		t.Errorf("with .env: %v", p.Env)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".env"), []byte("broken\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Load(filepath.Join(dir, "Procfile"))
+	if want := filepath.Join(dir, ".env") + `:1: want KEY=VALUE (no "=" on this line)`; err == nil || err.Error() != want {
+		t.Errorf("bad .env: got %v, want %s", err, want)
+	}
+	for name, want := range map[string]bool{"Procfile": true, "/x/Procfile.dev": true, "supervise.toml": false, "Procfile-old": false, "MyProcfile": false} {
+		if got := IsProcfile(name); got != want {
+			t.Errorf("IsProcfile(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+func TestLoadEnvFileLimits(t *testing.T) {
+	if _, err := LoadEnvFile("/dev/zero"); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("/dev/zero: got %v, want a refusal", err)
+	}
+	big := filepath.Join(t.TempDir(), "big.env")
+	if err := os.WriteFile(big, []byte("A="+strings.Repeat("x", maxFileSize)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadEnvFile(big); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Errorf("big file: got %v", err)
+	}
+}
+
+func TestLoadEnvFileFIFO(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "fifo.env")
+	if err := mkfifo(fifo); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	// Must not block waiting for a writer.
+	if _, err := LoadEnvFile(fifo); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("fifo: got %v, want a refusal", err)
+	}
+}
+
+func mkfifo(path string) error { return syscall.Mkfifo(path, 0o600) }

@@ -1,0 +1,167 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// ParseSize reads a byte size: a plain integer ("1048576"), or a number with
+// a unit, case-insensitive: B; K, M, G, T and KiB, MiB, GiB, TiB are powers
+// of 1024; KB, MB, GB, TB are powers of 1000. A fraction is allowed with a
+// unit ("1.5GiB") and rounds down to whole bytes.
+func ParseSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	i := 0
+	for i < len(t) && (t[i] >= '0' && t[i] <= '9' || t[i] == '.') {
+		i++
+	}
+	num, unit := t[:i], strings.ToLower(strings.TrimSpace(t[i:]))
+	if num == "" {
+		return 0, fmt.Errorf("%q is not a size: want a number with an optional unit, like \"256MiB\", \"1G\" or \"512k\"", s)
+	}
+	mult := map[string]float64{
+		"": 1, "b": 1,
+		"k": 1 << 10, "kib": 1 << 10, "kb": 1e3,
+		"m": 1 << 20, "mib": 1 << 20, "mb": 1e6,
+		"g": 1 << 30, "gib": 1 << 30, "gb": 1e9,
+		"t": 1 << 40, "tib": 1 << 40, "tb": 1e12,
+	}[unit]
+	if mult == 0 {
+		return 0, fmt.Errorf("%q: unknown size unit %q (use B, K, M, G, T, KiB, MiB, GiB, TiB, KB, MB, GB or TB)", s, strings.TrimSpace(t[i:]))
+	}
+	if unit == "" || unit == "b" {
+		n, err := strconv.ParseInt(num, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%q is not a whole number of bytes", s)
+		}
+		return n, nil
+	}
+	f, err := strconv.ParseFloat(num, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a size", s)
+	}
+	v := f * mult
+	if v >= math.MaxInt64 {
+		return 0, fmt.Errorf("%q is too large", s)
+	}
+	return int64(v), nil
+}
+
+// ParseSignal reads a signal by name, with or without the SIG prefix, in
+// any case ("TERM", "SIGTERM", "hup"), or by number ("15").
+func ParseSignal(s string) (syscall.Signal, error) {
+	t := strings.ToUpper(strings.TrimSpace(s))
+	if n, err := strconv.Atoi(t); err == nil {
+		if n < 1 || n > 64 {
+			return 0, fmt.Errorf("signal number %d out of range 1-64", n)
+		}
+		return syscall.Signal(n), nil
+	}
+	if !strings.HasPrefix(t, "SIG") {
+		t = "SIG" + t
+	}
+	if sig := unix.SignalNum(t); sig != 0 {
+		return sig, nil
+	}
+	return 0, fmt.Errorf("unknown signal %q (want a name like TERM, INT, QUIT, HUP, USR1, or a number)", s)
+}
+
+// parseDuration reads a Go duration ("10s", "1m30s", "250ms"); negative
+// durations mean nothing anywhere in the file.
+func parseDuration(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration: want a Go duration like \"10s\", \"1m30s\" or \"250ms\"", s)
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("must not be negative (got %q)", s)
+	}
+	return d, nil
+}
+
+// parseUmask reads an octal umask: "0022", "022" or "0o022".
+func parseUmask(s string) (int, error) {
+	t := strings.TrimPrefix(strings.TrimPrefix(strings.TrimSpace(s), "0o"), "0O")
+	n, err := strconv.ParseUint(t, 8, 32)
+	if err != nil || n > 0o777 || t == "" {
+		return 0, fmt.Errorf("%q is not an octal umask between 0000 and 0777 (like \"0022\")", s)
+	}
+	return int(n), nil
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
+
+// validName reports why name cannot name a program, or nil.
+func validName(name string) error {
+	if nameRE.MatchString(name) {
+		return nil
+	}
+	if strings.Contains(name, ":") {
+		return errors.New(`must not contain ":", which separates the instance number ("web:2")`)
+	}
+	return fmt.Errorf("invalid program name %q: use 1-63 letters, digits, '_', '-' or '.', starting with a letter or digit", name)
+}
+
+var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// expandEnv replaces ${NAME} and ${NAME:-default} with the variable from
+// lookup (empty when unset, or default when unset or empty); $$ is a literal
+// $. A $ before anything else stays as it is, so a value like "pa$word"
+// needs no escaping.
+func expandEnv(s string, lookup func(string) (string, bool)) (string, error) {
+	if !strings.Contains(s, "$") {
+		return s, nil
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '$' || i+1 >= len(s) {
+			b.WriteByte(c)
+			continue
+		}
+		switch s[i+1] {
+		case '$':
+			b.WriteByte('$')
+			i++
+		case '{':
+			end := strings.IndexByte(s[i+2:], '}')
+			if end < 0 {
+				return "", fmt.Errorf("unterminated \"${\" in %q (write $$ for a literal $)", s)
+			}
+			expr := s[i+2 : i+2+end]
+			name, def, hasDef := strings.Cut(expr, ":-")
+			if !envNameRE.MatchString(name) {
+				return "", fmt.Errorf("invalid variable name %q in \"${%s}\"", name, expr)
+			}
+			v, ok := lookup(name)
+			if hasDef && (!ok || v == "") {
+				v = def
+			}
+			b.WriteString(v)
+			i += 2 + end
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String(), nil
+}
+
+// rlimitResources are the rlimits a program may set, by TOML name.
+var rlimitResources = map[string]struct {
+	bytes bool // a size string is accepted
+}{
+	"as": {true}, "core": {true}, "cpu": {}, "data": {true}, "fsize": {true},
+	"locks": {}, "memlock": {true}, "msgqueue": {true}, "nice": {}, "nofile": {},
+	"nproc": {}, "rss": {true}, "rtprio": {}, "rttime": {}, "sigpending": {},
+	"stack": {true},
+}
+
+var namespaces = []string{"pid", "mount", "uts", "ipc", "net", "user"}
