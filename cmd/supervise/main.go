@@ -1,0 +1,254 @@
+// Command supervise is a process supervisor for Linux: PID 1 in a container,
+// the supervisor of a box's services, and a dev runner in a project folder.
+// Invoked as supervisectl it is the control client.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
+
+	"github.com/supervise-dev/supervise/config"
+	"github.com/supervise-dev/supervise/ctl"
+	"github.com/supervise-dev/supervise/proc"
+	"github.com/supervise-dev/supervise/supervisor"
+)
+
+var version = "dev"
+
+// Exit codes of supervise itself (a supervised program's code passes through).
+const (
+	exitUsage  = 2 // bad flags or a bad config: nothing started
+	exitFailed = 1
+)
+
+func main() {
+	// The one dispatch point of the re-executed sandbox init: it must run
+	// before anything else in this process.
+	if proc.IsInit() {
+		os.Exit(proc.InitMain())
+	}
+	if filepath.Base(os.Args[0]) == "supervisectl" {
+		os.Exit(ctlMain(os.Args))
+	}
+	os.Exit(runApp(os.Args))
+}
+
+func runApp(args []string) int {
+	code := 0
+	app := &cli.App{
+		Name:                 "supervise",
+		Usage:                "run programs in sandboxes, restart them with the kubelet's crash backoff",
+		Version:              version,
+		EnableBashCompletion: true,
+		Flags:                runFlags(),
+		Action: func(c *cli.Context) error { // bare `supervise` in a project folder
+			code = runCommand(c)
+			return nil
+		},
+		Commands: []*cli.Command{
+			{
+				Name:  "run",
+				Usage: "supervise the programs of a config file (supervise.toml or a Procfile)",
+				Flags: runFlags(),
+				Action: func(c *cli.Context) error {
+					code = runCommand(c)
+					return nil
+				},
+			},
+			{
+				Name:      "check",
+				Usage:     "validate a config file and print every problem as file:line: key: message",
+				Flags:     []cli.Flag{configFlag()},
+				ArgsUsage: "[FILE]",
+				Action: func(c *cli.Context) error {
+					code = checkCommand(c)
+					return nil
+				},
+			},
+			ctlCommand(),
+		},
+		ExitErrHandler: func(c *cli.Context, err error) {},
+	}
+	if err := app.Run(args); err != nil {
+		fmt.Fprintln(os.Stderr, "supervise:", err)
+		return exitUsage
+	}
+	return code
+}
+
+func configFlag() cli.Flag {
+	return &cli.StringFlag{
+		Name: "config", Aliases: []string{"c"}, EnvVars: []string{"SUPERVISE_CONFIG"},
+		Usage: "config file (default: ./supervise.toml, else ./Procfile)",
+	}
+}
+
+func runFlags() []cli.Flag {
+	return []cli.Flag{
+		configFlag(),
+		&cli.StringFlag{Name: "socket", EnvVars: []string{"SUPERVISE_SOCKET"}, Usage: "control socket (overrides [supervisor] socket)"},
+		&cli.StringFlag{Name: "log-format", Usage: "text or json (overrides [supervisor] log_format)"},
+		&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error"},
+	}
+}
+
+// findConfig picks the file to run: -c, else supervise.toml, else Procfile.
+func findConfig(c *cli.Context) (string, error) {
+	if f := c.String("config"); f != "" {
+		return f, nil
+	}
+	if c.Args().Len() > 0 {
+		return c.Args().First(), nil
+	}
+	for _, f := range []string{"supervise.toml", "Procfile"} {
+		if _, err := os.Stat(f); err == nil {
+			return f, nil
+		}
+	}
+	return "", errors.New("no config: give -c FILE, or run in a folder with supervise.toml or a Procfile")
+}
+
+func checkCommand(c *cli.Context) int {
+	file, err := findConfig(c)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "supervise:", err)
+		return exitUsage
+	}
+	cfg, err := config.Load(file)
+	if err != nil {
+		printConfigError(err)
+		return exitUsage
+	}
+	n := 0
+	for _, p := range cfg.Programs {
+		n += max(p.Instances, 1)
+	}
+	fmt.Printf("%s: ok (%d programs, %d instances)\n", file, len(cfg.Programs), n)
+	return 0
+}
+
+func printConfigError(err error) {
+	var list config.ErrorList
+	if errors.As(err, &list) {
+		for _, e := range list {
+			fmt.Fprintln(os.Stderr, e)
+		}
+		fmt.Fprintf(os.Stderr, "%d problem(s); nothing started\n", len(list))
+		return
+	}
+	fmt.Fprintln(os.Stderr, "supervise:", err)
+}
+
+func newLogger(w io.Writer, format, level string) *slog.Logger {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil || level == "" {
+		lv = slog.LevelInfo
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+func isTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+func runCommand(c *cli.Context) int {
+	file, err := findConfig(c)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "supervise:", err)
+		return exitUsage
+	}
+	cfg, err := config.Load(file)
+	if err != nil {
+		printConfigError(err)
+		return exitUsage
+	}
+	format := cfg.Supervisor.LogFormat
+	if f := c.String("log-format"); f != "" {
+		format = f
+	}
+	level := cfg.Supervisor.LogLevel
+	if l := c.String("log-level"); l != "" {
+		level = l
+	}
+	log := newLogger(os.Stderr, format, level)
+	slog.SetDefault(log)
+
+	rt, err := proc.New(proc.Options{Logger: log})
+	if err != nil {
+		log.Error("starting the sandbox runtime", "err", err)
+		return exitFailed
+	}
+	defer rt.Close()
+
+	sup, err := supervisor.New(supervisor.Options{
+		Config:  cfg,
+		Runtime: rt,
+		Logger:  log,
+		Console: os.Stdout,
+		Color:   isTerminal(os.Stdout),
+	})
+	if err != nil {
+		log.Error("starting the supervisor", "err", err)
+		return exitFailed
+	}
+
+	socket := c.String("socket")
+	if socket == "" {
+		socket = cfg.Supervisor.Socket
+	}
+	if socket == "" {
+		socket = ctl.DefaultSocketPath()
+	}
+	srv := ctl.NewServer(ctl.ServerConfig{Path: socket, Group: cfg.Supervisor.SocketGroup, Backend: sup, Logger: log})
+	if err := srv.Listen(); err != nil {
+		log.Error("control socket", "err", err)
+		return exitFailed
+	}
+	defer srv.Close()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = srv.Serve(ctx) }()
+
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT)
+	defer signal.Stop(sigs)
+	go func() {
+		stopping := false
+		for sig := range sigs {
+			switch {
+			case sig == syscall.SIGHUP:
+				if err := sup.Reload(ctx); err != nil {
+					log.Error("reload failed", "err", err)
+				}
+			case !stopping:
+				stopping = true
+				log.Info("stopping everything", "signal", sig.String())
+				cancel()
+			case sig == syscall.SIGINT || sig == syscall.SIGQUIT:
+				log.Warn("second signal: killing everything", "signal", sig.String())
+				sup.Kill()
+			}
+		}
+	}()
+
+	log.Info("supervise running", "config", file, "socket", socket, "programs", len(cfg.Programs), "pid", os.Getpid())
+	code := sup.Run(ctx)
+	log.Info("supervise exiting", "code", code)
+	return code
+}

@@ -1,0 +1,259 @@
+// Package integration holds black-box tests of the built supervise binary:
+// real processes, real signals, real cgroups.
+package integration
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var binary string // the supervise binary built for this run
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "supervise-it-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "supervise")
+	build := exec.Command("go", "build", "-o", binary, "../cmd/supervise")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building supervise: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	if err := os.Symlink(binary, filepath.Join(dir, "supervisectl")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// daemon is one running `supervise run`.
+type daemon struct {
+	t      *testing.T
+	dir    string
+	socket string
+	cmd    *exec.Cmd
+	stdout *syncBuffer
+	stderr *syncBuffer
+	done   chan struct{}
+	err    error
+}
+
+// syncBuffer is a bytes.Buffer safe for the writer goroutine of exec and
+// the test reading it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// writeConfig writes a supervise.toml into a new test directory.
+func writeConfig(t *testing.T, toml string) (dir, file string) {
+	t.Helper()
+	dir = t.TempDir()
+	file = filepath.Join(dir, "supervise.toml")
+	if err := os.WriteFile(file, []byte(toml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir, file
+}
+
+// startDaemon runs `supervise run -c file` with a socket in dir.
+func startDaemon(t *testing.T, dir, file string, extra ...string) *daemon {
+	t.Helper()
+	d := &daemon{t: t, dir: dir, socket: filepath.Join(dir, "s.sock"), stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
+	args := append([]string{"run", "-c", file, "--socket", d.socket}, extra...)
+	d.cmd = exec.Command(binary, args...)
+	d.cmd.Dir = dir
+	d.cmd.Stdout, d.cmd.Stderr = d.stdout, d.stderr
+	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { d.err = d.cmd.Wait(); close(d.done) }()
+	t.Cleanup(func() {
+		select {
+		case <-d.done:
+		default:
+			_ = d.cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-d.done:
+			case <-time.After(30 * time.Second):
+				_ = syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL)
+				<-d.done
+			}
+		}
+		if t.Failed() {
+			t.Logf("supervise stderr:\n%s", tail(d.stderr.String(), 60))
+		}
+	})
+	return d
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// signal sends sig to the supervisor.
+func (d *daemon) signal(sig syscall.Signal) {
+	if err := d.cmd.Process.Signal(sig); err != nil {
+		d.t.Fatalf("signalling supervise: %v", err)
+	}
+}
+
+// wait waits for the supervisor to exit and returns its exit code.
+func (d *daemon) wait(timeout time.Duration) int {
+	d.t.Helper()
+	select {
+	case <-d.done:
+	case <-time.After(timeout):
+		d.t.Fatalf("supervise did not exit within %v", timeout)
+	}
+	if ee, ok := d.err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	}
+	if d.err != nil {
+		d.t.Fatalf("supervise: %v", d.err)
+	}
+	return 0
+}
+
+// ctl runs supervisectl against the daemon and returns stdout and the exit code.
+func (d *daemon) ctl(args ...string) (string, int) {
+	d.t.Helper()
+	cmd := exec.Command(filepath.Join(filepath.Dir(binary), "supervisectl"), append([]string{"--socket", d.socket}, args...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		d.t.Fatalf("supervisectl: %v", err)
+	}
+	return out.String() + errb.String(), code
+}
+
+type programStatus struct {
+	Name          string `json:"name"`
+	State         string `json:"state"`
+	Pid           int    `json:"pid"`
+	Restarts      int    `json:"restarts"`
+	NextStartInMs int64  `json:"next_start_in_ms"`
+	LastExit      *struct {
+		Code   int    `json:"code"`
+		Signal string `json:"signal"`
+		Reason string `json:"reason"`
+	} `json:"last_exit"`
+}
+
+// status returns `supervisectl status --json`, by name.
+func (d *daemon) status() map[string]programStatus {
+	d.t.Helper()
+	out, code := d.ctl("status", "--json")
+	if code != 0 {
+		return nil
+	}
+	var list []programStatus
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		d.t.Fatalf("status --json: %v\n%s", err, out)
+	}
+	m := map[string]programStatus{}
+	for _, p := range list {
+		m[p.Name] = p
+	}
+	return m
+}
+
+// eventually polls cond until it holds or the (generous) deadline passes.
+// It waits for a state to be reached, never for a delay to pass.
+func eventually(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// readLines returns the lines of a file, or nil when it does not exist.
+func readLines(t *testing.T, file string) []string {
+	t.Helper()
+	f, err := os.Open(file)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var lines []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	return lines
+}
+
+func needRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (cgroups and namespaces); CI runs as root")
+	}
+}
+
+// alive reports whether pid exists and is not a zombie.
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+// runCheck runs `supervise check -c file` and returns its combined output and exit code.
+func runCheck(t *testing.T, file string) (string, int) {
+	t.Helper()
+	out, err := exec.Command(binary, "check", "-c", file).CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return string(out), ee.ExitCode()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out), 0
+}

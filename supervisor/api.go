@@ -1,0 +1,281 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/supervise-dev/supervise/config"
+	"github.com/supervise-dev/supervise/ctl"
+	"github.com/supervise-dev/supervise/logs"
+)
+
+// The control API: Supervisor implements ctl.Backend. Every command that
+// changes what runs is a restart intent on the work queue; the reply comes
+// when the intent has been carried out (or ctx ends).
+var _ ctl.Backend = (*Supervisor)(nil)
+
+// resolveLocked turns names into instance keys: "all", a program name (every
+// instance of it) or an instance key ("web:1").
+func (s *Supervisor) resolveLocked(names []string) ([]string, error) {
+	if len(names) == 0 {
+		return nil, errors.New("no program named (use \"all\" for every program)")
+	}
+	seen := map[string]bool{}
+	var keys []string
+	add := func(k string) {
+		if !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+	}
+	for _, n := range names {
+		if n == "all" {
+			for _, k := range s.sortedKeysLocked() {
+				add(k)
+			}
+			continue
+		}
+		if _, ok := s.instances[n]; ok {
+			add(n)
+			continue
+		}
+		found := false
+		for _, k := range s.sortedKeysLocked() {
+			if s.instances[k].spec.Name == n {
+				add(k)
+				found = true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("%w %q", ctl.ErrUnknownProgram, n)
+		}
+	}
+	return keys, nil
+}
+
+// Status reports every instance named (all when names is empty).
+func (s *Supervisor) Status(ctx context.Context, names []string) ([]ctl.ProgramStatus, error) {
+	s.mu.Lock()
+	keys := s.sortedKeysLocked()
+	if len(names) > 0 {
+		var err error
+		if keys, err = s.resolveLocked(names); err != nil {
+			s.mu.Unlock()
+			return nil, err
+		}
+	}
+	out := make([]ctl.ProgramStatus, 0, len(keys))
+	sandboxes := make([]string, 0, len(keys))
+	now := s.clock.Now()
+	for _, k := range keys {
+		in := s.instances[k]
+		st := ctl.ProgramStatus{
+			Name:     k,
+			State:    string(in.state),
+			Pid:      in.pid,
+			Restarts: in.restarts,
+			Message:  in.message,
+		}
+		if in.procID != "" && !in.startedAt.IsZero() {
+			t := in.startedAt
+			st.StartedAt = &t
+		}
+		if e := in.lastExit; e != nil {
+			st.LastExit = &ctl.ExitInfo{Code: e.Code, Signal: signalName(e.Signal), Reason: e.Reason, FinishedAt: e.FinishedAt}
+		}
+		if in.state == CrashLoopBackOff && !in.nextStart.IsZero() {
+			st.NextStartInMs = max(in.nextStart.Sub(now).Milliseconds(), 0)
+		}
+		out = append(out, st)
+		sandboxes = append(sandboxes, in.sandboxID)
+	}
+	s.mu.Unlock()
+	// cgroup reads outside the lock: they are file reads.
+	for i, sid := range sandboxes {
+		if sid == "" || out[i].Pid == 0 {
+			continue
+		}
+		if stats, err := s.rt.Stats(sid); err == nil {
+			out[i].MemoryBytes = stats.MemoryBytes
+			out[i].CPUSeconds = stats.CPUUsage.Seconds()
+		}
+	}
+	return out, nil
+}
+
+// Start asks named instances to run, and waits until each is Running or has
+// ended again (a one-shot, a crash).
+func (s *Supervisor) Start(ctx context.Context, names []string) error {
+	keys, err := s.command(names, func(in *instance) {
+		in.goal = goalRun
+		in.settled = false
+		if in.state == CrashLoopBackOff {
+			return // the backoff still decides; start does not jump the queue
+		}
+		in.afterExit = false
+	})
+	if err != nil {
+		return err
+	}
+	return s.waitSettled(ctx, keys, func(in *instance) bool {
+		return in.procID != "" && in.state == Running || in.state == Failed || in.state == Completed ||
+			in.state == CrashLoopBackOff || in.state == Waiting
+	})
+}
+
+// Stop stops named instances and waits until they are down.
+func (s *Supervisor) Stop(ctx context.Context, names []string) error {
+	keys, err := s.command(names, func(in *instance) { in.goal = goalStop })
+	if err != nil {
+		return err
+	}
+	return s.waitSettled(ctx, keys, func(in *instance) bool {
+		return in.procID == "" && in.state != Stopping && in.state != Starting
+	})
+}
+
+// Restart stops (if running) and starts named instances at once, clearing
+// their crash backoff; it waits until each has a new process.
+func (s *Supervisor) Restart(ctx context.Context, names []string) error {
+	before := map[string]string{}
+	keys, err := s.command(names, func(in *instance) {
+		before[in.key] = in.procID
+		in.goal = goalRun
+		in.restartRequested = true
+		in.settled = false
+		in.afterExit = false
+		in.backoff.Reset(in.key)
+	})
+	if err != nil {
+		return err
+	}
+	return s.waitSettled(ctx, keys, func(in *instance) bool {
+		if in.restartRequested {
+			return false
+		}
+		return in.procID != before[in.key] && in.state == Running ||
+			in.state == Failed || in.state == Completed || in.state == CrashLoopBackOff || in.state == Waiting
+	})
+}
+
+// Signal sends sig to the process group of each named running instance.
+// It is not a restart intent: nothing changes state.
+func (s *Supervisor) Signal(ctx context.Context, sig syscall.Signal, names []string) error {
+	s.mu.Lock()
+	keys, err := s.resolveLocked(names)
+	if err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	ids := make(map[string]string, len(keys))
+	for _, k := range keys {
+		ids[k] = s.instances[k].procID
+	}
+	s.mu.Unlock()
+	var errs []error
+	for _, k := range keys {
+		if ids[k] == "" {
+			if len(keys) == 1 {
+				errs = append(errs, fmt.Errorf("%q is not running", k))
+			}
+			continue
+		}
+		if err := s.rt.Signal(ids[k], sig); err != nil {
+			errs = append(errs, fmt.Errorf("signalling %q: %w", k, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Logs streams the last n lines of the named programs (all when none), and
+// with follow every new line until ctx ends.
+func (s *Supervisor) Logs(ctx context.Context, names []string, n int, follow bool) (<-chan logs.Line, error) {
+	s.mu.Lock()
+	keys := s.sortedKeysLocked()
+	if len(names) > 0 {
+		var err error
+		if keys, err = s.resolveLocked(names); err != nil {
+			s.mu.Unlock()
+			return nil, err
+		}
+	}
+	var sources []programLogs
+	for _, k := range keys {
+		sources = append(sources, s.instances[k].logs)
+	}
+	s.mu.Unlock()
+	return mergeLogs(ctx, sources, n, follow), nil
+}
+
+// Events streams the recent state changes, and with follow the new ones.
+func (s *Supervisor) Events(ctx context.Context, follow bool) (<-chan ctl.Event, error) {
+	return s.events.stream(ctx, follow), nil
+}
+
+// Reload re-reads the config file and applies the difference.
+func (s *Supervisor) Reload(ctx context.Context) error {
+	s.mu.Lock()
+	file := s.cfg.File
+	s.mu.Unlock()
+	cfg, err := config.Load(file)
+	if err != nil {
+		s.events.add("supervisor", "", "ReloadFailed", err.Error())
+		return fmt.Errorf("reloading %s: %w (the running config stays)", file, err)
+	}
+	return s.ApplyConfig(ctx, cfg)
+}
+
+// Shutdown stops everything in order and ends Run.
+func (s *Supervisor) Shutdown(ctx context.Context) error {
+	s.stopOnce.Do(func() { close(s.stopReq) })
+	return nil
+}
+
+// command applies f to every named instance under the lock and queues them.
+func (s *Supervisor) command(names []string, f func(*instance)) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.shuttingDown {
+		return nil, errors.New("supervise is shutting down")
+	}
+	keys, err := s.resolveLocked(names)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range keys {
+		f(s.instances[k])
+		s.queue.Add(k)
+	}
+	return keys, nil
+}
+
+// waitSettled waits until done holds for every key (or the key is gone).
+func (s *Supervisor) waitSettled(ctx context.Context, keys []string, done func(*instance) bool) error {
+	err := s.waitFor(ctx, func() bool {
+		for _, k := range keys {
+			if in := s.instances[k]; in != nil && !done(in) {
+				return false
+			}
+		}
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for %s: %w", strings.Join(keys, ", "), err)
+	}
+	return nil
+}
+
+// statusSummary is used in logs and tests: "web=Running worker=Waiting".
+func (s *Supervisor) statusSummary() string {
+	st, _ := s.Status(context.Background(), nil)
+	parts := make([]string, len(st))
+	for i, p := range st {
+		parts[i] = p.Name + "=" + p.State
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, " ")
+}

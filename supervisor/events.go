@@ -1,0 +1,108 @@
+package supervisor
+
+import (
+	"context"
+	"sync"
+
+	"github.com/supervise-dev/supervise/backoff"
+	"github.com/supervise-dev/supervise/ctl"
+)
+
+// eventLog keeps the last state changes and fans new ones out to
+// followers. A follower that cannot keep up is cut off (its channel closed)
+// rather than allowed to stall the controller.
+type eventLog struct {
+	clock backoff.Clock
+
+	mu        sync.Mutex
+	ring      []ctl.Event
+	next      int
+	full      bool
+	followers map[chan ctl.Event]struct{}
+}
+
+const followerBuffer = 256
+
+func newEventLog(clock backoff.Clock, size int) *eventLog {
+	return &eventLog{clock: clock, ring: make([]ctl.Event, size), followers: map[chan ctl.Event]struct{}{}}
+}
+
+func (l *eventLog) add(program, from, to, msg string) {
+	ev := ctl.Event{Time: l.clock.Now(), Program: program, From: from, To: to, Message: msg}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.ring[l.next] = ev
+	l.next = (l.next + 1) % len(l.ring)
+	if l.next == 0 {
+		l.full = true
+	}
+	for ch := range l.followers {
+		select {
+		case ch <- ev:
+		default:
+			delete(l.followers, ch)
+			close(ch)
+		}
+	}
+}
+
+func (l *eventLog) historyLocked() []ctl.Event {
+	if !l.full {
+		return append([]ctl.Event(nil), l.ring[:l.next]...)
+	}
+	out := append([]ctl.Event(nil), l.ring[l.next:]...)
+	return append(out, l.ring[:l.next]...)
+}
+
+// stream sends the history, then (with follow) every new event until ctx ends.
+func (l *eventLog) stream(ctx context.Context, follow bool) <-chan ctl.Event {
+	l.mu.Lock()
+	hist := l.historyLocked()
+	var live chan ctl.Event
+	if follow {
+		live = make(chan ctl.Event, followerBuffer)
+		l.followers[live] = struct{}{}
+	}
+	l.mu.Unlock()
+
+	out := make(chan ctl.Event)
+	go func() {
+		defer close(out)
+		defer func() {
+			if live != nil {
+				l.mu.Lock()
+				if _, ok := l.followers[live]; ok {
+					delete(l.followers, live)
+					close(live)
+				}
+				l.mu.Unlock()
+			}
+		}()
+		for _, ev := range hist {
+			select {
+			case out <- ev:
+			case <-ctx.Done():
+				return
+			}
+		}
+		if live == nil {
+			return
+		}
+		for {
+			select {
+			case ev, ok := <-live:
+				if !ok {
+					return
+				}
+				select {
+				case out <- ev:
+				case <-ctx.Done():
+					return
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out
+}

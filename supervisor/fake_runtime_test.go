@@ -1,0 +1,200 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/supervise-dev/supervise/backoff"
+	"github.com/supervise-dev/supervise/proc"
+)
+
+// fakeRuntime is an in-memory proc for controller tests on a fake clock:
+// processes never run, the test decides when and how they exit.
+type fakeRuntime struct {
+	clock backoff.Clock
+
+	mu        sync.Mutex
+	next      int
+	procs     map[string]*fakeProc
+	sandboxes map[string]bool
+	execs     []string // hook commands, in order
+	execFail  map[string]bool
+	starts    map[string][]time.Time // sandbox name → start times
+	events    chan proc.ExitEvent
+}
+
+type fakeProc struct {
+	id, sandbox, name string
+	state             proc.State
+	pid               int
+	started, finished time.Time
+	code              int
+	sig               syscall.Signal
+	ignoreStop        bool
+}
+
+func newFakeRuntime(clock backoff.Clock) *fakeRuntime {
+	return &fakeRuntime{
+		clock:     clock,
+		procs:     map[string]*fakeProc{},
+		sandboxes: map[string]bool{},
+		execFail:  map[string]bool{},
+		starts:    map[string][]time.Time{},
+		events:    make(chan proc.ExitEvent, 1024),
+	}
+}
+
+func (f *fakeRuntime) CreateSandbox(ctx context.Context, cfg proc.SandboxConfig) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.next++
+	id := fmt.Sprintf("sb%d-%s", f.next, cfg.Name)
+	f.sandboxes[id] = true
+	return id, nil
+}
+
+func (f *fakeRuntime) DeleteSandbox(ctx context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.sandboxes, id)
+	return nil
+}
+
+func (f *fakeRuntime) SandboxStatus(id string) (proc.SandboxStatus, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.sandboxes[id] {
+		return proc.SandboxStatus{}, proc.ErrNotFound
+	}
+	return proc.SandboxStatus{ID: id, State: proc.SandboxReady}, nil
+}
+
+func (f *fakeRuntime) Create(ctx context.Context, sid string, cfg proc.ProcessConfig) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.sandboxes[sid] {
+		return "", fmt.Errorf("sandbox %s: %w", sid, proc.ErrNotFound)
+	}
+	f.next++
+	id := fmt.Sprintf("p%d", f.next)
+	name := cfg.Args[0]
+	f.procs[id] = &fakeProc{id: id, sandbox: sid, name: name, state: proc.StateCreated}
+	return id, nil
+}
+
+func (f *fakeRuntime) Start(ctx context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p := f.procs[id]
+	if p.name == "missing" {
+		return fmt.Errorf("exec %q: executable file not found in $PATH", p.name)
+	}
+	p.state = proc.StateRunning
+	p.started = f.clock.Now()
+	p.pid = 1000 + f.next
+	f.next++
+	f.starts[p.name] = append(f.starts[p.name], p.started)
+	return nil
+}
+
+// exit makes the running process of program name exit with code.
+func (f *fakeRuntime) exit(name string, code int) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, p := range f.procs {
+		if p.name == name && p.state == proc.StateRunning {
+			f.exitLocked(p, code, 0)
+			return true
+		}
+	}
+	return false
+}
+
+func (f *fakeRuntime) exitLocked(p *fakeProc, code int, sig syscall.Signal) {
+	p.state = proc.StateExited
+	p.finished = f.clock.Now()
+	p.code, p.sig = code, sig
+	reason := proc.ReasonCompleted
+	switch {
+	case sig != 0:
+		reason = proc.ReasonSignaled
+	case code != 0:
+		reason = proc.ReasonError
+	}
+	f.events <- proc.ExitEvent{ID: p.id, SandboxID: p.sandbox, Pid: p.pid, ExitCode: code, Signal: sig,
+		Reason: reason, StartedAt: p.started, FinishedAt: p.finished}
+}
+
+func (f *fakeRuntime) Signal(id string, sig syscall.Signal) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p := f.procs[id]
+	if p == nil || p.state != proc.StateRunning {
+		return proc.ErrNotFound
+	}
+	if sig == syscall.SIGKILL || !p.ignoreStop {
+		f.exitLocked(p, -1, sig)
+	}
+	return nil
+}
+
+func (f *fakeRuntime) Stop(ctx context.Context, id string, grace time.Duration) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p := f.procs[id]
+	if p == nil {
+		return proc.ErrNotFound
+	}
+	if p.state == proc.StateRunning {
+		f.exitLocked(p, -1, syscall.SIGKILL)
+	}
+	return nil
+}
+
+func (f *fakeRuntime) Remove(ctx context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.procs, id)
+	return nil
+}
+
+func (f *fakeRuntime) Status(id string) (proc.ProcessStatus, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p := f.procs[id]
+	if p == nil {
+		return proc.ProcessStatus{}, proc.ErrNotFound
+	}
+	return proc.ProcessStatus{ID: id, SandboxID: p.sandbox, State: p.state, Pid: p.pid, StartedAt: p.started,
+		FinishedAt: p.finished, ExitCode: p.code, Signal: p.sig}, nil
+}
+
+func (f *fakeRuntime) Stats(id string) (proc.Stats, error) { return proc.Stats{}, nil }
+
+func (f *fakeRuntime) Exec(ctx context.Context, sid string, cfg proc.ExecConfig) (proc.ExecResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	cmd := cfg.Args[0]
+	f.execs = append(f.execs, cmd)
+	if f.execFail[cmd] {
+		return proc.ExecResult{ExitCode: 1}, nil
+	}
+	return proc.ExecResult{}, nil
+}
+
+func (f *fakeRuntime) Events() <-chan proc.ExitEvent { return f.events }
+
+func (f *fakeRuntime) startTimes(name string) []time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]time.Time(nil), f.starts[name]...)
+}
+
+func (f *fakeRuntime) hookLog() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.execs...)
+}

@@ -1,0 +1,188 @@
+package supervisor
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"reflect"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/supervise-dev/supervise/config"
+	"github.com/supervise-dev/supervise/logs"
+)
+
+// logSet owns the console every program shares, and per instance key the
+// ring of its last lines (which outlives restarts and reloads) and the
+// router of its output.
+type logSet struct {
+	console *logs.Console
+	log     *slog.Logger
+
+	mu    sync.Mutex
+	rings map[string]*logs.Ring
+	progs map[string]*instLogs
+}
+
+// instLogs is the output routing of one instance.
+type instLogs struct {
+	key     string
+	outputs [2]config.Output
+	prog    *logs.Program
+	ring    *logs.Ring
+}
+
+type programLogs = *instLogs
+
+func newLogSet(w io.Writer, color bool, log *slog.Logger, programs []*config.Program) *logSet {
+	mode := logs.ColorNever
+	if color {
+		mode = logs.ColorAlways
+	}
+	var names []string
+	for _, p := range programs {
+		names = append(names, instanceKeys(p)...)
+	}
+	return &logSet{
+		console: logs.NewConsole(w, logs.ConsoleConfig{Color: mode, Names: names}),
+		log:     log,
+		rings:   map[string]*logs.Ring{},
+		progs:   map[string]*instLogs{},
+	}
+}
+
+func output(o config.Output) logs.Output {
+	return logs.Output{Console: o.Console, File: logs.FileConfig{Path: o.File, MaxSize: o.MaxSize, MaxFiles: o.MaxFiles}}
+}
+
+// forKey returns the router of key for spec p: the current one when the
+// outputs did not change, else a new one on the same ring (the old one
+// drains its pipes and closes in the background).
+func (l *logSet) forKey(p *config.Program, key string) *instLogs {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	outputs := [2]config.Output{p.Stdout, p.Stderr}
+	old := l.progs[key]
+	if old != nil && reflect.DeepEqual(old.outputs, outputs) {
+		return old
+	}
+	ring := l.rings[key]
+	if ring == nil {
+		ring = logs.NewRing(logs.RingConfig{Program: key})
+		l.rings[key] = ring
+	}
+	cfg := logs.ProgramConfig{Name: key, Console: l.console, Ring: ring, Stdout: output(p.Stdout), Stderr: output(p.Stderr), Logger: l.log}
+	prog, err := logs.NewProgram(cfg)
+	if err != nil {
+		// A log file that cannot be opened must not keep the program down:
+		// its lines still reach the console and the ring.
+		l.log.Error("opening log files; logging to the console only", "program", key, "err", err)
+		cfg.Stdout.File, cfg.Stderr.File = logs.FileConfig{}, logs.FileConfig{}
+		cfg.Stdout.Console, cfg.Stderr.Console = true, true
+		prog, _ = logs.NewProgram(cfg)
+	}
+	il := &instLogs{key: key, outputs: outputs, prog: prog, ring: ring}
+	l.progs[key] = il
+	if old != nil {
+		go old.close()
+	}
+	return il
+}
+
+// pipes makes the stdout and stderr pipes of a process about to start.
+func (il *instLogs) pipes() (stdout, stderr *os.File, err error) {
+	if stdout, err = il.prog.NewPipe(logs.Stdout); err != nil {
+		return nil, nil, err
+	}
+	if stderr, err = il.prog.NewPipe(logs.Stderr); err != nil {
+		stdout.Close()
+		return nil, nil, err
+	}
+	return stdout, stderr, nil
+}
+
+// hookWriter logs a hook's output as lines of the stream named after it.
+func (il *instLogs) hookWriter(phase string) io.WriteCloser { return il.prog.Writer(phase) }
+
+// close drains the pipes (bounded: a daemonized child holding a pipe must
+// not hold the supervisor) and closes the files.
+func (il *instLogs) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = il.prog.Close(ctx)
+}
+
+// remove closes the router of a key gone from the config; its ring goes too.
+func (l *logSet) remove(key string) {
+	l.mu.Lock()
+	il := l.progs[key]
+	delete(l.progs, key)
+	delete(l.rings, key)
+	l.mu.Unlock()
+	if il != nil {
+		il.close()
+		il.ring.Close()
+	}
+}
+
+// close closes every router and flushes the console.
+func (l *logSet) close() {
+	l.mu.Lock()
+	progs := make([]*instLogs, 0, len(l.progs))
+	for _, p := range l.progs {
+		progs = append(progs, p)
+	}
+	l.progs = map[string]*instLogs{}
+	l.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, p := range progs {
+		wg.Go(p.close)
+	}
+	wg.Wait()
+	_ = l.console.Flush()
+}
+
+// mergeLogs streams the last n lines of every source in time order and,
+// with follow, every new line until ctx ends.
+func mergeLogs(ctx context.Context, sources []*instLogs, n int, follow bool) <-chan logs.Line {
+	out := make(chan logs.Line, 64)
+	if !follow {
+		var all []logs.Line
+		for _, s := range sources {
+			all = append(all, s.ring.Last(n)...)
+		}
+		sort.SliceStable(all, func(i, j int) bool { return all[i].Time.Before(all[j].Time) })
+		if n > 0 && len(all) > n {
+			all = all[len(all)-n:]
+		}
+		go func() {
+			defer close(out)
+			for _, l := range all {
+				select {
+				case out <- l:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+		return out
+	}
+	var wg sync.WaitGroup
+	for _, s := range sources {
+		lines, cancel := s.ring.Follow(ctx, n)
+		wg.Go(func() {
+			defer cancel()
+			for l := range lines {
+				select {
+				case out <- l:
+				case <-ctx.Done():
+					return
+				}
+			}
+		})
+	}
+	go func() { wg.Wait(); close(out) }()
+	return out
+}

@@ -1,0 +1,82 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+
+	"github.com/supervise-dev/supervise/config"
+)
+
+// apply installs cfg as the desired state and queues every instance whose
+// desired state changed. Only the difference is touched: an unchanged
+// program keeps its process; a change that needs no new process (restart
+// policy, backoff, hooks, stop settings, dependencies) is applied in place.
+// Called with s.mu not held.
+func (s *Supervisor) apply(cfg *config.Config) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.applyLocked(cfg)
+}
+
+func (s *Supervisor) applyLocked(cfg *config.Config) {
+	old := s.cfg
+	s.cfg = cfg
+	s.level = levels(cfg.Programs)
+
+	wanted := map[string]bool{}
+	for _, p := range cfg.Programs {
+		for i, key := range instanceKeys(p) {
+			wanted[key] = true
+			in := s.instances[key]
+			if in == nil {
+				in = s.newInstance(p, key, i)
+				s.instances[key] = in
+				if old != nil {
+					s.events.add(key, "", string(in.state), "added")
+				}
+				s.queue.Add(key)
+				continue
+			}
+			if in.spec.Equal(p) {
+				continue
+			}
+			newProcess := in.spec.NeedsNewProcess(p)
+			in.spec = p
+			// A changed spec starts a fresh backoff.
+			in.backoff = newCrashBackoff(p, s.clock)
+			in.logs = s.logs.forKey(p, key)
+			if in.goal == goalRemove {
+				in.goal = goalRun
+			}
+			if newProcess && in.goal == goalRun {
+				in.restartRequested = true
+				in.settled = false
+			}
+			s.queue.Add(key)
+		}
+	}
+	for key, in := range s.instances {
+		if !wanted[key] {
+			in.goal = goalRemove
+			s.queue.Add(key)
+		}
+	}
+}
+
+// ApplyConfig makes cfg the running config (a reload). The caller has
+// validated it: config.Load refuses a bad file, so a bad file never gets
+// here and the running config stays.
+func (s *Supervisor) ApplyConfig(ctx context.Context, cfg *config.Config) error {
+	if cfg == nil {
+		return errors.New("no config")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.shuttingDown {
+		return errors.New("supervise is shutting down")
+	}
+	s.applyLocked(cfg)
+	s.events.add("supervisor", "", "Reloaded", cfg.File)
+	s.log.Info("config reloaded", "file", cfg.File, "programs", len(cfg.Programs))
+	return nil
+}

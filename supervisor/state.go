@@ -1,0 +1,117 @@
+package supervisor
+
+import (
+	"syscall"
+	"time"
+
+	"github.com/supervise-dev/supervise/backoff"
+	"github.com/supervise-dev/supervise/config"
+)
+
+// State is what a user sees of a program instance.
+type State string
+
+const (
+	Waiting          State = "Waiting"  // autostart, but a dependency is not up yet
+	Starting         State = "Starting" // sandbox, pre_start, exec, post_start
+	Running          State = "Running"
+	Stopping         State = "Stopping" // pre_stop, stop signal, grace
+	Stopped          State = "Stopped"  // stopped on request, or not autostarted
+	Exited           State = "Exited"   // just exited; the restart policy decides next
+	Completed        State = "Completed"
+	CrashLoopBackOff State = "CrashLoopBackOff"
+	Failed           State = "Failed"
+)
+
+// Reasons of exits that proc cannot report, because no process ran to its end.
+const (
+	ReasonHookError  = "HookError"
+	ReasonStartError = "StartError"
+)
+
+// goal is the desired state of an instance: what the config and the user asked.
+type goal int
+
+const (
+	goalRun    goal = iota // keep it running as its restart policy says
+	goalStop               // stopped by the user or at shutdown
+	goalRemove             // gone from the config: stop, clean up, forget
+)
+
+// exitInfo is the last exit of an instance.
+type exitInfo struct {
+	Code       int
+	Signal     syscall.Signal
+	Reason     string
+	FinishedAt time.Time
+	Message    string
+}
+
+// failed reports whether the exit is a failure under the program's
+// success_exit_codes.
+func (e *exitInfo) failed(spec *config.Program) bool {
+	if e.Signal != 0 || e.Reason == ReasonHookError || e.Reason == ReasonStartError {
+		return true
+	}
+	codes := spec.SuccessExitCodes
+	if len(codes) == 0 {
+		codes = []int{0}
+	}
+	for _, c := range codes {
+		if c == e.Code {
+			return false
+		}
+	}
+	return true
+}
+
+// status is the shell-like exit status: the code, or 128 + the signal.
+func (e *exitInfo) status() int {
+	if e.Signal != 0 {
+		return 128 + int(e.Signal)
+	}
+	if e.Code < 0 {
+		return 1
+	}
+	return e.Code
+}
+
+// instance is one running copy of a program: "web", or "web:2".
+// Every field is guarded by Supervisor.mu. The work queue guarantees that one
+// key is reconciled by one worker at a time, so the actual-state fields are
+// written by that worker only (and the exit handler, which only hands an
+// exit over through pendingExit).
+type instance struct {
+	key   string
+	spec  *config.Program
+	index int
+
+	// desired state
+	goal             goal
+	restartRequested bool // a manual restart: stop if running, start at once
+	settled          bool // exited and the restart policy says: stay down
+
+	// actual state
+	state     State
+	message   string
+	sandboxID string
+	procID    string
+	pid       int
+	startedAt time.Time
+	lastExit  *exitInfo
+	afterExit bool // the next start is a restart after an exit: crash backoff applies
+	restarts  int
+	nextStart time.Time
+	// stopDeadline is when a stop in progress escalates to SIGKILL; zero
+	// when no stop is in progress.
+	stopDeadline time.Time
+	pendingExit  *exitEvent
+
+	backoff *backoff.Crash
+	logs    programLogs
+}
+
+type exitEvent struct {
+	procID string
+	exit   exitInfo
+}

@@ -1,0 +1,480 @@
+// Package supervisor is the controller: a small kubelet. It holds the desired
+// state of every program instance (the config plus what the user asked) and
+// closes the gap to the actual state (what proc reports) one restart intent at
+// a time. Every intent — an exit, a backoff expiry, a command, a reload — is a
+// key on a rate-limited, deduplicating work queue, processed by workers that
+// run under wait.Until and never return on an error.
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"sort"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/supervise-dev/supervise/backoff"
+	"github.com/supervise-dev/supervise/config"
+	"github.com/supervise-dev/supervise/hooks"
+	"github.com/supervise-dev/supervise/proc"
+	"github.com/supervise-dev/supervise/supervisor/wait"
+	"github.com/supervise-dev/supervise/supervisor/workqueue"
+)
+
+// Runtime is what the controller needs of the sandbox runtime;
+// *proc.Runtime implements it.
+type Runtime interface {
+	CreateSandbox(ctx context.Context, cfg proc.SandboxConfig) (string, error)
+	DeleteSandbox(ctx context.Context, id string) error
+	SandboxStatus(id string) (proc.SandboxStatus, error)
+	Create(ctx context.Context, sandboxID string, cfg proc.ProcessConfig) (string, error)
+	Start(ctx context.Context, id string) error
+	Signal(id string, sig syscall.Signal) error
+	Stop(ctx context.Context, id string, grace time.Duration) error
+	Remove(ctx context.Context, id string) error
+	Status(id string) (proc.ProcessStatus, error)
+	Stats(sandboxID string) (proc.Stats, error)
+	Exec(ctx context.Context, sandboxID string, cfg proc.ExecConfig) (proc.ExecResult, error)
+	Events() <-chan proc.ExitEvent
+}
+
+// queue is the part of the work queue the controller uses.
+type queue interface {
+	Add(key string)
+	AddAfter(key string, d time.Duration)
+	AddRateLimited(key string)
+	Forget(key string)
+	NumRequeues(key string) int
+	Get() (key string, shutdown bool)
+	Done(key string)
+	Len() int
+	ShutDown()
+}
+
+// Options configure a Supervisor. Config and Runtime are required.
+type Options struct {
+	Config  *config.Config
+	Runtime Runtime
+	Clock   backoff.Clock // nil: the real clock
+	Logger  *slog.Logger  // nil: slog.Default()
+	Console io.Writer     // programs' console output; nil: os.Stdout
+	Color   bool          // colour the console prefixes
+}
+
+// Supervisor runs a set of programs.
+type Supervisor struct {
+	rt     Runtime
+	clock  backoff.Clock
+	log    *slog.Logger
+	queue  queue
+	hooks  *hooks.Runner
+	logs   *logSet
+	events *eventLog
+
+	ctx    context.Context // cancelled by Kill: aborts every blocking call
+	cancel context.CancelFunc
+
+	mu           sync.Mutex
+	cfg          *config.Config
+	instances    map[string]*instance
+	level        map[string]int // dependency depth per program name
+	changed      chan struct{}  // closed and replaced on every state change
+	shuttingDown bool
+	firstFail    *int // exit status of the first program that failed for good
+
+	done     chan struct{} // closed when every program has ended for good and none restarts
+	doneOnce sync.Once
+	stopReq  chan struct{} // closed by the Shutdown command
+	stopOnce sync.Once
+}
+
+// New builds a Supervisor for opts.Config. Nothing starts before Run.
+func New(opts Options) (*Supervisor, error) {
+	if opts.Config == nil || opts.Runtime == nil {
+		return nil, errors.New("supervisor: Config and Runtime are required")
+	}
+	clock := opts.Clock
+	if clock == nil {
+		clock = backoff.RealClock{}
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	console := opts.Console
+	if console == nil {
+		console = os.Stdout
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Supervisor{
+		rt:    opts.Runtime,
+		clock: clock,
+		log:   log,
+		queue: workqueue.New[string](workqueue.Config[string]{
+			Name:        "restart-intents",
+			Clock:       clock,
+			RateLimiter: backoff.DefaultControllerRateLimiter[string](clock),
+		}),
+		hooks:     &hooks.Runner{Exec: opts.Runtime, Logger: log},
+		events:    newEventLog(clock, 1000),
+		ctx:       ctx,
+		cancel:    cancel,
+		instances: map[string]*instance{},
+		changed:   make(chan struct{}),
+		done:      make(chan struct{}),
+		stopReq:   make(chan struct{}),
+	}
+	s.logs = newLogSet(console, opts.Color, log, opts.Config.Programs)
+	s.apply(opts.Config)
+	return s, nil
+}
+
+// instanceKeys names the instances of a program: "web", or "web:0" … "web:N-1".
+func instanceKeys(p *config.Program) []string {
+	n := p.Instances
+	if n <= 1 {
+		return []string{p.Name}
+	}
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = p.Name + ":" + strconv.Itoa(i)
+	}
+	return keys
+}
+
+func (s *Supervisor) newInstance(p *config.Program, key string, index int) *instance {
+	in := &instance{
+		key:     key,
+		spec:    p,
+		index:   index,
+		state:   Stopped,
+		backoff: newCrashBackoff(p, s.clock),
+		logs:    s.logs.forKey(p, key),
+	}
+	if !p.Autostart {
+		in.goal = goalStop
+	}
+	return in
+}
+
+func newCrashBackoff(p *config.Program, clock backoff.Clock) *backoff.Crash {
+	return backoff.NewCrash(backoff.CrashConfig{
+		Initial:    p.Backoff.Initial,
+		Max:        p.Backoff.Max,
+		ResetAfter: p.Backoff.ResetAfter,
+		Clock:      clock,
+	})
+}
+
+// Run starts the workers and every autostart program, and supervises until
+// ctx is cancelled (then it shuts down in reverse dependency order) or until
+// every program has ended for good. It returns the supervisor's exit status:
+// 0, or the status of the first program that failed for good.
+func (s *Supervisor) Run(ctx context.Context) int {
+	workers := s.cfg.Supervisor.Workers
+	if workers <= 0 {
+		workers = 2
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() { wait.Loop{Clock: s.clock}.Until(s.worker, time.Second, stop) })
+	}
+	wg.Go(func() { s.watchExits(stop) })
+	wg.Go(func() { wait.Loop{Clock: s.clock}.Until(s.gcBackoff, 10*time.Minute, stop) })
+
+	s.mu.Lock()
+	for _, key := range s.sortedKeysLocked() {
+		s.queue.Add(key)
+	}
+	s.checkDoneLocked()
+	s.mu.Unlock()
+
+	select {
+	case <-ctx.Done():
+	case <-s.done:
+	case <-s.stopReq:
+	}
+	s.shutdownAll()
+	close(stop)
+	s.queue.ShutDown()
+	wg.Wait()
+	s.logs.close()
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.firstFail != nil {
+		return *s.firstFail
+	}
+	return 0
+}
+
+// worker processes restart intents until the queue shuts down. It never
+// returns on a reconcile error: a failed key goes back rate-limited, and the
+// worker takes the next one (seed 004 shows what returning costs).
+func (s *Supervisor) worker() {
+	for s.processNext() {
+	}
+}
+
+func (s *Supervisor) processNext() bool {
+	key, shutdown := s.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer s.queue.Done(key)
+	if err := s.reconcile(s.ctx, key); err != nil {
+		s.log.Error("reconcile failed; retrying", "program", key, "err", err,
+			"retries", s.queue.NumRequeues(key))
+		s.queue.AddRateLimited(key)
+		return true
+	}
+	s.queue.Forget(key)
+	return true
+}
+
+// watchExits turns proc's exit events into restart intents.
+func (s *Supervisor) watchExits(stop <-chan struct{}) {
+	events := s.rt.Events()
+	for {
+		select {
+		case <-stop:
+			return
+		case ev, ok := <-events:
+			if !ok {
+				return
+			}
+			s.mu.Lock()
+			for _, in := range s.instances {
+				if in.procID != "" && in.procID == ev.ID {
+					in.pendingExit = &exitEvent{procID: ev.ID, exit: exitFromEvent(ev)}
+					s.queue.Add(in.key)
+					break
+				}
+			}
+			s.mu.Unlock()
+		}
+	}
+}
+
+func exitFromEvent(ev proc.ExitEvent) exitInfo {
+	return exitInfo{Code: ev.ExitCode, Signal: ev.Signal, Reason: string(ev.Reason), FinishedAt: ev.FinishedAt}
+}
+
+func (s *Supervisor) gcBackoff() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, in := range s.instances {
+		in.backoff.GC()
+	}
+}
+
+// setStateLocked records a transition, emits its event and wakes waiters.
+func (s *Supervisor) setStateLocked(in *instance, st State, msg string) {
+	if in.state == st && in.message == msg {
+		return
+	}
+	from := in.state
+	in.state, in.message = st, msg
+	s.events.add(in.key, string(from), string(st), msg)
+	close(s.changed)
+	s.changed = make(chan struct{})
+	attrs := []any{"program", in.key, "from", from, "to", st}
+	if in.pid != 0 {
+		attrs = append(attrs, "pid", in.pid)
+	}
+	if msg != "" {
+		attrs = append(attrs, "msg", msg)
+	}
+	s.log.Info("state", attrs...)
+	if st == Running {
+		s.wakeDependentsLocked(in.spec.Name)
+	}
+	s.checkDoneLocked()
+}
+
+// wakeDependentsLocked queues every instance that waits for program name.
+func (s *Supervisor) wakeDependentsLocked(name string) {
+	for _, other := range s.instances {
+		if other.state != Waiting {
+			continue
+		}
+		for _, d := range other.spec.DependsOn {
+			if d == name {
+				s.queue.Add(other.key)
+			}
+		}
+	}
+}
+
+// unmetDepLocked names the first dependency of in that is not up: every
+// instance of it Running. Readiness probes refine "up" later.
+func (s *Supervisor) unmetDepLocked(in *instance) string {
+	for _, d := range in.spec.DependsOn {
+		found := false
+		for _, other := range s.instances {
+			if other.spec.Name != d {
+				continue
+			}
+			found = true
+			if other.state != Running {
+				return d
+			}
+		}
+		if !found {
+			return d
+		}
+	}
+	return ""
+}
+
+// checkDoneLocked closes s.done when every instance has ended for good: all
+// settled (Completed or Failed) or stopped, none of them wanting to run.
+// A supervisor of long-running programs never gets here.
+func (s *Supervisor) checkDoneLocked() {
+	if len(s.instances) == 0 {
+		return
+	}
+	for _, in := range s.instances {
+		if in.goal == goalRun && !in.settled {
+			return
+		}
+		if in.procID != "" || in.state == Stopping || in.state == Starting {
+			return
+		}
+		if in.goal == goalStop && in.lastExit == nil {
+			return // never started (autostart = false): the user may still start it
+		}
+	}
+	s.doneOnce.Do(func() { close(s.done) })
+}
+
+func (s *Supervisor) sortedKeysLocked() []string {
+	keys := make([]string, 0, len(s.instances))
+	for k := range s.instances {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := s.instances[keys[i]], s.instances[keys[j]]
+		if la, lb := s.level[a.spec.Name], s.level[b.spec.Name]; la != lb {
+			return la < lb
+		}
+		return keys[i] < keys[j]
+	})
+	return keys
+}
+
+// waitFor blocks until cond holds (checked under s.mu) or ctx ends.
+func (s *Supervisor) waitFor(ctx context.Context, cond func() bool) error {
+	for {
+		s.mu.Lock()
+		ok := cond()
+		ch := s.changed
+		s.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// shutdownAll stops every program in reverse dependency order: the deepest
+// dependents first, each level waiting for the one above it, all within
+// shutdown_timeout; what is left then is killed. It returns when every
+// program is down.
+func (s *Supervisor) shutdownAll() {
+	s.mu.Lock()
+	if s.shuttingDown {
+		s.mu.Unlock()
+		return
+	}
+	s.shuttingDown = true
+	timeout := s.cfg.Supervisor.ShutdownTimeout
+	maxLevel := 0
+	for _, l := range s.level {
+		maxLevel = max(maxLevel, l)
+	}
+	s.mu.Unlock()
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	s.log.Info("shutting down", "timeout", timeout)
+
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	go func() {
+		select {
+		case <-ctx.Done():
+			if ctx.Err() == context.DeadlineExceeded {
+				s.log.Warn("shutdown timeout reached; killing what is left")
+				s.Kill()
+			}
+		case <-s.ctx.Done():
+		}
+	}()
+	for l := maxLevel; l >= 0; l-- {
+		var keys []string
+		s.mu.Lock()
+		for k, in := range s.instances {
+			if s.level[in.spec.Name] == l {
+				in.goal = goalStop
+				keys = append(keys, k)
+				s.queue.Add(k)
+			}
+		}
+		s.mu.Unlock()
+		_ = s.waitFor(s.ctx, func() bool {
+			for _, k := range keys {
+				if in := s.instances[k]; in != nil && (in.procID != "" || in.state == Starting || in.state == Stopping) {
+					return false
+				}
+			}
+			return true
+		})
+		if s.ctx.Err() != nil {
+			break
+		}
+	}
+	// Sandboxes outlive their processes only until here.
+	s.mu.Lock()
+	var sandboxes []string
+	for _, in := range s.instances {
+		if in.sandboxID != "" {
+			sandboxes = append(sandboxes, in.sandboxID)
+			in.sandboxID = ""
+		}
+	}
+	s.mu.Unlock()
+	for _, id := range sandboxes {
+		if err := s.rt.DeleteSandbox(context.Background(), id); err != nil {
+			s.log.Warn("deleting sandbox", "sandbox", id, "err", err)
+		}
+	}
+}
+
+// Kill aborts a graceful shutdown: every running process gets SIGKILL and
+// every blocking call into proc is cancelled. A second SIGINT and the end of
+// shutdown_timeout come here.
+func (s *Supervisor) Kill() {
+	s.mu.Lock()
+	var ids []string
+	for _, in := range s.instances {
+		if in.procID != "" {
+			ids = append(ids, in.procID)
+		}
+	}
+	s.mu.Unlock()
+	for _, id := range ids {
+		_ = s.rt.Signal(id, syscall.SIGKILL)
+	}
+	s.cancel()
+}

@@ -1,0 +1,309 @@
+package supervisor
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/supervise-dev/supervise/backoff"
+	"github.com/supervise-dev/supervise/config"
+)
+
+// The controller on a fake clock with a fake runtime: these tests never
+// sleep to wait for a delay; they step the clock and wait (bounded, in real
+// time) for the controller to react.
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func program(name string, mod ...func(*config.Program)) *config.Program {
+	p := &config.Program{
+		Name:             name,
+		Command:          []string{name},
+		Restart:          config.RestartAlways,
+		SuccessExitCodes: []int{0},
+		Instances:        1,
+		Autostart:        true,
+		StopTimeout:      time.Second,
+		Backoff:          config.Backoff{Initial: 10 * time.Second, Max: 5 * time.Minute, ResetAfter: 10 * time.Minute},
+		Sandbox:          config.Sandbox{Umask: -1},
+	}
+	for _, m := range mod {
+		m(p)
+	}
+	return p
+}
+
+type harness struct {
+	t     *testing.T
+	clock *backoff.FakeClock
+	rt    *fakeRuntime
+	sup   *Supervisor
+	stop  context.CancelFunc
+	code  chan int
+}
+
+func newHarness(t *testing.T, programs ...*config.Program) *harness {
+	t.Helper()
+	clock := backoff.NewFakeClock(t0)
+	rt := newFakeRuntime(clock)
+	cfg := &config.Config{File: "test.toml", Supervisor: config.Supervisor{Workers: 2, ShutdownTimeout: 5 * time.Second}, Programs: programs}
+	sup, err := New(Options{Config: cfg, Runtime: rt, Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Console: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &harness{t: t, clock: clock, rt: rt, sup: sup, stop: cancel, code: make(chan int, 1)}
+	go func() { h.code <- sup.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-h.code:
+		case <-time.After(10 * time.Second):
+			t.Error("Run did not return after cancel")
+		}
+	})
+	return h
+}
+
+// waitState waits (bounded, real time) until key is in state st.
+func (h *harness) waitState(key string, st State) {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := h.sup.waitFor(ctx, func() bool {
+		in := h.sup.instances[key]
+		return in != nil && in.state == st
+	})
+	if err != nil {
+		h.t.Fatalf("%s never reached %s; now: %s", key, st, h.sup.statusSummary())
+	}
+}
+
+// stepWhenArmed waits until a timer is armed for now+d, then steps the
+// clock by d: stepping before the queue armed its timer would skip it.
+func (h *harness) stepWhenArmed(d time.Duration) {
+	h.t.Helper()
+	at := h.clock.Now().Add(d)
+	deadline := time.Now().Add(10 * time.Second)
+	for !h.clock.HasWaiterAt(at) {
+		if time.Now().After(deadline) {
+			h.t.Fatalf("no timer armed for %v", at)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	h.clock.Step(d)
+}
+
+// exit makes name's process exit with code and waits until the controller
+// has handled that exit.
+func (h *harness) exit(name string, code int) {
+	h.t.Helper()
+	h.sup.mu.Lock()
+	old := h.sup.instances[name].procID
+	h.sup.mu.Unlock()
+	if !h.rt.exit(name, code) {
+		h.t.Fatalf("%s has no running process", name)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := h.sup.waitFor(ctx, func() bool { return h.sup.instances[name].procID != old }); err != nil {
+		h.t.Fatalf("exit of %s never handled; now: %s", name, h.sup.statusSummary())
+	}
+}
+
+func TestCrashBackoffKubeletSequence(t *testing.T) {
+	h := newHarness(t, program("crash"))
+	h.waitState("crash", Running)
+
+	// Quick crashes: the kubelet restarts after 0, 10, 20, 40, 80, 160, 300, 300 s.
+	want := []time.Duration{0, 10, 20, 40, 80, 160, 300, 300}
+	for i, d := range want {
+		h.exit("crash", 1)
+		if d == 0 {
+			h.waitState("crash", Running)
+		} else {
+			h.waitState("crash", CrashLoopBackOff)
+			st, _ := h.sup.Status(context.Background(), []string{"crash"})
+			if got := time.Duration(st[0].NextStartInMs) * time.Millisecond; got != d*time.Second {
+				t.Fatalf("crash %d: next start in %v, want %v", i+1, got, d*time.Second)
+			}
+			h.stepWhenArmed(d * time.Second)
+			h.waitState("crash", Running)
+		}
+	}
+	starts := h.rt.startTimes("crash")
+	if len(starts) != len(want)+1 {
+		t.Fatalf("%d starts, want %d", len(starts), len(want)+1)
+	}
+	for i, d := range want {
+		if gap := starts[i+1].Sub(starts[i]); gap != d*time.Second {
+			t.Errorf("gap %d = %v, want %v", i+1, gap, d*time.Second)
+		}
+	}
+
+	// A run longer than reset_after: the next crash restarts at once.
+	h.clock.Step(11 * time.Minute)
+	h.exit("crash", 1)
+	h.waitState("crash", Running)
+	if n := len(h.rt.startTimes("crash")); n != len(want)+2 {
+		t.Fatalf("after a stable run: %d starts, want %d", n, len(want)+2)
+	}
+	// … and the sequence starts over.
+	h.exit("crash", 1)
+	h.waitState("crash", CrashLoopBackOff)
+	st, _ := h.sup.Status(context.Background(), []string{"crash"})
+	if st[0].NextStartInMs != 10_000 {
+		t.Fatalf("after reset: next start in %d ms, want 10000", st[0].NextStartInMs)
+	}
+}
+
+func TestRestartPolicies(t *testing.T) {
+	h := newHarness(t,
+		program("once", func(p *config.Program) { p.Restart = config.RestartOnFailure }),
+		program("three", func(p *config.Program) { p.Restart = config.RestartOnFailure; p.SuccessExitCodes = []int{3} }),
+		program("retry", func(p *config.Program) { p.Restart = config.RestartOnFailure }),
+		program("never", func(p *config.Program) { p.Restart = config.RestartNever }),
+	)
+	for _, n := range []string{"once", "three", "retry", "never"} {
+		h.waitState(n, Running)
+	}
+	h.exit("once", 0)
+	h.waitState("once", Completed)
+	h.exit("three", 3)
+	h.waitState("three", Completed)
+	h.exit("never", 2)
+	h.waitState("never", Failed)
+	h.exit("retry", 3)
+	h.waitState("retry", Running) // first crash: restarted at once
+	if n := len(h.rt.startTimes("retry")); n != 2 {
+		t.Fatalf("retry started %d times, want 2", n)
+	}
+	for _, n := range []string{"once", "three", "never"} {
+		if c := len(h.rt.startTimes(n)); c != 1 {
+			t.Errorf("%s started %d times, want 1", n, c)
+		}
+	}
+}
+
+func TestHooksOrderAndFailingPreStart(t *testing.T) {
+	hook := func(cmd string) *config.Hook { return &config.Hook{Command: []string{cmd}, Timeout: time.Second} }
+	h := newHarness(t,
+		program("web", func(p *config.Program) {
+			p.Hooks = config.Hooks{PreStart: hook("pre_start"), PostStart: hook("post_start"), PreStop: hook("pre_stop"), PostStop: hook("post_stop")}
+		}),
+		program("bad", func(p *config.Program) { p.Hooks.PreStart = hook("fail") }),
+	)
+	h.rt.mu.Lock()
+	h.rt.execFail["fail"] = true
+	h.rt.mu.Unlock()
+
+	h.waitState("web", Running)
+	if err := h.sup.Stop(context.Background(), []string{"web"}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitState("web", Stopped)
+	var got []string
+	for _, c := range h.rt.hookLog() {
+		if c != "fail" {
+			got = append(got, c)
+		}
+	}
+	if want := []string{"pre_start", "post_start", "pre_stop", "post_stop"}; !slices.Equal(got, want) {
+		t.Errorf("hooks ran %v, want %v", got, want)
+	}
+
+	// A failing pre_start is a crash: first retry at once, then back-off.
+	h.waitState("bad", CrashLoopBackOff)
+	st, _ := h.sup.Status(context.Background(), []string{"bad"})
+	if st[0].LastExit == nil || st[0].LastExit.Reason != ReasonHookError {
+		t.Fatalf("last exit %+v, want reason HookError", st[0].LastExit)
+	}
+	if len(h.rt.startTimes("bad")) != 0 {
+		t.Fatal("bad's process started despite a failing pre_start")
+	}
+}
+
+func TestDependsOnOrder(t *testing.T) {
+	h := newHarness(t,
+		program("b", func(p *config.Program) { p.DependsOn = []string{"a"} }),
+		program("a", func(p *config.Program) { p.Autostart = false }),
+	)
+	h.waitState("b", Waiting)
+	if err := h.sup.Start(context.Background(), []string{"a"}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitState("b", Running)
+	if a, b := h.rt.startTimes("a"), h.rt.startTimes("b"); len(a) != 1 || len(b) != 1 {
+		t.Fatalf("starts a=%d b=%d", len(a), len(b))
+	}
+}
+
+func TestManualRestartClearsBackoff(t *testing.T) {
+	h := newHarness(t, program("web"))
+	h.waitState("web", Running)
+	h.exit("web", 1)
+	h.waitState("web", Running)
+	h.exit("web", 1)
+	h.waitState("web", CrashLoopBackOff)
+	if err := h.sup.Restart(context.Background(), []string{"web"}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitState("web", Running)
+	if n := len(h.rt.startTimes("web")); n != 3 {
+		t.Fatalf("%d starts, want 3", n)
+	}
+	// The backoff was cleared: the next crash restarts at once.
+	h.exit("web", 1)
+	h.waitState("web", Running)
+}
+
+func TestReloadTouchesOnlyChanged(t *testing.T) {
+	h := newHarness(t, program("keep"), program("change"), program("tune"), program("drop"))
+	for _, n := range []string{"keep", "change", "tune", "drop"} {
+		h.waitState(n, Running)
+	}
+	cfg := &config.Config{File: "test.toml", Supervisor: config.Supervisor{Workers: 2}, Programs: []*config.Program{
+		program("keep"),
+		program("change", func(p *config.Program) { p.Env = map[string]string{"X": "1"} }),
+		program("tune", func(p *config.Program) { p.Backoff.Initial = time.Second }),
+		program("new"),
+	}}
+	if err := h.sup.ApplyConfig(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	h.waitState("new", Running)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := h.sup.waitFor(ctx, func() bool {
+		return h.sup.instances["drop"] == nil && len(h.rt.startTimes("change")) == 2 && h.sup.instances["change"].state == Running
+	}); err != nil {
+		t.Fatalf("reload not applied: %s", h.sup.statusSummary())
+	}
+	for n, want := range map[string]int{"keep": 1, "tune": 1, "change": 2, "new": 1} {
+		if got := len(h.rt.startTimes(n)); got != want {
+			t.Errorf("%s started %d times, want %d", n, got, want)
+		}
+	}
+}
+
+func TestAllNeverExitsWithFirstFailure(t *testing.T) {
+	never := func(p *config.Program) { p.Restart = config.RestartNever }
+	h := newHarness(t, program("a", never), program("b", never))
+	h.waitState("a", Running)
+	h.waitState("b", Running)
+	h.exit("b", 4)
+	h.waitState("b", Failed)
+	h.exit("a", 0)
+	select {
+	case code := <-h.code:
+		if code != 4 {
+			t.Fatalf("exit code %d, want 4", code)
+		}
+		h.code <- code // for the cleanup
+	case <-time.After(10 * time.Second):
+		t.Fatal("supervisor did not exit when every program had ended")
+	}
+}
