@@ -1,0 +1,98 @@
+package logs
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+	"testing"
+)
+
+// benchLine is 100 bytes with its newline.
+func benchLines(n int) []byte {
+	var b []byte
+	for i := range n {
+		s := fmt.Sprintf("line %09d ", i)
+		for len(s) < 99 {
+			s += "x"
+		}
+		b = append(b, s...)
+		b = append(b, '\n')
+	}
+	return b
+}
+
+// BenchmarkPipe measures one writer of 100-byte lines, writing 8 KiB at a
+// time (what a program's buffered stdout does) as fast as it can, through
+// a Program's pipe into its sinks; the figure is MB/s of program output.
+func BenchmarkPipe(b *testing.B) {
+	for _, bc := range []struct {
+		name     string
+		ring     bool
+		pipeSize int
+	}{
+		{"file", false, 0},
+		{"file+ring", true, 0},
+		{"file/pipe=1MiB", false, 1 << 20},
+		{"file+ring/pipe=1MiB", true, 1 << 20},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			var ring *Ring
+			if bc.ring {
+				ring = NewRing(RingConfig{})
+			}
+			p, err := NewProgram(ProgramConfig{
+				Name: "bench", Ring: ring, PipeSize: bc.pipeSize,
+				Stdout: Output{File: FileConfig{Path: filepath.Join(b.TempDir(), "bench.log"), MaxSize: 256 << 20, MaxFiles: 2}},
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			chunk := benchLines(8192 / 100 * 10) // whole lines, written in 8 KiB pieces
+			w, err := p.NewPipe(Stdout)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(100)
+			b.ReportAllocs()
+			b.ResetTimer()
+			left := b.N * 100
+			for left > 0 {
+				for off := 0; off < len(chunk) && left > 0; off += 8192 {
+					piece := chunk[off:min(off+8192, len(chunk))]
+					piece = piece[:min(len(piece), left)]
+					if _, err := w.Write(piece); err != nil {
+						b.Fatal(err)
+					}
+					left -= len(piece)
+				}
+			}
+			w.Close()
+			if err := p.Close(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+		})
+	}
+}
+
+// BenchmarkConsole measures formatting lines of 4 programs into a console
+// writing to io.Discard.
+func BenchmarkConsole(b *testing.B) {
+	c := NewConsole(io.Discard, ConsoleConfig{Color: ColorAlways})
+	lines := make([]Line, 4)
+	for i := range lines {
+		lines[i] = Line{Program: "prog" + strconv.Itoa(i), Stream: Stdout, Text: string(benchLines(1)[:99])}
+	}
+	b.SetBytes(100)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			c.WriteLine(lines[i%4])
+			i++
+		}
+	})
+	c.Close()
+}

@@ -1,0 +1,8 @@
+//go:build !linux
+
+package logs
+
+import "io"
+
+// IsTerminal reports false: terminal detection is implemented for Linux.
+func IsTerminal(w io.Writer) bool { return false }

@@ -1,0 +1,199 @@
+package logs
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func readLines(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) == 0 {
+		return nil
+	}
+	if b[len(b)-1] != '\n' {
+		t.Fatalf("%s ends inside a line", path)
+	}
+	return strings.Split(string(b[:len(b)-1]), "\n")
+}
+
+// logFiles lists path and its rotated files, oldest first.
+func logFiles(t *testing.T, path string) []string {
+	t.Helper()
+	matches, err := filepath.Glob(path + ".*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	for i := len(matches); i >= 1; i-- {
+		files = append(files, fmt.Sprintf("%s.%d", path, i))
+	}
+	return append(files, path)
+}
+
+func TestFileRotation(t *testing.T) {
+	for _, maxFiles := range []int{1, 2, 3, 5} {
+		t.Run(fmt.Sprint(maxFiles), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "sub", "web.log")
+			const maxSize = 1000
+			f, err := OpenFile(FileConfig{Path: path, MaxSize: maxSize, MaxFiles: maxFiles, BufferSize: 300})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var all []string
+			for seq := range 500 {
+				text := fmt.Sprintf("%04d-%s", seq, strings.Repeat("x", seq%60))
+				all = append(all, text)
+				if err := f.WriteLine(Line{Text: text}); err != nil {
+					t.Fatal(err)
+				}
+				if seq%7 == 0 {
+					f.Flush()
+				}
+			}
+			if err := f.Close(); err != nil {
+				t.Fatal(err)
+			}
+			files := logFiles(t, path)
+			if len(files) != maxFiles {
+				t.Fatalf("%d files %q, want %d", len(files), files, maxFiles)
+			}
+			var kept []string
+			for _, name := range files {
+				st, err := os.Stat(name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if st.Size() > maxSize {
+					t.Errorf("%s holds %d bytes, more than %d", name, st.Size(), maxSize)
+				}
+				if name != path && st.Size() < maxSize-70 {
+					t.Errorf("%s rotated at %d bytes, well before %d", name, st.Size(), maxSize)
+				}
+				kept = append(kept, readLines(t, name)...)
+			}
+			// Whole lines, in order, and the newest ones.
+			if len(kept) == 0 || !slices.Equal(kept, all[len(all)-len(kept):]) {
+				t.Fatalf("files hold %d lines that are not the last lines written", len(kept))
+			}
+		})
+	}
+}
+
+func TestFileLineLongerThanMaxSize(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "web.log")
+	f, err := OpenFile(FileConfig{Path: path, MaxSize: 10, MaxFiles: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"ab", strings.Repeat("L", 25), "cd"} {
+		f.WriteLine(Line{Text: s})
+	}
+	f.Close()
+	got := [][]string{readLines(t, path+".2"), readLines(t, path+".1"), readLines(t, path)}
+	want := [][]string{{"ab"}, {strings.Repeat("L", 25)}, {"cd"}}
+	for i := range want {
+		if !slices.Equal(got[i], want[i]) {
+			t.Errorf("file %d holds %q, want %q", i, got[i], want[i])
+		}
+	}
+}
+
+// An existing file is appended to, and its size counts for rotation;
+// rotated files beyond MaxFiles, from an earlier setting, go.
+func TestFileAppendsAndCleansUp(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "web.log")
+	os.WriteFile(path, []byte("old1\nold2\n"), 0o644)
+	os.WriteFile(path+".7", []byte("ancient\n"), 0o644)
+	f, err := OpenFile(FileConfig{Path: path, MaxSize: 15, MaxFiles: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteLine(Line{Text: "new1"}) // 10 + 5 = 15: fits
+	f.WriteLine(Line{Text: "new2"}) // would be 20: rotates
+	f.Close()
+	if got := readLines(t, path+".1"); !slices.Equal(got, []string{"old1", "old2", "new1"}) {
+		t.Errorf("%s.1 holds %q", path, got)
+	}
+	if got := readLines(t, path); !slices.Equal(got, []string{"new2"}) {
+		t.Errorf("%s holds %q", path, got)
+	}
+	if _, err := os.Stat(path + ".7"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s.7 left behind: %v", path, err)
+	}
+}
+
+func TestFileReopen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "web.log")
+	f, err := OpenFile(FileConfig{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteLine(Line{Text: "before"})
+	// An outside rotation moves the file away; lines still buffered go
+	// with it.
+	if err := os.Rename(path, path+".moved"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Reopen(); err != nil {
+		t.Fatal(err)
+	}
+	f.WriteLine(Line{Text: "after"})
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := readLines(t, path+".moved"); !slices.Equal(got, []string{"before"}) {
+		t.Errorf("moved file holds %q, want [before]", got)
+	}
+	if got := readLines(t, path); !slices.Equal(got, []string{"after"}) {
+		t.Errorf("new file holds %q, want [after]", got)
+	}
+	if err := f.WriteLine(Line{Text: "late"}); !errors.Is(err, ErrClosed) {
+		t.Errorf("WriteLine after Close = %v, want ErrClosed", err)
+	}
+}
+
+// A file that cannot be opened any more is retried at the next write.
+func TestFileReopenOnDemand(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "logs")
+	path := filepath.Join(dir, "web.log")
+	f, err := OpenFile(FileConfig{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.RemoveAll(dir)
+	if err := f.Reopen(); err == nil {
+		t.Fatal("Reopen into a removed directory succeeded")
+	}
+	f.WriteLine(Line{Text: "lost"})
+	if err := f.Flush(); err == nil || !strings.Contains(err.Error(), "bytes lost") {
+		t.Fatalf("Flush = %v, want an error counting lost bytes", err)
+	}
+	os.MkdirAll(dir, 0o755)
+	f.WriteLine(Line{Text: "kept"})
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := readLines(t, path); !slices.Equal(got, []string{"kept"}) {
+		t.Errorf("file holds %q, want [kept]", got)
+	}
+}
+
+func TestOpenFileErrors(t *testing.T) {
+	if _, err := OpenFile(FileConfig{}); err == nil {
+		t.Error("OpenFile without a path succeeded")
+	}
+	dir := t.TempDir()
+	if _, err := OpenFile(FileConfig{Path: dir}); err == nil || !strings.Contains(err.Error(), dir) {
+		t.Errorf("OpenFile of a directory = %v, want an error naming it", err)
+	}
+}

@@ -1,0 +1,245 @@
+package logs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+)
+
+// Output is where one stream of a program goes.
+type Output struct {
+	// Console copies the stream's lines to the program's Console.
+	Console bool
+	// File appends them to a rotating file; File.Path "" means no file.
+	// Two streams naming the same path share one File.
+	File FileConfig
+}
+
+// ProgramConfig configures a Program. Zero fields get defaults.
+type ProgramConfig struct {
+	// Name is the program (or instance) name every line carries.
+	Name string
+	// Console is the shared console, nil for none. Program adds Name to it
+	// and flushes it, but never closes it.
+	Console *Console
+	// Ring keeps the program's last lines; nil for none. It belongs to the
+	// caller so that it can outlive this Program (a reload that changes
+	// the outputs makes a new Program with the same Ring). Every stream
+	// goes to it.
+	Ring *Ring
+	// Stdout and Stderr say where each stream goes. Any other stream name
+	// (a hook's) goes where Stdout goes.
+	Stdout, Stderr Output
+	// MaxLineLength, Now and Logger are passed to the pumps.
+	MaxLineLength int
+	Now           func() time.Time
+	Logger        *slog.Logger
+	// PipeSize, when positive, asks the kernel for a pipe buffer of this
+	// many bytes (best effort); 0 keeps the kernel's default, 64 KiB on
+	// Linux. A bigger pipe lets a program run further ahead of its pump,
+	// but BenchmarkPipe showed no clear gain, and pipe memory is limited per user
+	// (/proc/sys/fs/pipe-user-pages-soft), so it is not the default.
+	PipeSize int
+}
+
+// Program routes the output of one program's processes to its sinks. It
+// makes a pipe per stream for each process run and pumps the read end into
+// the sinks; the supervisor gives the write ends to the process and closes
+// its copies once the process has started. A pump drains its pipe to end of
+// file, when the process and all its children have closed it, so lines
+// written just before an exit, or by a child outliving the process, are
+// never lost across a restart. The files belong to the Program and close
+// with it; the console and the ring do not.
+type Program struct {
+	cfg            ProgramConfig
+	stdout, stderr Sink
+	files          []*File
+
+	mu     sync.Mutex
+	pipes  map[*Pump]*os.File // read ends of running pumps; guarded by mu
+	closed bool               // guarded by mu
+	wg     sync.WaitGroup     // pump goroutines
+}
+
+// NewProgram opens the program's files and returns its router.
+func NewProgram(cfg ProgramConfig) (_ *Program, retErr error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	p := &Program{cfg: cfg, pipes: make(map[*Pump]*os.File)}
+	defer func() {
+		if retErr != nil {
+			for _, f := range p.files {
+				f.Close()
+			}
+		}
+	}()
+	byPath := make(map[string]*File)
+	sink := func(o Output) (Sink, error) {
+		var file Sink
+		if o.File.Path != "" {
+			f, ok := byPath[o.File.Path]
+			if !ok {
+				var err error
+				if f, err = OpenFile(o.File); err != nil {
+					return nil, fmt.Errorf("logs of %q: %w", cfg.Name, err)
+				}
+				byPath[o.File.Path] = f
+				p.files = append(p.files, f)
+			}
+			file = f
+		}
+		var console Sink
+		if o.Console && cfg.Console != nil {
+			console = cfg.Console
+		}
+		var ring Sink
+		if cfg.Ring != nil {
+			ring = cfg.Ring
+		}
+		// The ring last: a follower never sees a line before the console and
+		// the file have taken it.
+		return Multi(console, file, ring), nil
+	}
+	var err error
+	if p.stdout, err = sink(cfg.Stdout); err != nil {
+		return nil, err
+	}
+	if p.stderr, err = sink(cfg.Stderr); err != nil {
+		return nil, err
+	}
+	if cfg.Console != nil && (cfg.Stdout.Console || cfg.Stderr.Console) {
+		cfg.Console.Add(cfg.Name)
+	}
+	return p, nil
+}
+
+// Name returns the program's name.
+func (p *Program) Name() string { return p.cfg.Name }
+
+// Sink returns where lines of the stream go.
+func (p *Program) Sink(stream string) Sink {
+	if stream == Stderr {
+		return p.stderr
+	}
+	return p.stdout
+}
+
+func (p *Program) pumpConfig(stream string) PumpConfig {
+	return PumpConfig{
+		Program:       p.cfg.Name,
+		Stream:        stream,
+		MaxLineLength: p.cfg.MaxLineLength,
+		Now:           p.cfg.Now,
+		Logger:        p.cfg.Logger,
+	}
+}
+
+// NewPipe makes a pipe for one stream of a process about to start, starts
+// a pump on its read end and returns the write end for the process. The
+// caller closes the write end once the process has started (or failed to).
+func (p *Program) NewPipe(stream string) (*os.File, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, fmt.Errorf("logs of %q: pipe for %s: %w", p.cfg.Name, stream, ErrClosed)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("logs of %q: pipe for %s: %w", p.cfg.Name, stream, err)
+	}
+	if p.cfg.PipeSize > 0 {
+		setPipeSize(w, p.cfg.PipeSize)
+	}
+	// os.Pipe leaves both ends non-blocking for the poller; a child must
+	// get a blocking stdout. Fd switches the write end back (os/exec would
+	// too, but not every way of starting a process goes through it).
+	w.Fd()
+	pump := newPump(r, p.Sink(stream), p.pumpConfig(stream))
+	pump.after = func() {
+		p.mu.Lock()
+		delete(p.pipes, pump)
+		p.mu.Unlock()
+		r.Close()
+	}
+	p.pipes[pump] = r
+	p.wg.Go(pump.run)
+	return w, nil
+}
+
+// Wait blocks until every pipe made so far has been read to its end, or
+// until ctx ends (then it returns ctx's error). A supervisor calls it after
+// a process exited and before starting the next, with a short deadline,
+// so that the old run's last lines come before the new run's first ones;
+// a child still holding the old pipe must not delay the restart for long.
+func (p *Program) Wait(ctx context.Context) error {
+	p.mu.Lock()
+	pumps := make([]*Pump, 0, len(p.pipes))
+	for pump := range p.pipes {
+		pumps = append(pumps, pump)
+	}
+	p.mu.Unlock()
+	for _, pump := range pumps {
+		select {
+		case <-pump.Finished():
+		case <-ctx.Done():
+			return fmt.Errorf("logs of %q: waiting for pipes to drain: %w", p.cfg.Name, ctx.Err())
+		}
+	}
+	return nil
+}
+
+// Writer returns a writer whose lines are logged as the stream's; hooks'
+// output goes through it. Close it when the output ends.
+func (p *Program) Writer(stream string) *LineWriter {
+	return NewLineWriter(p.Sink(stream), p.pumpConfig(stream))
+}
+
+// Reopen reopens the program's files (after an outside rotation).
+func (p *Program) Reopen() error {
+	var errs []error
+	for _, f := range p.files {
+		errs = append(errs, f.Reopen())
+	}
+	return errors.Join(errs...)
+}
+
+// Close refuses new pipes and waits for the pumps to drain their pipes.
+// When ctx ends first (a process left a child holding a pipe open), it
+// closes the remaining read ends, which ends their pumps at once, and
+// returns ctx's error. Then it flushes the console and closes the files.
+func (p *Program) Close(ctx context.Context) error {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+
+	drained := make(chan struct{})
+	go func() {
+		p.wg.Wait()
+		close(drained)
+	}()
+	var errs []error
+	select {
+	case <-drained:
+	case <-ctx.Done():
+		p.mu.Lock()
+		for pump, r := range p.pipes {
+			r.Close()
+			delete(p.pipes, pump)
+		}
+		p.mu.Unlock()
+		<-drained
+		errs = append(errs, fmt.Errorf("logs of %q: pipes still open: %w", p.cfg.Name, ctx.Err()))
+	}
+	if p.cfg.Console != nil {
+		errs = append(errs, p.cfg.Console.Flush())
+	}
+	for _, f := range p.files {
+		errs = append(errs, f.Close())
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,138 @@
+package logs
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"sync/atomic"
+	"time"
+)
+
+// PumpConfig describes the stream a pump reads. Zero fields get defaults.
+type PumpConfig struct {
+	Program string
+	Stream  string
+	// MaxLineLength cuts longer lines into Partial chunks.
+	// Default DefaultMaxLineLength.
+	MaxLineLength int
+	// Now stamps lines; default time.Now. All lines from one read share
+	// one time: they reached the supervisor together.
+	Now func() time.Time
+	// Logger reports sink errors; default discards. The pump carries on
+	// after a sink error, so that a full disk never stalls the program.
+	Logger *slog.Logger
+}
+
+// Pump reads one stream to its end and writes its lines to a sink. It owns
+// one goroutine, which ends at end of file or on a read error (such as the
+// reader being closed under it), after a final flush.
+type Pump struct {
+	r      io.Reader
+	sink   Sink
+	cfg    PumpConfig
+	sp     *splitter
+	now    time.Time // time of the current read; used only by the pump goroutine
+	after  func()    // run by the goroutine before it reports the end; set before start
+	err    error     // the read error; written before finished is closed
+	lines  atomic.Int64
+	finish chan struct{}
+
+	// Sink error accounting, used only by the pump goroutine.
+	failing  bool
+	failures int
+}
+
+// StartPump starts a goroutine that reads r to its end and writes each line
+// to sink. It does not close r.
+func StartPump(r io.Reader, sink Sink, cfg PumpConfig) *Pump {
+	p := newPump(r, sink, cfg)
+	go p.run()
+	return p
+}
+
+func newPump(r io.Reader, sink Sink, cfg PumpConfig) *Pump {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	p := &Pump{r: r, sink: sink, cfg: cfg, finish: make(chan struct{})}
+	p.sp = newSplitter(cfg.MaxLineLength, p.emit)
+	return p
+}
+
+// Finished returns a channel closed once the pump has written its last line
+// and flushed its sink.
+func (p *Pump) Finished() <-chan struct{} { return p.finish }
+
+// Wait blocks until the pump has finished and returns the read error that
+// ended it: nil at end of file or when the reader was closed on purpose.
+func (p *Pump) Wait() error {
+	<-p.finish
+	return p.err
+}
+
+// Lines returns how many lines the pump has written so far.
+func (p *Pump) Lines() int64 { return p.lines.Load() }
+
+func (p *Pump) run() {
+	defer close(p.finish)
+	for {
+		buf := p.sp.free()
+		n, err := p.r.Read(buf)
+		if n > 0 {
+			p.now = p.cfg.Now()
+			p.sp.advance(n)
+		}
+		if err != nil {
+			// What is left was read with the last data: it keeps that time.
+			p.sp.finish()
+			p.flush()
+			if err != io.EOF && !errors.Is(err, os.ErrClosed) {
+				p.err = err
+			}
+			break
+		}
+		// Flush only when the pipe looks empty: a read that did not fill
+		// the buffer took everything there was.
+		if n < len(buf) {
+			p.flush()
+		}
+	}
+	if p.failures > 0 {
+		p.cfg.Logger.Warn("program output: sink errors", "program", p.cfg.Program, "stream", p.cfg.Stream, "errors", p.failures)
+	}
+	if p.after != nil {
+		p.after()
+	}
+}
+
+func (p *Pump) emit(text []byte, partial bool) {
+	err := p.sink.WriteLine(Line{
+		Program: p.cfg.Program,
+		Stream:  p.cfg.Stream,
+		Time:    p.now,
+		Text:    string(text),
+		Partial: partial,
+	})
+	p.lines.Add(1)
+	p.result(err)
+}
+
+func (p *Pump) flush() { p.result(flush(p.sink)) }
+
+// result logs the first error of a run of failures, so a broken disk is
+// reported once, and again after it has worked in between.
+func (p *Pump) result(err error) {
+	if err == nil {
+		p.failing = false
+		return
+	}
+	p.failures++
+	if !p.failing {
+		p.failing = true
+		p.cfg.Logger.Warn("program output: writing a line", "program", p.cfg.Program, "stream", p.cfg.Stream, "err", err)
+	}
+}

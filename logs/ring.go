@@ -1,0 +1,232 @@
+package logs
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Defaults of RingConfig.
+const (
+	DefaultRingSize     = 1000
+	DefaultFollowBuffer = 1000
+)
+
+// RingConfig configures a Ring. Zero fields get defaults.
+type RingConfig struct {
+	// Program names the program in the lag marker.
+	Program string
+	// Size is how many lines the ring keeps; default DefaultRingSize.
+	Size int
+	// FollowBuffer is how many new lines a follower may fall behind before
+	// it is ended with a lag marker; default DefaultFollowBuffer.
+	FollowBuffer int
+	// Now stamps lag markers; default time.Now.
+	Now func() time.Time
+}
+
+// Ring is a sink keeping the last lines of one program, across the runs of
+// its processes, for `supervisectl logs` and its followers. WriteLine never
+// blocks on a follower: each follower has a bounded queue and a goroutine
+// of its own that feeds its channel.
+type Ring struct {
+	cfg RingConfig
+
+	mu        sync.Mutex
+	lines     []Line                 // circular; guarded by mu
+	head      int                    // index of the oldest line; guarded by mu
+	n         int                    // lines held; guarded by mu
+	followers map[*follower]struct{} // guarded by mu
+	closed    bool                   // guarded by mu
+	wg        sync.WaitGroup         // follower goroutines
+}
+
+// NewRing returns an empty ring.
+func NewRing(cfg RingConfig) *Ring {
+	if cfg.Size <= 0 {
+		cfg.Size = DefaultRingSize
+	}
+	if cfg.FollowBuffer <= 0 {
+		cfg.FollowBuffer = DefaultFollowBuffer
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Ring{cfg: cfg, lines: make([]Line, cfg.Size), followers: make(map[*follower]struct{})}
+}
+
+// WriteLine stores l, dropping the oldest line when full, and queues it to
+// every follower. It never blocks on a follower and never fails.
+func (r *Ring) WriteLine(l Line) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.n < len(r.lines) {
+		r.lines[(r.head+r.n)%len(r.lines)] = l
+		r.n++
+	} else {
+		r.lines[r.head] = l
+		r.head = (r.head + 1) % len(r.lines)
+	}
+	for f := range r.followers {
+		f.pushLocked(l)
+	}
+	return nil
+}
+
+// Last returns a copy of the last n lines held, oldest first; all of them
+// when n < 0 or n is more than the ring holds.
+func (r *Ring) Last(n int) []Line {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lastLocked(n)
+}
+
+func (r *Ring) lastLocked(n int) []Line {
+	if n < 0 || n > r.n {
+		n = r.n
+	}
+	out := make([]Line, n)
+	for i := range out {
+		out[i] = r.lines[(r.head+r.n-n+i)%len(r.lines)]
+	}
+	return out
+}
+
+// Follow returns a channel carrying the last n lines (as Last(n)) and then
+// every new line, with no gap and no repeat between the two. The channel
+// closes when ctx ends, when cancel is called, when the ring is closed
+// (after the lines queued until then), or when the follower falls behind:
+// when FollowBuffer lines already wait for it (besides the batch it is
+// being handed), a new line is skipped instead of queued; once the follower
+// has received what was queued, it gets one line with Stream StreamLagged,
+// and Text "follower lagged, N lines skipped", and the channel closes.
+// Call cancel when done following.
+func (r *Ring) Follow(ctx context.Context, n int) (lines <-chan Line, cancel func()) {
+	ctx, cancel = context.WithCancel(ctx)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	hist := r.lastLocked(n)
+	f := &follower{
+		out:   make(chan Line),
+		wake:  make(chan struct{}, 1),
+		limit: r.cfg.FollowBuffer + len(hist),
+		queue: hist,
+		ended: r.closed,
+	}
+	if !r.closed {
+		r.followers[f] = struct{}{}
+	}
+	r.wg.Go(func() { r.feed(ctx, f) })
+	return f.out, cancel
+}
+
+// Close ends every follower once it has received the lines queued for it.
+// The ring still keeps lines written after Close, but has no followers.
+func (r *Ring) Close() {
+	r.mu.Lock()
+	r.closed = true
+	for f := range r.followers {
+		f.ended = true
+		f.signal()
+		delete(r.followers, f)
+	}
+	r.mu.Unlock()
+}
+
+// Wait blocks until every follower goroutine has ended; call it after
+// Close, or after cancelling every follower.
+func (r *Ring) Wait() { r.wg.Wait() }
+
+// follower is one Follow call's state.
+type follower struct {
+	out  chan Line
+	wake chan struct{} // capacity 1: a line or an end is waiting
+
+	// All guarded by the ring's mu.
+	queue   []Line
+	spare   []Line // the feeder's last batch, reused as the next queue
+	limit   int
+	lagged  bool // the queue overflowed; lines are counted, not queued
+	skipped int
+	ended   bool // the ring was closed
+}
+
+func (f *follower) signal() {
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (f *follower) pushLocked(l Line) {
+	if f.lagged || len(f.queue) >= f.limit {
+		f.lagged = true
+		f.skipped++
+		return
+	}
+	f.queue = append(f.queue, l)
+	f.signal()
+}
+
+// feed moves queued lines to the follower's channel, on the follower's own
+// goroutine, so that only this goroutine ever waits for the reader.
+func (r *Ring) feed(ctx context.Context, f *follower) {
+	defer close(f.out)
+	defer r.remove(f)
+	for {
+		r.mu.Lock()
+		batch := f.queue
+		f.queue, f.spare = f.spare[:0], nil
+		lagged, ended := f.lagged, f.ended
+		var skipped int
+		if len(batch) == 0 && lagged {
+			// Caught up with what was queued: the count is final now.
+			delete(r.followers, f)
+			skipped = f.skipped
+		}
+		r.mu.Unlock()
+
+		for _, l := range batch {
+			select {
+			case f.out <- l:
+			case <-ctx.Done():
+				return
+			}
+		}
+		if len(batch) > 0 {
+			clear(batch) // let the texts go
+			r.mu.Lock()
+			f.spare = batch[:0]
+			r.mu.Unlock()
+			continue
+		}
+		switch {
+		case lagged:
+			marker := Line{
+				Program: r.cfg.Program,
+				Stream:  StreamLagged,
+				Time:    r.cfg.Now(),
+				Text:    fmt.Sprintf("follower lagged, %d lines skipped", skipped),
+			}
+			select {
+			case f.out <- marker:
+			case <-ctx.Done():
+			}
+			return
+		case ended:
+			return
+		}
+		select {
+		case <-f.wake:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func (r *Ring) remove(f *follower) {
+	r.mu.Lock()
+	delete(r.followers, f)
+	r.mu.Unlock()
+}

@@ -1,0 +1,111 @@
+package logs
+
+import (
+	"bytes"
+	"unicode/utf8"
+)
+
+// DefaultMaxLineLength is where a line is cut when no other length is set.
+const DefaultMaxLineLength = 64 << 10
+
+// minRead is the least free space the splitter offers a Read: reading a
+// pipe in small pieces costs a system call per piece.
+const minRead = 32 << 10
+
+// splitter cuts a byte stream into lines of at most maxLen bytes. It owns
+// one buffer for its whole life: data is read into it in place and lines
+// are handed to emit as slices of it, valid only during the call.
+//
+// The result depends only on the bytes, never on how they were split
+// across reads: a line is cut only once more than maxLen bytes of it are
+// known, so a line of exactly maxLen bytes is never cut.
+type splitter struct {
+	buf        []byte
+	start, end int // buf[start:end] is data not yet emitted
+	maxLen     int
+	emit       func(text []byte, partial bool)
+}
+
+func newSplitter(maxLen int, emit func([]byte, bool)) *splitter {
+	if maxLen <= 0 {
+		maxLen = DefaultMaxLineLength
+	}
+	// Room for a pending line of maxLen bytes, the byte that proves it is
+	// longer, and a full read after it.
+	return &splitter{buf: make([]byte, maxLen+1+minRead), maxLen: maxLen, emit: emit}
+}
+
+// free returns the space the next read fills, compacting first when the
+// space left at the end is short.
+func (s *splitter) free() []byte {
+	if len(s.buf)-s.end < minRead && s.start > 0 {
+		s.end = copy(s.buf, s.buf[s.start:s.end])
+		s.start = 0
+	}
+	return s.buf[s.end:]
+}
+
+// advance accounts for n bytes read into free() and emits every line that
+// is now complete, and chunks of lines that are now known to be too long.
+func (s *splitter) advance(n int) {
+	s.end += n
+	for {
+		data := s.buf[s.start:s.end]
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			break
+		}
+		s.line(data[:i], false)
+		s.start += i + 1
+	}
+	for s.end-s.start > s.maxLen {
+		k := s.cut(s.buf[s.start:s.end])
+		s.emit(s.buf[s.start:s.start+k], true)
+		s.start += k
+	}
+	if s.start == s.end {
+		s.start, s.end = 0, 0
+	}
+}
+
+// write feeds p through the buffer, for writers that are handed data
+// rather than reading it.
+func (s *splitter) write(p []byte) {
+	for len(p) > 0 {
+		n := copy(s.free(), p)
+		s.advance(n)
+		p = p[n:]
+	}
+}
+
+// finish emits what is left as a last, partial line.
+func (s *splitter) finish() {
+	if s.end > s.start {
+		s.line(s.buf[s.start:s.end], true)
+	}
+	s.start, s.end = 0, 0
+}
+
+// line emits a whole line, in chunks when it is too long; every chunk but
+// the last is partial, the last is partial when the line had no newline.
+func (s *splitter) line(b []byte, partial bool) {
+	for len(b) > s.maxLen {
+		k := s.cut(b)
+		s.emit(b[:k], true)
+		b = b[k:]
+	}
+	s.emit(b, partial)
+}
+
+// cut returns where to cut b (longer than maxLen): at maxLen, moved back to
+// the start of a UTF-8 sequence when that keeps the chunk non-empty, so
+// that valid UTF-8 stays valid in every chunk.
+func (s *splitter) cut(b []byte) int {
+	k := s.maxLen
+	for j := k; j > 0 && j > k-utf8.UTFMax; j-- {
+		if utf8.RuneStart(b[j]) {
+			return j
+		}
+	}
+	return k
+}
