@@ -1,0 +1,393 @@
+package main
+
+// supervisectl: the control client. The same verbs run as `supervisectl
+// VERB …` (the binary invoked under that name) and `supervise ctl VERB …`.
+//
+// Exit codes: 0 ok, 1 the command failed (an unknown program, a refusal),
+// 2 usage, 3 no supervisor reachable on the socket.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/supervise-dev/supervise/ctl"
+	"github.com/supervise-dev/supervise/ctl/ctlfmt"
+	"github.com/supervise-dev/supervise/logs"
+)
+
+const (
+	ctlExitFailed      = 1
+	ctlExitUsage       = 2
+	ctlExitUnreachable = 3
+	ctlExitInterrupted = 130
+)
+
+// ctlMain runs supervisectl; args are the whole command line, args[0]
+// included. It returns the exit code.
+func ctlMain(args []string) int {
+	code := 0
+	app := &cli.App{
+		Name:      "supervisectl",
+		Usage:     "see and steer a running supervise",
+		UsageText: "supervisectl [--socket S] [--json] VERB [ARGS…]",
+		Flags:     ctlFlags(),
+		Commands:  ctlVerbs(func(c int) error { code = c; return nil }),
+		Action: func(c *cli.Context) error {
+			code = ctlNoVerb(c, cli.ShowAppHelp)
+			return nil
+		},
+		HideHelpCommand: true,
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
+			return err
+		},
+		// Exit codes are ours: errors from Run are usage errors.
+		ExitErrHandler: func(*cli.Context, error) {},
+	}
+	if err := app.Run(args); err != nil {
+		fmt.Fprintf(os.Stderr, "supervisectl: %v\nRun 'supervisectl --help' for usage.\n", err)
+		return ctlExitUsage
+	}
+	return code
+}
+
+// ctlCommand is `supervise ctl …`. The enclosing app turns errors into its
+// usage exit code, so a verb that fails exits here with its own code.
+func ctlCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "ctl",
+		Usage:     "control a running supervise (what supervisectl does)",
+		UsageText: "supervise ctl [--socket S] [--json] VERB [ARGS…]",
+		Flags:     ctlFlags(),
+		Subcommands: ctlVerbs(func(code int) error {
+			if code != 0 {
+				os.Exit(code)
+			}
+			return nil
+		}),
+		Action: func(c *cli.Context) error {
+			if code := ctlNoVerb(c, cli.ShowSubcommandHelp); code != 0 {
+				os.Exit(code)
+			}
+			return nil
+		},
+		HideHelpCommand: true,
+	}
+}
+
+func ctlFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "socket", Aliases: []string{"s"}, EnvVars: []string{"SUPERVISE_SOCKET"},
+			Usage: "control socket (default: $XDG_RUNTIME_DIR/supervise.sock, /run/supervise.sock for root, else /tmp/supervise-UID.sock)"},
+		jsonFlag(),
+	}
+}
+
+func jsonFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "json", Usage: "print JSON for scripts"}
+}
+
+// ctlNoVerb handles a command line without a (known) verb.
+func ctlNoVerb(c *cli.Context, help func(*cli.Context) error) int {
+	if c.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "supervisectl: unknown verb %q\nRun 'supervisectl --help' for usage.\n", c.Args().First())
+		return ctlExitUsage
+	}
+	_ = help(c)
+	return ctlExitUsage
+}
+
+// verbFunc runs one verb; errors are sorted into exit codes by ctlRun.
+type verbFunc func(ctx context.Context, e *ctlEnv) error
+
+func ctlVerbs(exit func(code int) error) []*cli.Command {
+	followFlag := &cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep streaming new entries"}
+	verb := func(name, args, usage string, late lateFlags, fn verbFunc, flags ...cli.Flag) *cli.Command {
+		return &cli.Command{
+			Name:      name,
+			Usage:     usage,
+			ArgsUsage: args,
+			Flags:     append([]cli.Flag{jsonFlag()}, flags...),
+			Action:    func(c *cli.Context) error { return exit(ctlRun(c, late, fn)) },
+			OnUsageError: func(_ *cli.Context, err error, _ bool) error {
+				return err
+			},
+		}
+	}
+	return []*cli.Command{
+		verb("status", "[NAME…]", "show programs: state, pid, uptime, restarts, last exit, memory, CPU",
+			lateFlags{}, ctlStatus),
+		verb("start", "NAME…", "start programs and wait until they run", lateFlags{}, ctlAction("start", "started")),
+		verb("stop", "NAME…", "stop programs and keep them stopped", lateFlags{}, ctlAction("stop", "stopped")),
+		verb("restart", "NAME…", "restart programs now, clearing their crash backoff", lateFlags{}, ctlAction("restart", "restarted")),
+		verb("signal", "SIG NAME…", "send a signal (HUP, SIGUSR1, 10…) to programs", lateFlags{}, ctlSignal),
+		verb("logs", "[NAME…]", "print the programs' recent output; -f follows it, across restarts",
+			lateFlags{follow: true, n: true}, ctlLogs, followFlag,
+			&cli.IntFlag{Name: "n", Aliases: []string{"lines"}, Value: -1, DefaultText: "all", Usage: "lines of history per program"}),
+		verb("events", "", "print recent state changes; -f follows them", lateFlags{follow: true}, ctlEvents, followFlag),
+		verb("reload", "", "re-read the config file and apply the changes", lateFlags{}, ctlAction("reload", "reloaded")),
+		verb("shutdown", "", "stop every program and make supervise exit", lateFlags{}, ctlAction("shutdown", "shutting down")),
+	}
+}
+
+// ctlEnv is what a verb works with.
+type ctlEnv struct {
+	client *ctl.Client
+	json   bool
+	colour bool
+	names  []string // positional arguments, late flags taken out
+	follow bool
+	n      int
+	out    *bufio.Writer
+}
+
+// usageError is a command line mistake: exit code 2.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+// lateFlags says which flags a verb also accepts after its arguments
+// (`logs web -f`); urfave/cli stops parsing flags at the first argument.
+type lateFlags struct{ follow, n bool }
+
+// parseLate takes the flags out of args that came after the first name.
+func parseLate(args []string, late lateFlags, e *ctlEnv) error {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		flag, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		switch {
+		case a == "--":
+			e.names = append(e.names, args[i+1:]...)
+			return nil
+		case !strings.HasPrefix(a, "-") || a == "-":
+			e.names = append(e.names, a)
+		case flag == "json" && !hasValue:
+			e.json = true
+		case late.follow && (flag == "f" || flag == "follow") && !hasValue:
+			e.follow = true
+		case late.n && (flag == "n" || flag == "lines"):
+			if !hasValue {
+				if i+1 == len(args) {
+					return usagef("flag needs an argument: %s", a)
+				}
+				i++
+				value = args[i]
+			}
+			n, err := strconv.Atoi(value)
+			if err != nil {
+				return usagef("invalid value %q for flag -n: a number of lines", value)
+			}
+			e.n = n
+		default:
+			return usagef("flag provided but not defined: %s", a)
+		}
+	}
+	return nil
+}
+
+// ctlRun sets up the client, runs fn and turns its error into an exit code.
+func ctlRun(c *cli.Context, late lateFlags, fn verbFunc) int {
+	e := &ctlEnv{out: bufio.NewWriter(os.Stdout), n: -1}
+	socket := ""
+	for _, x := range c.Lineage() {
+		e.json = e.json || x.Bool("json")
+		if socket == "" {
+			socket = x.String("socket")
+		}
+	}
+	if socket == "" {
+		socket = ctl.DefaultSocketPath()
+	}
+	if late.follow {
+		e.follow = c.Bool("follow")
+	}
+	if late.n {
+		e.n = c.Int("n")
+	}
+	err := parseLate(c.Args().Slice(), late, e)
+	e.colour = !e.json && isTerminal(os.Stdout) && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
+	e.client = ctl.Dial(socket)
+	defer e.client.Close()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err == nil {
+		err = fn(ctx, e)
+	}
+	if ferr := e.out.Flush(); err == nil && ferr != nil {
+		err = ferr
+	}
+	var ue *ctl.UnreachableError
+	var usage usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &usage):
+		fmt.Fprintf(os.Stderr, "supervisectl %s: %v\nRun 'supervisectl %s --help' for usage.\n", c.Command.Name, err, c.Command.Name)
+		return ctlExitUsage
+	case errors.As(err, &ue):
+		fmt.Fprintf(os.Stderr, "supervisectl: %v\n", err)
+		return ctlExitUnreachable
+	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
+		if e.follow {
+			return 0 // ^C is how a follower ends
+		}
+		fmt.Fprintf(os.Stderr, "supervisectl %s: interrupted\n", c.Command.Name)
+		return ctlExitInterrupted
+	}
+	fmt.Fprintf(os.Stderr, "supervisectl %s: %v\n", c.Command.Name, err)
+	return ctlExitFailed
+}
+
+func ctlStatus(ctx context.Context, e *ctlEnv) error {
+	if e.json {
+		// The server's array is printed as is: no decoding and encoding
+		// 1,000 programs again in a process that lives a few milliseconds.
+		raw, err := e.client.StatusJSON(ctx, e.names)
+		if err != nil {
+			return err
+		}
+		if isTerminal(os.Stdout) {
+			var b bytes.Buffer
+			if err := json.Indent(&b, raw, "", "  "); err == nil {
+				raw = b.Bytes()
+			}
+		}
+		e.out.Write(raw)
+		return e.out.WriteByte('\n')
+	}
+	st, err := e.client.Status(ctx, e.names)
+	if err != nil {
+		return err
+	}
+	if len(st) == 0 {
+		_, err := fmt.Fprintln(e.out, "no programs")
+		return err
+	}
+	return ctlfmt.StatusTable(e.out, st, time.Now(), e.colour)
+}
+
+// ctlAction is a verb that acts and returns nothing: start, stop, restart,
+// reload, shutdown.
+func ctlAction(verb, done string) verbFunc {
+	return func(ctx context.Context, e *ctlEnv) error {
+		c := e.client
+		var err error
+		switch verb {
+		case "reload", "shutdown":
+			if len(e.names) > 0 {
+				return usagef("%s takes no arguments", verb)
+			}
+			if verb == "reload" {
+				err = c.Reload(ctx)
+			} else {
+				err = c.Shutdown(ctx)
+			}
+		default:
+			if len(e.names) == 0 {
+				return usagef("name at least one program (or all)")
+			}
+			switch verb {
+			case "start":
+				err = c.Start(ctx, e.names)
+			case "stop":
+				err = c.Stop(ctx, e.names)
+			case "restart":
+				err = c.Restart(ctx, e.names)
+			}
+		}
+		if err != nil {
+			return err
+		}
+		return printDone(e, done)
+	}
+}
+
+func printDone(e *ctlEnv, done string) error {
+	if e.json {
+		_, err := e.out.WriteString(`{"ok":true}` + "\n")
+		return err
+	}
+	if len(e.names) > 0 {
+		done += ": " + strings.Join(e.names, ", ")
+	}
+	_, err := fmt.Fprintln(e.out, done)
+	return err
+}
+
+func ctlSignal(ctx context.Context, e *ctlEnv) error {
+	if len(e.names) < 2 {
+		return usagef("want a signal and at least one program: signal HUP web")
+	}
+	sig, err := ctl.ParseSignal(e.names[0])
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	e.names = e.names[1:]
+	if err := e.client.Signal(ctx, sig, e.names); err != nil {
+		return err
+	}
+	return printDone(e, "sent SIG"+ctl.SignalName(sig))
+}
+
+func ctlLogs(ctx context.Context, e *ctlEnv) error {
+	enc := json.NewEncoder(e.out)
+	width := 0
+	for _, n := range e.names {
+		width = max(width, len(n))
+	}
+	return e.client.Logs(ctx, e.names, e.n, e.follow, func(l logs.Line) error {
+		var err error
+		if e.json {
+			err = enc.Encode(struct {
+				Program string    `json:"program"`
+				Stream  string    `json:"stream"`
+				Time    time.Time `json:"time"`
+				Text    string    `json:"text"`
+				Partial bool      `json:"partial,omitempty"`
+			}{l.Program, l.Stream, l.Time, l.Text, l.Partial})
+		} else {
+			width = max(width, len(l.Program))
+			err = ctlfmt.LogLine(e.out, l, width, e.colour)
+		}
+		return flushIf(e, err)
+	})
+}
+
+func ctlEvents(ctx context.Context, e *ctlEnv) error {
+	if len(e.names) > 0 {
+		return usagef("events takes no program names")
+	}
+	enc := json.NewEncoder(e.out)
+	return e.client.Events(ctx, e.follow, func(ev ctl.Event) error {
+		var err error
+		if e.json {
+			err = enc.Encode(ev)
+		} else {
+			err = ctlfmt.Event(e.out, ev, e.colour)
+		}
+		return flushIf(e, err)
+	})
+}
+
+// flushIf flushes each entry of a followed stream, so it shows as it
+// happens; history alone is written in one go.
+func flushIf(e *ctlEnv, err error) error {
+	if err != nil || !e.follow {
+		return err
+	}
+	return e.out.Flush()
+}

@@ -1,0 +1,82 @@
+package ctl
+
+import (
+	"context"
+	"errors"
+	"syscall"
+	"time"
+
+	"github.com/supervise-dev/supervise/logs"
+)
+
+// Sentinel errors. Backends wrap ErrUnknownProgram; the client's
+// [*ServerError] matches all three with errors.Is.
+var (
+	// ErrUnknownProgram is wrapped by a backend for a name it does not
+	// know: fmt.Errorf("%w %q", ErrUnknownProgram, name).
+	ErrUnknownProgram = errors.New("unknown program")
+	// ErrPermissionDenied means the peer may not use the socket.
+	ErrPermissionDenied = errors.New("permission denied")
+	// ErrAlreadyRunning is returned by [Server.Listen] when a live
+	// supervisor already serves the socket.
+	ErrAlreadyRunning = errors.New("supervise is already running")
+)
+
+// ExitInfo describes how a program instance last ended.
+type ExitInfo struct {
+	Code       int       `json:"code"`
+	Signal     string    `json:"signal,omitempty"` // "KILL", without the SIG prefix
+	Reason     string    `json:"reason"`           // Completed, Error, Signaled, OOMKilled, HookError …
+	FinishedAt time.Time `json:"finished_at"`
+}
+
+// ProgramStatus is one program instance as status reports it.
+type ProgramStatus struct {
+	Name          string     `json:"name"` // "web", or "web:1" for an instance
+	State         string     `json:"state"`
+	Ready         *bool      `json:"ready,omitempty"` // nil when the program has no readiness check
+	Pid           int        `json:"pid"`             // 0 when not running
+	Restarts      int        `json:"restarts"`
+	StartedAt     *time.Time `json:"started_at"`
+	LastExit      *ExitInfo  `json:"last_exit"`
+	NextStartInMs int64      `json:"next_start_in_ms,omitempty"` // while in crash backoff
+	MemoryBytes   int64      `json:"memory_bytes"`
+	CPUSeconds    float64    `json:"cpu_seconds"`
+	Message       string     `json:"message,omitempty"`
+}
+
+// Event is one state change of a program (or of the supervisor itself).
+type Event struct {
+	Time    time.Time `json:"time"`
+	Program string    `json:"program"`
+	From    string    `json:"from"`
+	To      string    `json:"to"`
+	Message string    `json:"message,omitempty"`
+}
+
+// Backend is what the server exposes; the supervisor implements it.
+//
+// names are passed through as the user typed them: "all" addresses every
+// program, and an unknown name is an error wrapping [ErrUnknownProgram].
+// ctx ends when the client goes away or the server stops; a method that
+// waits (Restart until the new process runs) must return then.
+type Backend interface {
+	// Status reports the named programs, every program when names is empty.
+	Status(ctx context.Context, names []string) ([]ProgramStatus, error)
+	Start(ctx context.Context, names []string) error
+	Stop(ctx context.Context, names []string) error
+	// Restart also clears the programs' crash backoff.
+	Restart(ctx context.Context, names []string) error
+	Signal(ctx context.Context, sig syscall.Signal, names []string) error
+	// Logs sends at most the last n lines of history (all of it when n < 0)
+	// of the named programs (every program when names is empty). Without
+	// follow the channel closes after the history; with follow it carries
+	// new lines until ctx ends, and then closes. The backend must stop
+	// sending and close the channel once ctx is done.
+	Logs(ctx context.Context, names []string, n int, follow bool) (<-chan logs.Line, error)
+	// Events is Logs for state changes: the recent history, then (with
+	// follow) new events until ctx ends; the channel closes either way.
+	Events(ctx context.Context, follow bool) (<-chan Event, error)
+	Reload(ctx context.Context) error
+	Shutdown(ctx context.Context) error
+}

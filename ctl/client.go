@@ -1,0 +1,237 @@
+package ctl
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/supervise-dev/supervise/logs"
+)
+
+// UnreachableError means no supervisor answered on the socket: nobody
+// listens there, or the connection broke before a reply came.
+type UnreachableError struct {
+	Socket string
+	Err    error
+}
+
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("no supervisor reachable at %s: %v (is supervise running? give its socket with --socket or SUPERVISE_SOCKET)",
+		e.Socket, e.Err)
+}
+
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
+// ServerError is an error reply of the supervisor. It matches
+// [ErrUnknownProgram] and [ErrPermissionDenied] with errors.Is.
+type ServerError struct {
+	Status  int    // the HTTP status
+	Code    string // the protocol's category: "unknown_program", "bad_request" …
+	Message string
+}
+
+func (e *ServerError) Error() string { return e.Message }
+
+func (e *ServerError) Is(target error) bool {
+	switch target {
+	case ErrUnknownProgram:
+		return e.Code == codeUnknownProgram
+	case ErrPermissionDenied:
+		return e.Code == codeForbidden
+	}
+	return false
+}
+
+// Client talks to a supervisor over its control socket. It is safe for
+// concurrent use; each call blocks until its reply is complete.
+type Client struct {
+	path string
+	tr   *http.Transport
+	hc   *http.Client
+}
+
+// Dial returns a client for the socket at path. It does not connect:
+// every call does (reusing idle connections), and reports an
+// [*UnreachableError] when nobody answers.
+func Dial(path string) *Client {
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", path)
+		},
+		DisableCompression:  true,
+		MaxIdleConnsPerHost: 8,
+		IdleConnTimeout:     30 * time.Second, // below the server's idle timeout
+	}
+	return &Client{path: path, tr: tr, hc: &http.Client{Transport: tr}}
+}
+
+// Path is the socket the client talks to.
+func (c *Client) Path() string { return c.path }
+
+// Close closes the client's idle connections.
+func (c *Client) Close() { c.tr.CloseIdleConnections() }
+
+// Status reports the named programs (every program when names is empty).
+func (c *Client) Status(ctx context.Context, names []string) ([]ProgramStatus, error) {
+	var st []ProgramStatus
+	err := c.call(ctx, request{Verb: "status", Names: names}, &st)
+	return st, err
+}
+
+// StatusJSON is Status as the server encoded it: a JSON array of
+// [ProgramStatus]. `status --json` prints it without decoding it.
+func (c *Client) StatusJSON(ctx context.Context, names []string) (json.RawMessage, error) {
+	resp, err := c.do(ctx, request{Verb: "status", Names: names})
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var buf bytes.Buffer
+	if resp.ContentLength > 0 && resp.ContentLength < 64<<20 {
+		buf.Grow(int(resp.ContentLength))
+	}
+	if _, err := buf.ReadFrom(resp.Body); err != nil {
+		return nil, c.transportError(ctx, fmt.Errorf("reading the status reply: %w", err))
+	}
+	// A complete reply (the transport checks its length) is the server's
+	// own encoding: a full json.Valid pass would cost more than the
+	// server took to write it. Only its shape is checked.
+	b := bytes.TrimSpace(buf.Bytes())
+	if len(b) < 2 || b[0] != '[' || b[len(b)-1] != ']' {
+		return nil, fmt.Errorf("the status reply is not a JSON array: %.100q", b)
+	}
+	return b, nil
+}
+
+// Start starts the named programs and returns once they run (or ended).
+func (c *Client) Start(ctx context.Context, names []string) error {
+	return c.call(ctx, request{Verb: "start", Names: names}, nil)
+}
+
+// Stop stops the named programs and returns once they are down.
+func (c *Client) Stop(ctx context.Context, names []string) error {
+	return c.call(ctx, request{Verb: "stop", Names: names}, nil)
+}
+
+// Restart restarts the named programs, clearing their crash backoff.
+func (c *Client) Restart(ctx context.Context, names []string) error {
+	return c.call(ctx, request{Verb: "restart", Names: names}, nil)
+}
+
+// Signal sends sig to the named programs.
+func (c *Client) Signal(ctx context.Context, sig syscall.Signal, names []string) error {
+	return c.call(ctx, request{Verb: "signal", Signal: sig, Names: names}, nil)
+}
+
+// Reload makes the supervisor re-read its config.
+func (c *Client) Reload(ctx context.Context) error {
+	return c.call(ctx, request{Verb: "reload"}, nil)
+}
+
+// Shutdown makes the supervisor stop everything and exit.
+func (c *Client) Shutdown(ctx context.Context) error {
+	return c.call(ctx, request{Verb: "shutdown"}, nil)
+}
+
+// Logs calls fn with the last n lines (all when n < 0) of the named
+// programs, then with follow every new line until ctx ends (it then
+// returns ctx.Err()). An error from fn stops the stream and is returned.
+func (c *Client) Logs(ctx context.Context, names []string, n int, follow bool, fn func(logs.Line) error) error {
+	return stream(c, ctx, request{Verb: "logs", Names: names, N: max(n, -1), Follow: follow},
+		func(l logLine) error { return fn(l.line()) })
+}
+
+// Events calls fn with the recent state changes, then with follow every new
+// one until ctx ends (it then returns ctx.Err()).
+func (c *Client) Events(ctx context.Context, follow bool, fn func(Event) error) error {
+	return stream(c, ctx, request{Verb: "events", N: -1, Follow: follow}, fn)
+}
+
+// do sends req and returns the response of a 2xx reply; any other reply is
+// a *ServerError.
+func (c *Client) do(ctx context.Context, req request) (*http.Response, error) {
+	hr, err := req.httpRequest(ctx)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.hc.Do(hr)
+	if err != nil {
+		return nil, c.transportError(ctx, err)
+	}
+	if resp.StatusCode/100 == 2 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBodyBytes))
+	if err != nil {
+		return nil, c.transportError(ctx, err)
+	}
+	var er errorReply
+	if err := json.Unmarshal(body, &er); err != nil || er.Error == "" {
+		er = errorReply{Error: fmt.Sprintf("%s: %s", resp.Status, body), Code: codeFailed}
+	}
+	return nil, &ServerError{Status: resp.StatusCode, Code: er.Code, Message: er.Error}
+}
+
+// call sends req and decodes the reply into out (nil: {"ok": true}).
+func (c *Client) call(ctx context.Context, req request, out any) error {
+	resp, err := c.do(ctx, req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if out == nil {
+		out = &okReply{}
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return c.transportError(ctx, fmt.Errorf("reading the %s reply: %w", req.Verb, err))
+	}
+	return nil
+}
+
+func stream[T any](c *Client, ctx context.Context, req request, fn func(T) error) error {
+	resp, err := c.do(ctx, req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	dec := json.NewDecoder(resp.Body)
+	for {
+		var v T
+		if err := dec.Decode(&v); err != nil {
+			if err == io.EOF {
+				return nil // the server ended the stream
+			}
+			return c.transportError(ctx, fmt.Errorf("reading %s: %w", req.Verb, err))
+		}
+		if err := fn(v); err != nil {
+			return err
+		}
+	}
+}
+
+// transportError says why a request got no reply: the caller gave up,
+// the socket refuses us, or nobody is there.
+func (c *Client) transportError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM) {
+		return fmt.Errorf("%w: uid %d cannot connect to %s (the socket is for root, the supervisor's user and its group)",
+			ErrPermissionDenied, os.Getuid(), c.path)
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return &UnreachableError{Socket: c.path, Err: op.Err}
+	}
+	return &UnreachableError{Socket: c.path, Err: fmt.Errorf("connection lost: %w", err)}
+}

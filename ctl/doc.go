@@ -1,0 +1,52 @@
+// Package ctl is the control protocol of supervise: a server that exposes a
+// running supervisor on a unix socket, and the client supervisectl uses.
+//
+// The contract:
+//
+//   - The supervisor implements [Backend]; ctl never imports the supervisor.
+//     ctl passes program names through untouched ("all" included): the
+//     backend resolves them and wraps [ErrUnknownProgram] for a name it does
+//     not know.
+//   - [Server.Listen] creates the socket (mode 0600, or 0660 and the
+//     configured group when one is set). It is created in a private directory
+//     and hard-linked into place, so it is never reachable with wider
+//     permissions and never replaces a file that appeared meanwhile. A stale
+//     socket (connect refused) is replaced; a live one is never stolen
+//     ([ErrAlreadyRunning]).
+//   - Every connection is identified with SO_PEERCRED when it is accepted.
+//     Root, the server's own uid and members of the configured group are
+//     admitted; anybody else gets 403 and the server carries on.
+//   - [Server.Serve] returns only after every handler has returned; a
+//     streaming handler ends when its client goes away or Serve's context
+//     ends, and cancels the context it handed to the backend.
+//   - [Client] methods block until the reply is complete (or, for a
+//     following stream, until ctx ends). A supervisor that cannot be reached
+//     is an [*UnreachableError]; an error reply is a [*ServerError] that
+//     matches the sentinels with errors.Is.
+//
+// # Protocol
+//
+// HTTP/1.1 over the unix socket; every path is versioned under /v1/. Bodies
+// are JSON; a request body may not exceed 1 MiB and must not carry unknown
+// fields. Errors are {"error": "message", "code": "unknown_program"} with a
+// 4xx or 5xx status. Streams are newline-delimited JSON, one object per line,
+// flushed per item.
+//
+//	GET  /v1/status?name=web&name=db     → [ProgramStatus, …]   (no name: every program)
+//	POST /v1/start    {"names": ["web"]} → {"ok": true}
+//	POST /v1/stop     {"names": ["web"]} → {"ok": true}
+//	POST /v1/restart  {"names": ["web"]} → {"ok": true}
+//	POST /v1/signal   {"signal": "HUP", "names": ["web"]} → {"ok": true}
+//	GET  /v1/logs?name=web&n=20&follow=1 → stream of {"program","stream","time","text","partial"}
+//	GET  /v1/events?follow=1             → stream of Event
+//	POST /v1/reload                      → {"ok": true}
+//	POST /v1/shutdown                    → {"ok": true}
+//
+// # Socket path
+//
+// [DefaultSocketPath] picks, in order: $SUPERVISE_SOCKET;
+// $XDG_RUNTIME_DIR/supervise.sock; /run/supervise.sock for root;
+// /tmp/supervise-<uid>.sock otherwise. Server and client resolve it the same
+// way, so they agree when they run as the same user with the same
+// environment; otherwise pass the path explicitly (--socket).
+package ctl

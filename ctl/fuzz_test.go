@@ -1,0 +1,92 @@
+package ctl
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"testing"
+)
+
+// FuzzDecodeRequest feeds raw HTTP requests to the decoder. Whatever comes
+// in, decoding does not panic; a refusal is a 4xx with a code and a
+// message; an accepted request is valid, and encoding it as the client does
+// and decoding that again gives the same request.
+func FuzzDecodeRequest(f *testing.F) {
+	for _, s := range []string{
+		get("/v1/status"),
+		get("/v1/status?name=web&name=db%3A1"),
+		get("/v1/logs?name=web&n=20&follow=1"),
+		get("/v1/logs?n=-5&follow="),
+		get("/v1/events?follow=true"),
+		post("/v1/restart", `{"names":["web","all"]}`),
+		post("/v1/signal", `{"signal":"SIGHUP","names":["web:1"]}`),
+		post("/v1/signal", `{"signal":"9","names":["x"]}`),
+		post("/v1/reload", ``),
+		post("/v1/shutdown", `{}`),
+		post("/v1/stop", `{"names":["a"],"names":["b"]}`),
+		post("/v1/start", `{"names":["\u00e9t\u00e9"]} `),
+		post("/v1/start", `{"names":[null]}`),
+		"POST /v1/stop HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{\"nam\r\n0\r\n\r\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		hr, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(raw)))
+		if err != nil {
+			return // not HTTP: net/http refuses it before us
+		}
+		req, aerr := decodeRequest(hr)
+		if aerr != nil {
+			if aerr.Status < 400 || aerr.Status > 499 || aerr.Code == "" || aerr.Msg == "" {
+				t.Fatalf("refusal %+v: want a 4xx with a code and a message", aerr)
+			}
+			if _, err := json.Marshal(errorReply{Error: aerr.Msg, Code: aerr.Code}); err != nil {
+				t.Fatalf("refusal does not encode: %v", err)
+			}
+			return
+		}
+		spec, ok := verbs[req.Verb]
+		if !ok {
+			t.Fatalf("accepted unknown verb %q", req.Verb)
+		}
+		if spec.needNames && len(req.Names) == 0 {
+			t.Fatalf("accepted %s without names", req.Verb)
+		}
+		for _, n := range req.Names {
+			if err := checkName(n); err != nil {
+				t.Fatalf("accepted a bad name: %v", err)
+			}
+		}
+		if req.Verb == "signal" && (req.Signal <= 0 || req.Signal > 64) {
+			t.Fatalf("accepted signal %d", req.Signal)
+		}
+		if req.N < -1 {
+			t.Fatalf("n = %d: below -1", req.N)
+		}
+
+		// Round trip through the client's encoding and the wire.
+		out, err := req.httpRequest(context.Background())
+		if err != nil {
+			t.Fatalf("encoding %+v: %v", req, err)
+		}
+		var wire bytes.Buffer
+		if err := out.Write(&wire); err != nil {
+			t.Fatalf("writing %+v: %v", req, err)
+		}
+		back, err := http.ReadRequest(bufio.NewReader(&wire))
+		if err != nil {
+			t.Fatalf("reading back %q: %v", wire.Bytes(), err)
+		}
+		again, aerr := decodeRequest(back)
+		if aerr != nil {
+			t.Fatalf("the client's encoding of %+v is refused: %v\n%s", req, aerr, wire.Bytes())
+		}
+		if again.Verb != req.Verb || !slices.Equal(again.Names, req.Names) || again.Signal != req.Signal ||
+			again.Follow != req.Follow || (req.Verb == "logs" && again.N != req.N) {
+			t.Fatalf("round trip changed the request:\n got %+v\nwant %+v", again, req)
+		}
+	})
+}

@@ -1,0 +1,444 @@
+package ctl
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/user"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/supervise-dev/supervise/logs"
+)
+
+// ServerConfig configures a [Server]. Path and Backend are required.
+type ServerConfig struct {
+	// Path of the unix socket.
+	Path string
+	// Mode of the socket file: 0600 by default, 0660 when Group is set.
+	Mode os.FileMode
+	// Group (a name or a numeric gid), when set, owns the socket and its
+	// members are admitted besides root and the server's own uid.
+	Group string
+	// Backend does the work.
+	Backend Backend
+	// Logger receives the server's own logs; nil discards them.
+	Logger *slog.Logger
+
+	// ReadHeaderTimeout bounds reading a request header (default 5s), so a
+	// half-written request cannot hold a connection.
+	ReadHeaderTimeout time.Duration
+	// ReadTimeout bounds reading a whole request, body included (default 10s).
+	ReadTimeout time.Duration
+	// WriteTimeout bounds each write to a client: a reply, or one item of a
+	// stream (default 10s). A client that stops reading a stream is dropped.
+	WriteTimeout time.Duration
+	// IdleTimeout closes a kept-alive connection idle this long (default 60s).
+	IdleTimeout time.Duration
+}
+
+// Server serves a [Backend] on a unix socket. Call Listen, then Serve; Close
+// removes the socket.
+type Server struct {
+	cfg ServerConfig
+	log *slog.Logger
+	uid int // the server's own uid, always admitted
+
+	mu       sync.Mutex
+	ln       *net.UnixListener // guarded by mu; set by Listen
+	sock     os.FileInfo       // guarded by mu; the socket file Listen created
+	gid      int               // guarded by mu; the allowed group, -1 for none
+	hs       *http.Server      // guarded by mu; set by Serve
+	closed   bool              // guarded by mu
+	draining bool              // guarded by mu; no new handler may start
+	handlers sync.WaitGroup    // Add only under mu while !draining
+
+	bufs sync.Pool // *[]byte for status replies
+}
+
+// NewServer returns a server for cfg; nothing happens until Listen.
+func NewServer(cfg ServerConfig) *Server {
+	if cfg.Mode == 0 {
+		cfg.Mode = 0o600
+		if cfg.Group != "" {
+			cfg.Mode = 0o660
+		}
+	}
+	setDefault(&cfg.ReadHeaderTimeout, 5*time.Second)
+	setDefault(&cfg.ReadTimeout, 10*time.Second)
+	setDefault(&cfg.WriteTimeout, 10*time.Second)
+	setDefault(&cfg.IdleTimeout, 60*time.Second)
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Server{cfg: cfg, log: log, uid: os.Getuid(), gid: -1}
+}
+
+func setDefault(d *time.Duration, v time.Duration) {
+	if *d <= 0 {
+		*d = v
+	}
+}
+
+// Listen creates the socket. A stale socket left by a dead supervisor is
+// replaced; a live one is not ("supervise is already running on S", which
+// matches [ErrAlreadyRunning]).
+func (s *Server) Listen() error {
+	if s.cfg.Path == "" {
+		return errors.New("control socket: no path")
+	}
+	if s.cfg.Backend == nil {
+		return errors.New("control socket: no backend")
+	}
+	gid := -1
+	if s.cfg.Group != "" {
+		var err error
+		if gid, err = lookupGroup(s.cfg.Group); err != nil {
+			return fmt.Errorf("control socket %s: %w", s.cfg.Path, err)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.ln != nil {
+		return errors.New("control socket: Listen called twice or after Close")
+	}
+	ln, info, err := listenUnix(s.cfg.Path, s.cfg.Mode, gid)
+	if err != nil {
+		return err
+	}
+	s.ln, s.sock, s.gid = ln, info, gid
+	return nil
+}
+
+func lookupGroup(g string) (int, error) {
+	if n, err := strconv.Atoi(g); err == nil && n >= 0 {
+		return n, nil
+	}
+	grp, err := user.LookupGroup(g)
+	if err != nil {
+		return -1, fmt.Errorf("socket group: %w", err)
+	}
+	return strconv.Atoi(grp.Gid)
+}
+
+// Serve answers requests until ctx ends or Close is called, then returns
+// once every handler has returned. Streams end and in-flight backend calls
+// are cancelled when ctx ends.
+func (s *Server) Serve(ctx context.Context) error {
+	base, cancelBase := context.WithCancel(ctx)
+	defer cancelBase()
+	hs := &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
+		ReadTimeout:       s.cfg.ReadTimeout,
+		IdleTimeout:       s.cfg.IdleTimeout,
+		MaxHeaderBytes:    64 << 10,
+		BaseContext:       func(net.Listener) context.Context { return base },
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return context.WithValue(ctx, peerKey{}, peerOf(c))
+		},
+		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	s.mu.Lock()
+	switch {
+	case s.closed:
+		s.mu.Unlock()
+		return errors.New("control socket: Serve after Close")
+	case s.ln == nil:
+		s.mu.Unlock()
+		return errors.New("control socket: Serve before Listen")
+	case s.hs != nil:
+		s.mu.Unlock()
+		return errors.New("control socket: Serve called twice")
+	}
+	s.hs = hs
+	ln := s.ln
+	s.mu.Unlock()
+
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+		errc = nil
+	}
+	// Streams and waiting commands end with base; then Shutdown only has
+	// idle connections to close. The bound is for a handler stuck in a
+	// backend that ignores its context.
+	cancelBase()
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	if serr := hs.Shutdown(sctx); serr != nil {
+		s.log.Warn("control socket: handlers did not end in time, closing their connections", "err", serr)
+		hs.Close()
+	}
+	cancel()
+	if errc != nil {
+		err = <-errc
+	}
+	s.mu.Lock()
+	s.draining = true
+	closed := s.closed
+	s.mu.Unlock()
+	s.handlers.Wait()
+	if errors.Is(err, http.ErrServerClosed) || closed {
+		return nil
+	}
+	return err
+}
+
+// Close stops serving and removes the socket if it is still the one Listen
+// created. It does not wait for Serve to return. It is safe to call more
+// than once and concurrently with Serve.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	ln, hs, sock := s.ln, s.hs, s.sock
+	s.mu.Unlock()
+	var err error
+	if hs != nil {
+		err = hs.Close() // closes ln too
+	} else if ln != nil {
+		err = ln.Close()
+	}
+	if sock != nil {
+		// Only our own socket: a successor may already have replaced it.
+		if cur, lerr := os.Lstat(s.cfg.Path); lerr == nil && os.SameFile(cur, sock) {
+			if rerr := os.Remove(s.cfg.Path); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+				err = errors.Join(err, fmt.Errorf("removing control socket: %w", rerr))
+			}
+		}
+	}
+	return err
+}
+
+// peer is who is connected, as the kernel says.
+type peer struct {
+	uid, gid, pid int
+	groups        []uint32 // supplementary groups, when the kernel tells
+	err           error
+}
+
+type peerKey struct{}
+
+// admit decides whether p may use the socket.
+func (s *Server) admit(p peer) error {
+	if p.err != nil {
+		return fmt.Errorf("%w: cannot identify the client: %v", ErrPermissionDenied, p.err)
+	}
+	s.mu.Lock()
+	gid := s.gid
+	s.mu.Unlock()
+	if p.uid == 0 || p.uid == s.uid {
+		return nil
+	}
+	if gid >= 0 && (p.gid == gid || slices.Contains(p.groups, uint32(gid))) {
+		return nil
+	}
+	allowed := fmt.Sprintf("root and uid %d", s.uid)
+	if gid >= 0 {
+		allowed = fmt.Sprintf("root, uid %d and group %d", s.uid, gid)
+	}
+	return fmt.Errorf("%w: uid %d may not control the supervisor on %s (allowed: %s)",
+		ErrPermissionDenied, p.uid, s.cfg.Path, allowed)
+}
+
+// ServeHTTP admits the peer, decodes the request and runs the verb.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	if s.draining {
+		s.mu.Unlock()
+		s.reply(w, &apiError{Status: http.StatusServiceUnavailable, Code: codeUnavailable, Msg: "supervise is shutting down"})
+		return
+	}
+	s.handlers.Add(1)
+	s.mu.Unlock()
+	defer s.handlers.Done()
+	defer func() {
+		// net/http would recover too, but log it where nobody looks.
+		if v := recover(); v != nil && v != http.ErrAbortHandler {
+			s.log.Error("control socket: handler panicked", "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
+			panic(http.ErrAbortHandler) // drop the connection without another stack trace
+		}
+	}()
+
+	p, _ := r.Context().Value(peerKey{}).(peer)
+	if err := s.admit(p); err != nil {
+		s.log.Warn("control socket: client refused", "uid", p.uid, "client_pid", p.pid, "err", err)
+		s.reply(w, &apiError{Status: http.StatusForbidden, Code: codeForbidden, Msg: err.Error()})
+		return
+	}
+	req, aerr := decodeRequest(r)
+	if aerr != nil {
+		s.log.Debug("control socket: bad request", "uid", p.uid, "path", r.URL.Path, "err", aerr)
+		if aerr.Status == http.StatusRequestEntityTooLarge {
+			w.Header().Set("Connection", "close") // the rest of the body is not worth reading
+		}
+		s.reply(w, aerr)
+		return
+	}
+	level := slog.LevelInfo
+	if req.Verb == "status" || req.Verb == "logs" || req.Verb == "events" {
+		level = slog.LevelDebug
+	}
+	s.log.Log(r.Context(), level, "control command", "verb", req.Verb, "names", req.Names, "uid", p.uid, "client_pid", p.pid)
+
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	var err error
+	b := s.cfg.Backend
+	switch req.Verb {
+	case "status":
+		var st []ProgramStatus
+		if st, err = b.Status(ctx, req.Names); err == nil {
+			s.writeStatus(w, st)
+			return
+		}
+	case "start":
+		err = b.Start(ctx, req.Names)
+	case "stop":
+		err = b.Stop(ctx, req.Names)
+	case "restart":
+		err = b.Restart(ctx, req.Names)
+	case "signal":
+		err = b.Signal(ctx, req.Signal, req.Names)
+	case "reload":
+		err = b.Reload(ctx)
+	case "shutdown":
+		err = b.Shutdown(ctx)
+	case "logs":
+		var ch <-chan logs.Line
+		if ch, err = b.Logs(ctx, req.Names, req.N, req.Follow); err == nil {
+			streamItems(s, ctx, cancel, w, req.Verb, ch, func(l logs.Line) any { return toWire(l) })
+			return
+		}
+	case "events":
+		var ch <-chan Event
+		if ch, err = b.Events(ctx, req.Follow); err == nil {
+			streamItems(s, ctx, cancel, w, req.Verb, ch, func(ev Event) any { return ev })
+			return
+		}
+	}
+	if err != nil {
+		s.reply(w, s.backendError(r.Context(), req, err))
+		return
+	}
+	s.writeJSON(w, http.StatusOK, okReply{OK: true})
+}
+
+// streamItems writes what the backend sends on ch as newline-delimited
+// JSON, flushing each item, until the backend closes ch, the client goes
+// away or a write times out.
+func streamItems[T any](s *Server, ctx context.Context, cancel context.CancelFunc, w http.ResponseWriter,
+	verb string, ch <-chan T, wire func(T) any) {
+	if ch == nil { // a backend with nothing to say: an empty stream
+		c := make(chan T)
+		close(c)
+		ch = c
+	}
+	// Whatever ends the stream, the backend is told (cancel) and its channel
+	// emptied until it closes it, so its sending goroutine can exit.
+	defer func() {
+		cancel()
+		for range ch {
+		}
+	}()
+	rc := http.NewResponseController(w)
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	_ = rc.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
+	if err := rc.Flush(); err != nil {
+		return
+	}
+	enc := json.NewEncoder(w)
+	for {
+		select {
+		case v, ok := <-ch:
+			if !ok {
+				return
+			}
+			_ = rc.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
+			err := enc.Encode(wire(v))
+			if err == nil {
+				err = rc.Flush()
+			}
+			if err != nil {
+				s.log.Debug("control socket: stream dropped", "verb", verb, "err", err)
+				return
+			}
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// backendError translates a backend error into the protocol's categories.
+func (s *Server) backendError(reqCtx context.Context, req request, err error) *apiError {
+	switch {
+	case errors.Is(err, ErrUnknownProgram):
+		return &apiError{Status: http.StatusNotFound, Code: codeUnknownProgram, Msg: err.Error()}
+	case errors.Is(err, ErrPermissionDenied):
+		return &apiError{Status: http.StatusForbidden, Code: codeForbidden, Msg: err.Error()}
+	case reqCtx.Err() != nil:
+		// The client left or the server is stopping: nobody may read this.
+		return &apiError{Status: http.StatusServiceUnavailable, Code: codeUnavailable,
+			Msg: fmt.Sprintf("%s interrupted: %v", req.Verb, err)}
+	}
+	s.log.Warn("control command failed", "verb", req.Verb, "names", req.Names, "err", err)
+	return &apiError{Status: http.StatusInternalServerError, Code: codeFailed, Msg: err.Error()}
+}
+
+func (s *Server) reply(w http.ResponseWriter, e *apiError) {
+	if e.Status == http.StatusMethodNotAllowed {
+		w.Header().Set("Allow", http.MethodGet+", "+http.MethodPost)
+	}
+	s.writeJSON(w, e.Status, errorReply{Error: e.Msg, Code: e.Code})
+}
+
+// writeStatus replies with the status array, encoded by hand into a
+// reused buffer: scripts poll status, and it is the one big reply.
+func (s *Server) writeStatus(w http.ResponseWriter, st []ProgramStatus) {
+	bp, _ := s.bufs.Get().(*[]byte)
+	if bp == nil {
+		bp = new([]byte)
+	}
+	b := append(appendStatusJSON((*bp)[:0], st), '\n')
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(b)
+	if cap(b) <= 4<<20 { // do not keep a freak reply's buffer alive
+		*bp = b
+		s.bufs.Put(bp)
+	}
+}
+
+func (s *Server) writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Replies are fixed types that always encode; this is a backstop.
+		status = http.StatusInternalServerError
+		b, _ = json.Marshal(errorReply{Error: "encoding reply: " + err.Error(), Code: codeFailed})
+	}
+	b = append(b, '\n')
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
