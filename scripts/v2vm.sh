@@ -18,6 +18,9 @@
 #   V2VM_TIMEOUT       hard limit for the VM run, seconds (default 900)
 #   V2VM_TEST_TIMEOUT  -test.timeout of each binary (default 10m)
 #   V2VM_RUN           -test.run filter (default: all)
+#   V2VM_SHORT         1 (default) passes -test.short: the VM emulates its CPU
+#                      (TCG, several times slower than the host), so scale
+#                      tests shrink there; the host run keeps their full size
 #   V2VM_MEM, V2VM_SMP VM memory in MiB (default 1024) and CPUs (default 2)
 #   V2VM_CACHE         kernel cache and serial log (default ~/.cache/supervise-v2vm)
 set -euo pipefail
@@ -28,6 +31,7 @@ V2VM_PKGS=${V2VM_PKGS:-"./proc/cgroups ./proc"}
 V2VM_TIMEOUT=${V2VM_TIMEOUT:-900}
 V2VM_TEST_TIMEOUT=${V2VM_TEST_TIMEOUT:-10m}
 V2VM_RUN=${V2VM_RUN:-}
+V2VM_SHORT=${V2VM_SHORT:-1}
 V2VM_MEM=${V2VM_MEM:-1024}
 V2VM_SMP=${V2VM_SMP:-2}
 V2VM_CACHE=${V2VM_CACHE:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/supervise-v2vm}
@@ -130,6 +134,7 @@ t4=$(now)
 serial=$V2VM_CACHE/serial.log
 append="console=ttyS0 panic=-1 quiet loglevel=3 rdinit=/init v2vm.timeout=$V2VM_TEST_TIMEOUT"
 [ -z "$V2VM_RUN" ] || append="$append v2vm.run=$V2VM_RUN"
+[ "$V2VM_SHORT" != 1 ] || append="$append v2vm.short=1"
 set +e
 timeout --kill-after=10 "$V2VM_TIMEOUT" qemu-system-x86_64 \
 	-accel tcg -cpu max -smp "$V2VM_SMP" -m "$V2VM_MEM" \

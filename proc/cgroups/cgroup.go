@@ -1,0 +1,318 @@
+package cgroups
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Cgroup is one sandbox's cgroup: a directory in every hierarchy in use.
+// Its methods are safe for concurrent use.
+type Cgroup struct {
+	root *Root
+	name string
+	dirs []string // one per hierarchy, in Root.hiers order
+}
+
+// Stats are a cgroup's counters. A counter whose controller is missing
+// reads 0.
+type Stats struct {
+	MemoryBytes int64         // v2 memory.current, v1 memory.usage_in_bytes
+	CPUUsage    time.Duration // v2 cpu.stat usage_usec, v1 cpuacct.usage
+	Pids        int64         // pids.current: tasks (threads), zombies included
+	OOMKills    uint64        // see OOMKills
+}
+
+// Name returns the name given to Create.
+func (c *Cgroup) Name() string { return c.name }
+
+// Path returns the cgroup's directory: on v2 its only one, on v1 the one in
+// the memory hierarchy (or the first hierarchy without memory). Dirs has all.
+func (c *Cgroup) Path() string { return c.dirs[0] }
+
+// Dirs returns the cgroup's directory in every hierarchy in use.
+func (c *Cgroup) Dirs() []string { return append([]string(nil), c.dirs...) }
+
+// dir returns the cgroup's directory in the hierarchy of ctrl, or "".
+func (c *Cgroup) dir(ctrl string) string {
+	if c.root.mode == ModeV2 {
+		return c.dirs[0]
+	}
+	h := c.root.byCtrl[ctrl]
+	for i, rh := range c.root.hiers {
+		if rh == h {
+			return c.dirs[i]
+		}
+	}
+	return ""
+}
+
+func (c *Cgroup) setLimits(res Resources, need []string) error {
+	r := c.root
+	if r.mode == ModeV2 {
+		file := filepath.Join(c.dirs[0], "cgroup.controllers")
+		avail, err := readWords(file)
+		if err != nil {
+			return fmt.Errorf("cgroups: creating %q: %w", c.name, err)
+		}
+		for _, ctrl := range need {
+			if !contains(avail, ctrl) {
+				reason := fmt.Sprintf("%s lists %q", file, strings.Join(avail, " "))
+				if e := r.enable[ctrl]; e != nil {
+					reason += "; " + e.Error()
+				}
+				return &ControllerError{Controller: ctrl, Reason: reason}
+			}
+		}
+	}
+	set := func(what, ctrl, file, value string) error {
+		if err := r.k.Write(filepath.Join(c.dir(ctrl), file), value); err != nil {
+			return fmt.Errorf("cgroups: creating %q: setting %s: %w", c.name, what, err)
+		}
+		return nil
+	}
+	// setIfPresent writes optional files (swap accounting may be off).
+	setIfPresent := func(what, ctrl, file, value string) error {
+		if !exists(filepath.Join(c.dir(ctrl), file)) {
+			return nil
+		}
+		return set(what, ctrl, file, value)
+	}
+	if res.MemoryMax > 0 {
+		mem := strconv.FormatInt(res.MemoryMax, 10)
+		if r.mode == ModeV2 {
+			if err := set("memory limit", "memory", "memory.max", mem); err != nil {
+				return err
+			}
+			if err := setIfPresent("swap limit", "memory", "memory.swap.max", "0"); err != nil {
+				return err
+			}
+		} else {
+			// memsw (memory+swap) must not go below the memory limit, so
+			// the memory limit goes first.
+			if err := set("memory limit", "memory", "memory.limit_in_bytes", mem); err != nil {
+				return err
+			}
+			if err := setIfPresent("memory+swap limit", "memory", "memory.memsw.limit_in_bytes", mem); err != nil {
+				return err
+			}
+		}
+	}
+	if res.CPUMax > 0 {
+		q := cpuQuota(res.CPUMax)
+		if r.mode == ModeV2 {
+			if err := set("cpu limit", "cpu", "cpu.max", fmt.Sprintf("%d %d", q, cpuPeriod)); err != nil {
+				return err
+			}
+		} else {
+			if err := set("cpu period", "cpu", "cpu.cfs_period_us", strconv.Itoa(cpuPeriod)); err != nil {
+				return err
+			}
+			if err := set("cpu limit", "cpu", "cpu.cfs_quota_us", strconv.FormatInt(q, 10)); err != nil {
+				return err
+			}
+		}
+	}
+	if res.PidsMax > 0 {
+		if err := set("pids limit", "pids", "pids.max", strconv.FormatInt(res.PidsMax, 10)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// OpenFD opens the cgroup's directory for SysProcAttr.UseCgroupFD (clone3
+// CLONE_INTO_CGROUP). The caller closes the fd. v2 only: the kernel refuses
+// a v1 directory with EBADF, so on v1 this fails without trying.
+func (c *Cgroup) OpenFD() (int, error) {
+	if c.root.mode != ModeV2 {
+		return -1, fmt.Errorf("cgroups: %q: clone into a cgroup needs cgroup v2 (mode is %v)", c.name, c.root.mode)
+	}
+	fd, err := unix.Open(c.dirs[0], unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("cgroups: opening %s: %w", c.dirs[0], err)
+	}
+	return fd, nil
+}
+
+// AddProc moves process pid (all its threads) into the cgroup in every
+// hierarchy. On v1 this is how a process gets in: place it while it is
+// stopped, before it runs the program (see the package doc).
+func (c *Cgroup) AddProc(pid int) error {
+	for _, d := range c.dirs {
+		if err := c.root.k.Write(filepath.Join(d, "cgroup.procs"), strconv.Itoa(pid)); err != nil {
+			return fmt.Errorf("cgroups: adding pid %d to %q: %w", pid, c.name, err)
+		}
+	}
+	return nil
+}
+
+// Procs returns the processes in the cgroup (in any of its hierarchies),
+// sorted. Exited processes are not listed, reaped or not.
+func (c *Cgroup) Procs() ([]int, error) {
+	var all []int
+	for _, d := range c.dirs {
+		pids, err := readProcs(filepath.Join(d, "cgroup.procs"))
+		if err != nil {
+			return nil, fmt.Errorf("cgroups: listing %q: %w", c.name, err)
+		}
+		all = append(all, pids...)
+	}
+	return sortedUnique(all), nil
+}
+
+// Stats reads the cgroup's counters.
+func (c *Cgroup) Stats() (Stats, error) {
+	var s Stats
+	v2 := c.root.mode == ModeV2
+	readOpt := func(ctrl, file string) (int64, error) {
+		d := c.dir(ctrl)
+		if d == "" {
+			return 0, nil
+		}
+		n, err := readInt(filepath.Join(d, file))
+		if isNotExist(err) {
+			return 0, nil
+		}
+		return n, err
+	}
+	var err error
+	if v2 {
+		s.MemoryBytes, err = readOpt("memory", "memory.current")
+	} else {
+		s.MemoryBytes, err = readOpt("memory", "memory.usage_in_bytes")
+	}
+	if err != nil {
+		return Stats{}, fmt.Errorf("cgroups: stats of %q: %w", c.name, err)
+	}
+	if v2 {
+		// cpu.stat exists without the cpu controller (usage is core
+		// accounting).
+		usec, _, err := readKeyed(filepath.Join(c.dirs[0], "cpu.stat"), "usage_usec")
+		if err != nil && !isNotExist(err) {
+			return Stats{}, fmt.Errorf("cgroups: stats of %q: %w", c.name, err)
+		}
+		s.CPUUsage = time.Duration(usec) * time.Microsecond
+	} else {
+		ns, err := readOpt("cpuacct", "cpuacct.usage")
+		if err != nil {
+			return Stats{}, fmt.Errorf("cgroups: stats of %q: %w", c.name, err)
+		}
+		s.CPUUsage = time.Duration(ns)
+	}
+	if s.Pids, err = readOpt("pids", "pids.current"); err != nil {
+		return Stats{}, fmt.Errorf("cgroups: stats of %q: %w", c.name, err)
+	}
+	if s.OOMKills, err = c.OOMKills(); err != nil {
+		return Stats{}, err
+	}
+	return s, nil
+}
+
+// OOMKills returns how many processes of the cgroup the kernel's OOM killer
+// killed: v2 memory.events oom_kill, v1 memory.oom_control oom_kill (kernels
+// since 4.13). 0 without a memory controller.
+//
+// Older v1 kernels have no oom_kill line; then the count is a heuristic: 1
+// when the group is under OOM now (under_oom 1), or when it both hit its
+// limit (memory.failcnt > 0) and peaked at it (max_usage_in_bytes >= limit).
+// That can count a group that hit its limit and got by with reclaim alone.
+func (c *Cgroup) OOMKills() (uint64, error) {
+	d := c.dir("memory")
+	if d == "" {
+		return 0, nil
+	}
+	wrap := func(err error) error { return fmt.Errorf("cgroups: oom count of %q: %w", c.name, err) }
+	if c.root.mode == ModeV2 {
+		n, _, err := readKeyed(filepath.Join(d, "memory.events"), "oom_kill")
+		if err != nil && !isNotExist(err) {
+			return 0, wrap(err)
+		}
+		return n, nil
+	}
+	file := filepath.Join(d, "memory.oom_control")
+	n, found, err := readKeyed(file, "oom_kill")
+	if err != nil {
+		if isNotExist(err) {
+			return 0, nil
+		}
+		return 0, wrap(err)
+	}
+	if found {
+		return n, nil
+	}
+	if under, _, err := readKeyed(file, "under_oom"); err != nil {
+		return 0, wrap(err)
+	} else if under > 0 {
+		return 1, nil
+	}
+	failcnt, err := readInt(filepath.Join(d, "memory.failcnt"))
+	if err != nil {
+		return 0, wrap(err)
+	}
+	peak, err := readInt(filepath.Join(d, "memory.max_usage_in_bytes"))
+	if err != nil {
+		return 0, wrap(err)
+	}
+	limit, err := readInt(filepath.Join(d, "memory.limit_in_bytes"))
+	if err != nil {
+		return 0, wrap(err)
+	}
+	if failcnt > 0 && limit > 0 && peak >= limit {
+		return 1, nil
+	}
+	return 0, nil
+}
+
+// Delete kills what is left in the cgroup and removes its directory from
+// every hierarchy, retrying while the kernel still reports it busy, bounded
+// by Options.KillTimeout. Deleting an already deleted cgroup is not an error.
+func (c *Cgroup) Delete() error {
+	if !c.gone() {
+		if err := c.Kill(); err != nil {
+			return fmt.Errorf("cgroups: deleting %q: %w", c.name, err)
+		}
+	}
+	deadline := time.Now().Add(c.root.killTimeout)
+	for p := newPoller(); ; {
+		err := c.rmdirAll()
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {
+			return fmt.Errorf("cgroups: deleting %q: %w", c.name, err)
+		}
+		// EBUSY: a process got in after Kill (a fork racing with it) or
+		// the kernel has not finished tearing down an exited one.
+		if pids, _ := c.Procs(); len(pids) > 0 {
+			c.signalAll(pids)
+		}
+		p.wait()
+	}
+}
+
+// gone reports whether every directory of the cgroup is already removed.
+func (c *Cgroup) gone() bool {
+	for _, d := range c.dirs {
+		if exists(d) {
+			return false
+		}
+	}
+	return true
+}
+
+// rmdirAll removes the cgroup's directories; missing ones are fine.
+func (c *Cgroup) rmdirAll() error {
+	var errs []error
+	for _, d := range c.dirs {
+		if err := c.root.k.Rmdir(d); err != nil && !isNotExist(err) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
