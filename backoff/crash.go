@@ -6,9 +6,10 @@ import (
 )
 
 // CrashConfig configures a Crash backoff. Zero durations take the kubelet's
-// defaults.
+// defaults, but for Initial: it is 0 (restart at once, every time) when Max
+// is set, so that a backoff can be turned off; with Max unset too it is 10s.
 type CrashConfig struct {
-	Initial    time.Duration // first delay; default 10s
+	Initial    time.Duration // first delay; default 10s when Max is 0 too
 	Max        time.Duration // cap; default 5m
 	ResetAfter time.Duration // a quiet period this long starts over; default 2 × Max
 	Clock      Clock         // default RealClock{}
@@ -41,7 +42,7 @@ type crashEntry struct {
 
 // NewCrash returns a Crash backoff with cfg's settings and no entries.
 func NewCrash(cfg CrashConfig) *Crash {
-	if cfg.Initial <= 0 {
+	if cfg.Initial < 0 || cfg.Initial == 0 && cfg.Max <= 0 {
 		cfg.Initial = 10 * time.Second
 	}
 	if cfg.Max <= 0 {

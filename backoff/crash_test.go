@@ -153,3 +153,13 @@ func TestCrashJitterAndDefaults(t *testing.T) {
 		}
 	}
 }
+
+func TestCrashZeroInitialWithMaxMeansNoDelay(t *testing.T) {
+	c := NewFakeClock(time.Unix(0, 0))
+	b := NewCrash(CrashConfig{Initial: 0, Max: time.Minute, Clock: c})
+	for i := range 5 {
+		if w := b.Decide("k", c.Now()); w != 0 {
+			t.Fatalf("crash %d: wait %v, want 0", i, w)
+		}
+	}
+}
