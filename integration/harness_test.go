@@ -25,6 +25,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	_ = os.Chmod(dir, 0o755) // tests run the client as another uid too
 	binary = filepath.Join(dir, "supervise")
 	build := exec.Command("go", "build", "-o", binary, "../cmd/supervise")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -388,6 +389,16 @@ func (s *Supervisor) recordExit(in *instance, exit exitInfo, requested bool) {
 		return
 	}
 	in.settled = true
+	if s.exitOnCode == nil && slices.Contains(s.cfg.Supervisor.ExitOn, in.spec.Name) {
+		// exit_on: this program's end ends the supervisor, with its status.
+		st := 0
+		if failed {
+			st = e.status()
+		}
+		s.exitOnCode = &st
+		s.log.Info("exit_on program ended; stopping everything", "program", in.key, "exit_code", st)
+		s.stopOnce.Do(func() { close(s.stopReq) })
+	}
 	if failed {
 		if s.firstFail == nil {
 			st := e.status()

@@ -86,6 +86,7 @@ type Supervisor struct {
 	changed      chan struct{}  // closed and replaced on every state change
 	shuttingDown bool
 	firstFail    *int // exit status of the first program that failed for good
+	exitOnCode   *int // status of the exit_on program whose end ends the supervisor
 
 	done     chan struct{} // closed when every program has ended for good and none restarts
 	doneOnce sync.Once
@@ -208,6 +209,9 @@ func (s *Supervisor) Run(ctx context.Context) int {
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.exitOnCode != nil {
+		return *s.exitOnCode
+	}
 	if s.firstFail != nil {
 		return *s.firstFail
 	}

@@ -307,3 +307,32 @@ func TestAllNeverExitsWithFirstFailure(t *testing.T) {
 		t.Fatal("supervisor did not exit when every program had ended")
 	}
 }
+
+func TestExitOnEndsWithThatProgramsStatus(t *testing.T) {
+	main := program("main", func(p *config.Program) { p.Restart = config.RestartNever })
+	side := program("side")
+	clock := backoff.NewFakeClock(t0)
+	rt := newFakeRuntime(clock)
+	cfg := &config.Config{File: "t.toml", Supervisor: config.Supervisor{Workers: 2, ExitOn: []string{"main"}}, Programs: []*config.Program{main, side}}
+	sup, err := New(Options{Config: cfg, Runtime: rt, Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Console: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := make(chan int, 1)
+	go func() { code <- sup.Run(context.Background()) }()
+	h := &harness{t: t, clock: clock, rt: rt, sup: sup}
+	h.waitState("main", Running)
+	h.waitState("side", Running)
+	rt.exit("main", 9)
+	select {
+	case c := <-code:
+		if c != 9 {
+			t.Fatalf("exit code %d, want 9", c)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("supervisor did not exit when the exit_on program ended")
+	}
+	if st := sup.instances["side"].state; st != Stopped {
+		t.Errorf("side is %s, want Stopped", st)
+	}
+}

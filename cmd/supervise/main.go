@@ -225,13 +225,19 @@ func runCommand(c *cli.Context) int {
 	defer cancel()
 	go func() { _ = srv.Serve(ctx) }()
 
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT)
+	// As PID 1 the Go runtime's default for a signal nobody asked for is to
+	// die (its handlers defeat the kernel's init protection), so every
+	// catchable signal is asked for. signal.Ignore would be inherited by the
+	// programs as SIG_IGN; a handled signal is reset at exec.
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, catchable()...)
 	defer signal.Stop(sigs)
 	go func() {
 		stopping := false
 		for sig := range sigs {
 			switch {
+			case sig != syscall.SIGTERM && sig != syscall.SIGINT && sig != syscall.SIGHUP && sig != syscall.SIGQUIT:
+				log.Debug("signal ignored", "signal", sig.String())
 			case sig == syscall.SIGHUP:
 				if err := sup.Reload(ctx); err != nil {
 					log.Error("reload failed", "err", err)
@@ -251,4 +257,22 @@ func runCommand(c *cli.Context) int {
 	code := sup.Run(ctx)
 	log.Info("supervise exiting", "code", code)
 	return code
+}
+
+// catchable lists every signal a process can handle, but SIGCHLD (proc's
+// reaper owns it) and SIGURG (the Go scheduler's preemption signal).
+func catchable() []os.Signal {
+	var sigs []os.Signal
+	for sig := syscall.Signal(1); sig < 65; sig++ {
+		switch sig {
+		case syscall.SIGKILL, syscall.SIGSTOP, syscall.SIGCHLD, syscall.SIGURG,
+			syscall.SIGSEGV, syscall.SIGBUS, syscall.SIGFPE, syscall.SIGILL, syscall.SIGTRAP, syscall.SIGABRT, syscall.SIGSYS:
+			continue
+		}
+		if sig >= 32 && sig <= 34 { // reserved by libc for threads
+			continue
+		}
+		sigs = append(sigs, sig)
+	}
+	return sigs
 }
