@@ -19,6 +19,7 @@ const (
 	DefaultLogMaxFiles     = 5
 	DefaultLogFormat       = "text"
 	DefaultLogLevel        = "info"
+	DefaultWatchDebounce   = 200 * time.Millisecond
 )
 
 // Config is one validated file. Nothing in it refers to TOML: every value is
@@ -64,6 +65,9 @@ type Supervisor struct {
 	// ExitOn names programs whose end (for good: no restart coming) ends
 	// the supervisor, which then exits with that program's status.
 	ExitOn []string
+	// WatchConfig reloads the config when its file changes (default
+	// true); SIGHUP and `supervisectl reload` reload either way.
+	WatchConfig bool
 	// Line of the [supervisor] table; 0 when the file has none.
 	Line int
 }
@@ -120,9 +124,56 @@ type Program struct {
 	Hooks       Hooks
 	Stdout      Output
 	Stderr      Output
+	// Watch, when set, restarts the program (or sends it Watch.Signal)
+	// when files it watches change; nil watches nothing. It never needs a
+	// new process by itself: a reload that only changes it keeps the pid.
+	Watch *Watch
 	// Port is the PORT of instance 0 in Procfile mode (instance i gets
 	// Port+i, as foreman does); 0 elsewhere. Env["PORT"] holds it too.
 	Port int
+
+	// Health (see health.go). DependsOnCond is what the table form of
+	// depends_on asks of each dependency: DependReady, DependRunning or
+	// DependCompleted; nil for the array form. Read it through
+	// DependsOnCondition, whose default is DependReady.
+	DependsOnCond map[string]string
+	// Probes are the kubelet's three probes.
+	Probes Probes
+	// Notify is how the program says it is ready: NotifyNone, NotifySdNotify
+	// (it gets NOTIFY_SOCKET) or NotifyFD (it writes a newline on the
+	// descriptor numbered by the NotifyFD field).
+	Notify string
+	// NotifyFD is the descriptor number of the notification pipe with
+	// notify = "fd" (default 3); 0 otherwise.
+	NotifyFD int
+	// Watchdog, with NotifySdNotify, is how long the program may go without
+	// sending WATCHDOG=1 before it is restarted; 0 = no watchdog.
+	Watchdog time.Duration
+	// ReadyLogLine is a regular expression (Go syntax, checked): the
+	// program is ready once a line of its output matches; "" = none.
+	ReadyLogLine string
+}
+
+// Watch is a program's [program.NAME.watch] table: the files whose change
+// restarts it, as in a dev loop.
+type Watch struct {
+	// Paths are absolute directories (watched recursively, new
+	// subdirectories included) and files. Relative ones in the file
+	// resolve against its directory; default: the program's Dir.
+	Paths []string
+	// Include, when not empty, keeps only the changes matching one of
+	// these globs; Exclude drops the matching ones (and editor temp files
+	// and .git always). Globs are relative to each watched directory, with
+	// "**" spanning directories; a pattern without '/' matches a name at
+	// any depth, and a matched directory covers its subtree (package
+	// watch/glob). Every one compiles.
+	Include, Exclude []string
+	// Debounce is how long the files must stay quiet before a change
+	// counts (default 200ms); 0 reacts to the next batch of events.
+	Debounce time.Duration
+	// Signal, when not 0, is sent to the program instead of restarting it
+	// (for a server that reloads itself on HUP).
+	Signal syscall.Signal
 }
 
 // Backoff is the kubelet crash backoff of one program: the waits before

@@ -33,17 +33,40 @@
 //   - Procfile (ParseProcfile): dev defaults — /bin/sh -c per line, restart
 //     never, PORT per process type (5000, +100, +1 per instance) and, unless
 //     told otherwise, the whole set ends when one process ends.
+//     LoadWithOptions takes the dev runner's options (ParseFormation reads
+//     `-m web=2,worker=1`); a TOML file refuses them.
+//   - [program.NAME.watch] is only described here (package watch acts on
+//     it): paths resolve against the file's directory and default to the
+//     program's dir, include/exclude globs are checked with the matcher
+//     the watcher uses (watch/glob), debounce defaults to 200ms (0 is
+//     allowed), signal replaces the restart. A change of watch alone never
+//     needs a new process. watch_config (default true) says whether the
+//     supervisor reloads when the config file changes.
 //   - Parse never panics on any input (FuzzParse), and reads no file but
 //     env_file ones, each at most 4 MiB and regular.
+//   - Health (health.go): probes get the kubelet's defaults (period 10s,
+//     timeout 1s, success 1, failure 3, no initial delay) and are one of
+//     command, http, tcp (a program's choice drops the others from
+//     [defaults]); startup and liveness success thresholds must be 1. A
+//     program has at most one readiness source: probes.readiness, notify
+//     or ready_log_line (a checked Go regexp). notify_fd needs notify =
+//     "fd" (default 3), watchdog needs notify = "sd_notify". depends_on is
+//     an array (each waits for "ready") or a table of conditions, "ready",
+//     "running" or "completed" — the last refused on a dependency with
+//     restart = "always", which never completes. http and tcp probes are
+//     refused with the "net" namespace (they could not reach the program). Notify, notify_fd and
+//     watchdog change what the process is given (NeedsNewProcess); probes
+//     and ready_log_line do not.
 //
 // Keys (see config.example.toml for every one, commented):
 //
 //	[supervisor]  socket socket_group workers shutdown_timeout log_format
-//	              log_level exit_on
+//	              log_level exit_on watch_config
 //	[defaults] and [program.NAME]
 //	              command dir env env_file user group groups restart
 //	              success_exit_codes instances autostart depends_on
-//	              stop_signal stop_timeout
+//	              stop_signal stop_timeout notify notify_fd watchdog
+//	              ready_log_line
 //	  .backoff    initial max reset_after
 //	  .sandbox    namespaces hostname memory_max cpu_max pids_max
 //	              no_new_privileges umask rlimits
@@ -52,4 +75,9 @@
 //	              timeout
 //	  .stdout, .stderr
 //	              console file max_size max_files
+//	  .watch      paths include exclude debounce signal
+//	  .probes.startup|readiness|liveness
+//	              command | http (URL, or url headers expect_status) |
+//	              tcp (host:port, :port or a port), initial_delay period
+//	              timeout success_threshold failure_threshold
 package config

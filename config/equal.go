@@ -17,9 +17,11 @@ func (p *Program) Equal(o *Program) bool {
 // itself — its argv, directory, environment, identity or sandbox — so a
 // reload must replace the running process. Anything else (restart policy,
 // backoff, hooks, stop signal and timeout, dependencies, autostart, output
-// sinks, which the supervisor owns, and the number of instances, which adds
-// or removes instances without touching the others) applies to the running
-// process as it is.
+// sinks and file watching, which the supervisor owns, and the number of
+// instances, which adds or removes instances without touching the others)
+// applies to the running process as it is. Probes and ready_log_line apply to the next check;
+// notify, notify_fd and watchdog change what the process is given
+// (NOTIFY_SOCKET, WATCHDOG_USEC, a descriptor), so they need a new one.
 func (p *Program) NeedsNewProcess(o *Program) bool {
 	if p == nil || o == nil {
 		return p != o
@@ -40,6 +42,10 @@ func processPart(p Program) Program {
 		Groups:  n.Groups,
 		Sandbox: n.Sandbox,
 		Port:    n.Port,
+
+		Notify:   n.Notify,
+		NotifyFD: n.NotifyFD,
+		Watchdog: n.Watchdog,
 	}
 }
 
@@ -57,11 +63,37 @@ func normalize(p Program) Program {
 	if len(p.DependsOn) == 0 {
 		p.DependsOn = nil
 	}
+	p.DependsOnCond = normalizeConds(p.DependsOnCond)
 	if len(p.Sandbox.Namespaces) == 0 {
 		p.Sandbox.Namespaces = nil
 	}
 	if len(p.Sandbox.Rlimits) == 0 {
 		p.Sandbox.Rlimits = nil
 	}
+	if p.Watch != nil {
+		w := *p.Watch
+		for _, s := range []*[]string{&w.Paths, &w.Include, &w.Exclude} {
+			if len(*s) == 0 {
+				*s = nil
+			}
+		}
+		p.Watch = &w
+	}
 	return p
+}
+
+// normalizeConds drops the conditions that say the default, so that
+// depends_on = ["db"] and depends_on = { db = "ready" } compare equal.
+func normalizeConds(c map[string]string) map[string]string {
+	var out map[string]string
+	for k, v := range c {
+		if v == DependReady {
+			continue
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[k] = v
+	}
+	return out
 }

@@ -30,6 +30,7 @@ env = { A = "1" }
 		{"instances", base + "instances = 3\n", false, false},
 		{"stop signal", base + "stop_signal = \"INT\"\n", false, false},
 		{"log file", base + "stdout.file = \"/tmp/x.log\"\n", false, false},
+		{"watch", base + "watch = { paths = [\"src\"], signal = \"HUP\" }\n", false, false},
 	}
 	old := mustParse(t, base).Programs[0]
 	for _, tt := range tests {

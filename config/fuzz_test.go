@@ -5,10 +5,13 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/supervise-dev/supervise/watch/glob"
 )
 
 // FuzzParse: Parse never panics; a refusal is a non-empty ErrorList whose
@@ -23,6 +26,7 @@ func FuzzParse(f *testing.F) {
 	f.Add("[defaults]\nenv = { A = \"${HOME:-x}\" }\n[program.a]\ncommand = [\"a\"]\ndepends_on = [\"b\"]\n[program.b]\ncommand = \"b 'c d'\"\ndepends_on = [\"a\"]\n")
 	f.Add("[program.\"x:y\"]\ncommand = \"\"\"\nmulti\nline\"\"\"\n[program.z.sandbox]\nrlimits = { nofile = { soft = 2, hard = 1 } }\n")
 	f.Add("a = [\n 1,\n { b = 'c' },\n]\n[[t]]\n[[t]]\nk = 1979-05-27\n")
+	f.Add("[supervisor]\nwatch_config = false\n[program.w]\ncommand = \"w\"\n[program.w.watch]\npaths = [\"src\", \"/abs\"]\ninclude = [\"**/*.go\", \"[\"]\nexclude = \"vendor\"\ndebounce = \"0s\"\nsignal = \"HUP\"\n")
 	f.Fuzz(func(t *testing.T, src string) {
 		const file = "fuzz.toml"
 		cfg, err := parse(file, []byte(src), env("HOME", "/root"))
@@ -101,6 +105,21 @@ func checkValid(t *testing.T, cfg *Config) {
 		for _, h := range []*Hook{p.Hooks.PreStart, p.Hooks.PostStart, p.Hooks.PreStop, p.Hooks.PostStop} {
 			if h != nil && ((h.Command == nil) == (h.HTTP == nil) || h.Timeout <= 0) {
 				t.Fatalf("bad hook %+v", h)
+			}
+		}
+		if w := p.Watch; w != nil {
+			if len(w.Paths) == 0 || w.Debounce < 0 || w.Signal < 0 {
+				t.Fatalf("bad watch %+v", w)
+			}
+			for _, path := range w.Paths {
+				if !filepath.IsAbs(path) {
+					t.Fatalf("watch path %q is not absolute", path)
+				}
+			}
+			for _, g := range append(slices.Clone(w.Include), w.Exclude...) {
+				if _, err := glob.Compile(g); err != nil {
+					t.Fatalf("accepted the bad glob %q: %v", g, err)
+				}
 			}
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -24,21 +25,47 @@ const maxFileSize = 4 << 20
 // is loaded too), TOML otherwise. A file that cannot be read gives a wrapped
 // I/O error; a file that is wrong gives an ErrorList naming every problem.
 func Load(path string) (*Config, error) {
+	return LoadWithOptions(path, ProcfileOptions{})
+}
+
+// LoadWithOptions is Load with the dev-runner options of a Procfile run
+// (a formation from `supervise -m web=2,worker=1`, ports, restart policy).
+// The ".env" beside a Procfile is read first and opts.Env laid over it;
+// its path is each program's EnvFiles, for a reload to watch. A TOML file
+// takes no options: any non-zero opts make an ErrorList saying so.
+func LoadWithOptions(path string, opts ProcfileOptions) (*Config, error) {
 	data, err := readFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("load config: %w", err)
 	}
-	if IsProcfile(path) {
-		var env map[string]string
-		envPath := filepath.Join(filepath.Dir(path), ".env")
-		if _, err := os.Stat(envPath); err == nil {
-			if env, err = LoadEnvFile(envPath); err != nil {
-				return nil, err
-			}
+	if !IsProcfile(path) {
+		if !opts.isZero() {
+			return nil, ErrorList{{File: path, Msg: "Procfile options (formation, ports, restart, keep running) apply to a Procfile only; set instances and env in the TOML file"}}
 		}
-		return ParseProcfile(path, data, ProcfileOptions{Env: env})
+		return Parse(path, data)
 	}
-	return Parse(path, data)
+	var envFiles []string
+	envPath := filepath.Join(filepath.Dir(path), ".env")
+	if _, err := os.Stat(envPath); err == nil {
+		env, err := LoadEnvFile(envPath)
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(env, opts.Env)
+		opts.Env = env
+		if abs, err := filepath.Abs(envPath); err == nil {
+			envPath = abs
+		}
+		envFiles = []string{envPath}
+	}
+	cfg, err := ParseProcfile(path, data, opts)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range cfg.Programs {
+		p.EnvFiles = slices.Clone(envFiles)
+	}
+	return cfg, nil
 }
 
 // IsProcfile reports whether Load reads path as a Procfile.
@@ -153,6 +180,9 @@ func toNode(path []string, v any) *node {
 func alternatives(rel []string) []string {
 	if len(rel) == 2 && rel[0] == "hooks" {
 		return []string{"command", "http"}
+	}
+	if len(rel) == 2 && rel[0] == "probes" {
+		return []string{"command", "http", "tcp"}
 	}
 	return nil
 }

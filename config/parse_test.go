@@ -58,7 +58,7 @@ command = "server --port 80"
 	if cfg.File != "/etc/sv/test.toml" || cfg.Dir != "/etc/sv" || cfg.Procfile {
 		t.Errorf("File, Dir, Procfile = %q, %q, %v", cfg.File, cfg.Dir, cfg.Procfile)
 	}
-	wantSup := Supervisor{Workers: 2, ShutdownTimeout: 30 * time.Second, LogFormat: "text", LogLevel: "info"}
+	wantSup := Supervisor{Workers: 2, ShutdownTimeout: 30 * time.Second, LogFormat: "text", LogLevel: "info", WatchConfig: true}
 	if !reflect.DeepEqual(cfg.Supervisor, wantSup) {
 		t.Errorf("Supervisor = %+v, want %+v", cfg.Supervisor, wantSup)
 	}
@@ -93,6 +93,7 @@ shutdown_timeout = "1m"
 log_format = "json"
 log_level = "debug"
 exit_on = "db"
+watch_config = false
 
 [program.db]
 command = ["postgres", "-D", "/var/lib/pg data"]
@@ -134,10 +135,17 @@ http = "http://localhost:8080/ready"
 
 [program.web.hooks.pre_stop]
 http = { url = "https://localhost/drain", method = "post", headers = { X-Token = "t" }, expect_status = 204 }
+
+[program.web.watch]
+paths = ["src", "/etc/web.conf"]
+include = ["**/*.go", "templates/**"]
+exclude = "vendor"
+debounce = "50ms"
+signal = "HUP"
 `)
 	if got := cfg.Supervisor; got.Socket != "/etc/sv/run/sv.sock" || got.SocketGroup != "adm" || got.Workers != 4 ||
 		got.ShutdownTimeout != time.Minute || got.LogFormat != "json" || got.LogLevel != "debug" ||
-		!reflect.DeepEqual(got.ExitOn, []string{"db"}) || got.Line != 2 {
+		!reflect.DeepEqual(got.ExitOn, []string{"db"}) || got.Line != 2 || got.WatchConfig {
 		t.Errorf("Supervisor = %+v", got)
 	}
 	if len(cfg.Programs) != 2 || cfg.Programs[0].Name != "db" || cfg.Programs[1].Name != "web" {
@@ -151,7 +159,7 @@ http = { url = "https://localhost/drain", method = "post", headers = { X-Token =
 		name      string
 		got, want any
 	}{
-		{"Line", w.Line, 14},
+		{"Line", w.Line, 15},
 		{"Command", w.Command, []string{"server", "--name", "my web", "--flag=a b"}},
 		{"Dir", w.Dir, "/etc/sv/srv"},
 		{"Env", w.Env, map[string]string{"PORT": "8080", "HOME_DIR": "/home/me/x", "MISSING": "fallback", "DOLLAR": "a$b$c"}},
@@ -177,6 +185,11 @@ http = { url = "https://localhost/drain", method = "post", headers = { X-Token =
 		{"PostStart", w.Hooks.PostStart, &Hook{HTTP: &HTTPHook{URL: "http://localhost:8080/ready", Method: "GET"}, Timeout: 30 * time.Second}},
 		{"PreStop", w.Hooks.PreStop, &Hook{HTTP: &HTTPHook{URL: "https://localhost/drain", Method: "POST", Headers: map[string]string{"X-Token": "t"}, ExpectStatus: 204}, Timeout: 30 * time.Second}},
 		{"PostStop", w.Hooks.PostStop, (*Hook)(nil)},
+		{"Watch", w.Watch, &Watch{
+			Paths: []string{"/etc/sv/src", "/etc/web.conf"}, Include: []string{"**/*.go", "templates/**"},
+			Exclude: []string{"vendor"}, Debounce: 50 * time.Millisecond, Signal: syscall.SIGHUP,
+		}},
+		{"db Watch", cfg.Program("db").Watch, (*Watch)(nil)},
 	}
 	for _, c := range checks {
 		if !reflect.DeepEqual(c.got, c.want) {
@@ -424,6 +437,41 @@ stderr = { file = "a.log" }
 			},
 		},
 		{
+			name: "watch",
+			src: `[supervisor]
+watch_config = "yes"
+[program.web]
+command = "x"
+[program.web.watch]
+paths = []
+include = ["src/[a-", "ok/**", 3]
+exclude = ["", "../up"]
+debounce = "-1s"
+signal = "HANGUP"
+recursive = true
+[program.api]
+command = "y"
+watch = "src"
+[program.b]
+command = "z"
+watch = { paths = ["", "a"], debounce = 5 }
+`,
+			want: []string{
+				`test.toml:2: supervisor.watch_config: must be true or false (got "yes")`,
+				`test.toml:6: program.web.watch.paths: must name at least one path (leave paths out to watch the program's dir)`,
+				`test.toml:7: program.web.watch.include[0]: "src/[a-": malformed pattern element "[a-" (check [ ] and \)`,
+				`test.toml:7: program.web.watch.include[2]: must be a string (got integer 3)`,
+				`test.toml:8: program.web.watch.exclude[0]: "": empty pattern`,
+				`test.toml:8: program.web.watch.exclude[1]: "../up": ".." cannot match a path inside the watched directory`,
+				`test.toml:9: program.web.watch.debounce: must not be negative (got "-1s")`,
+				`test.toml:10: program.web.watch.signal: unknown signal "HANGUP" (want a name like TERM, INT, QUIT, HUP, USR1, or a number)`,
+				`test.toml:11: program.web.watch.recursive: unknown key (known: paths, include, exclude, debounce, signal)`,
+				`test.toml:14: program.api.watch: must be a table like { paths = ["src"], include = ["**/*.go"] } (got "src")`,
+				`test.toml:17: program.b.watch.debounce: must be a duration string like "10s" (got integer 5)`,
+				`test.toml:17: program.b.watch.paths[0]: must be a non-empty path`,
+			},
+		},
+		{
 			name: "syntax error names the line",
 			src:  "[program.web]\ncommand = \"x\"\nrestart = \n",
 			want: []string{`test.toml:3: program.web.restart: expected value but found '\n' instead`},
@@ -511,7 +559,8 @@ func TestExampleConfig(t *testing.T) {
 	keys := append([]string{"socket", "socket_group", "workers", "shutdown_timeout", "log_format", "log_level", "exit_on",
 		"initial", "max", "reset_after", "namespaces", "hostname", "memory_max", "cpu_max", "pids_max",
 		"no_new_privileges", "umask", "rlimits", "pre_start", "post_start", "pre_stop", "post_stop", "timeout",
-		"http", "url", "method", "headers", "expect_status", "console", "file", "max_size", "max_files", "soft", "hard"},
+		"http", "url", "method", "headers", "expect_status", "console", "file", "max_size", "max_files", "soft", "hard",
+		"watch_config", "paths", "include", "exclude", "debounce", "signal"},
 		programKeys...)
 	for _, k := range keys {
 		if !strings.Contains(string(data), k+" =") && !strings.Contains(string(data), "."+k+"]") && !strings.Contains(string(data), "."+k+".") {
@@ -564,5 +613,37 @@ env = { SHARED = "from-toml" }
 	}
 	if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), "not a regular file") {
 		t.Errorf("directory: got %v", err)
+	}
+}
+
+func TestParseWatchDefaults(t *testing.T) {
+	cfg := mustParse(t, `
+[defaults]
+watch = { exclude = ["*.log"] }
+
+[program.web]
+command = "server"
+dir = "web"
+
+[program.api]
+command = "api"
+[program.api.watch]
+paths = "lib"
+debounce = "0s"
+`)
+	web, api := cfg.Program("web"), cfg.Program("api")
+	want := &Watch{Paths: []string{"/etc/sv/web"}, Exclude: []string{"*.log"}, Debounce: DefaultWatchDebounce}
+	if !reflect.DeepEqual(web.Watch, want) {
+		t.Errorf("web watch = %+v, want %+v (paths default to the program's dir)", web.Watch, want)
+	}
+	want = &Watch{Paths: []string{"/etc/sv/lib"}, Exclude: []string{"*.log"}}
+	if !reflect.DeepEqual(api.Watch, want) {
+		t.Errorf("api watch = %+v, want %+v (merged with defaults; 0s kept)", api.Watch, want)
+	}
+	if !cfg.Supervisor.WatchConfig {
+		t.Error("watch_config defaults to true")
+	}
+	if p := mustParse(t, "[program.a]\ncommand = \"a\"\n").Programs[0]; p.Watch != nil {
+		t.Errorf("no watch table: Watch = %+v, want nil", p.Watch)
 	}
 }

@@ -32,6 +32,50 @@ type ProcfileOptions struct {
 	KeepRunning bool
 }
 
+func (o *ProcfileOptions) isZero() bool {
+	return o.BasePort == 0 && o.PortStep == 0 && o.Env == nil && o.Formation == nil && o.Restart == "" && !o.KeepRunning
+}
+
+// ParseFormation reads a formation as foreman's -m takes it:
+// "web=2,worker=1", with "all=N" for every process type not named.
+// Spaces around names and counts are allowed; a count is 0 to 10000 (0
+// leaves the type stopped). An empty string is no formation (nil). Every
+// bad entry is reported at once.
+func ParseFormation(s string) (map[string]int, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	m := map[string]int{}
+	var errs []error
+	for part := range strings.SplitSeq(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		name, count, ok := strings.Cut(part, "=")
+		name, count = strings.TrimSpace(name), strings.TrimSpace(count)
+		n, err := strconv.Atoi(count)
+		switch {
+		case !ok:
+			errs = append(errs, fmt.Errorf("formation %q: want name=count, like web=2", part))
+		case !procNameRE.MatchString(name):
+			errs = append(errs, fmt.Errorf("formation %q: %q is not a process type name", part, name))
+		case err != nil || n < 0 || n > 10000:
+			errs = append(errs, fmt.Errorf("formation %q: the count must be a whole number from 0 to 10000", part))
+		default:
+			if _, dup := m[name]; dup {
+				errs = append(errs, fmt.Errorf("formation %q: %s is given twice", part, name))
+				continue
+			}
+			m[name] = n
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return m, nil
+}
+
 var procNameRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_-]*$`)
 
 // ParseProcfile reads a Procfile: "name: command" lines, blank lines and
@@ -73,6 +117,7 @@ func ParseProcfile(file string, data []byte, opts ProcfileOptions) (*Config, err
 			ShutdownTimeout: DefaultShutdownTimeout,
 			LogFormat:       DefaultLogFormat,
 			LogLevel:        DefaultLogLevel,
+			WatchConfig:     true,
 		},
 	}
 	for i, text := range strings.Split(string(data), "\n") {

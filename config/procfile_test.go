@@ -241,3 +241,97 @@ func TestLoadEnvFileFIFO(t *testing.T) {
 }
 
 func mkfifo(path string) error { return syscall.Mkfifo(path, 0o600) }
+
+func TestParseFormation(t *testing.T) {
+	good := []struct {
+		in   string
+		want map[string]int
+	}{
+		{"", nil},
+		{"  ", nil},
+		{"web=2,worker=1", map[string]int{"web": 2, "worker": 1}},
+		{" web = 2 , all=0,", map[string]int{"web": 2, "all": 0}},
+		{"clock=10000", map[string]int{"clock": 10000}},
+	}
+	for _, tt := range good {
+		got, err := ParseFormation(tt.in)
+		if err != nil || !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("ParseFormation(%q) = %v, %v; want %v", tt.in, got, err, tt.want)
+		}
+	}
+	bad := []struct{ in, want string }{
+		{"web", `formation "web": want name=count, like web=2`},
+		{"web=two", `formation "web=two": the count must be a whole number from 0 to 10000`},
+		{"web=-1", `formation "web=-1": the count must be a whole number from 0 to 10000`},
+		{"web=10001", `formation "web=10001": the count must be a whole number from 0 to 10000`},
+		{"we b=1", `formation "we b=1": "we b" is not a process type name`},
+		{"web=1,web=2", `formation "web=2": web is given twice`},
+		{"a,b=x", "formation \"a\": want name=count, like web=2\nformation \"b=x\": the count must be a whole number from 0 to 10000"},
+	}
+	for _, tt := range bad {
+		got, err := ParseFormation(tt.in)
+		if err == nil || err.Error() != tt.want || got != nil {
+			t.Errorf("ParseFormation(%q) = %v, %v; want the error %q", tt.in, got, err, tt.want)
+		}
+	}
+}
+
+func TestLoadWithOptions(t *testing.T) {
+	dir := t.TempDir()
+	procfile := filepath.Join(dir, "Procfile")
+	if err := os.WriteFile(procfile, []byte("web: server\nworker: work\nclock: tick\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	envPath := filepath.Join(dir, ".env")
+	if err := os.WriteFile(envPath, []byte("A=from-file\nB=from-file\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	formation, err := ParseFormation("web=2,clock=0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := ProcfileOptions{Formation: formation, BasePort: 3000, Env: map[string]string{"B": "from-flag"}}
+	cfg, err := LoadWithOptions(procfile, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	web, worker, clock := cfg.Program("web"), cfg.Program("worker"), cfg.Program("clock")
+	if web.Instances != 2 || worker.Instances != 1 || clock.Autostart {
+		t.Errorf("formation not applied: web %d, worker %d, clock autostart %v", web.Instances, worker.Instances, clock.Autostart)
+	}
+	if web.Port != 3000 || worker.Port != 3100 {
+		t.Errorf("ports %d %d, want 3000 3100", web.Port, worker.Port)
+	}
+	if want := map[string]string{"A": "from-file", "B": "from-flag", "PORT": "3100"}; !reflect.DeepEqual(worker.Env, want) {
+		t.Errorf("env = %v, want %v (opts.Env over .env)", worker.Env, want)
+	}
+	if want := []string{envPath}; !reflect.DeepEqual(web.EnvFiles, want) {
+		t.Errorf("EnvFiles = %v, want %v", web.EnvFiles, want)
+	}
+	if opts.Env["A"] != "" {
+		t.Error("LoadWithOptions changed the caller's Env")
+	}
+	if !cfg.Supervisor.WatchConfig {
+		t.Error("a Procfile is watched by default too")
+	}
+
+	// A formation naming a missing type is an error at formation.NAME.
+	_, err = LoadWithOptions(procfile, ProcfileOptions{Formation: map[string]int{"wbe": 1}})
+	if err == nil || err.Error() != procfile+`: formation.wbe: no such process type in the Procfile` {
+		t.Errorf("unknown type: got %v", err)
+	}
+
+	// A TOML file takes no Procfile options.
+	toml := filepath.Join(dir, "supervise.toml")
+	if err := os.WriteFile(toml, []byte("[program.a]\ncommand = \"a\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadWithOptions(toml, ProcfileOptions{}); err != nil {
+		t.Errorf("TOML without options: %v", err)
+	}
+	_, err = LoadWithOptions(toml, ProcfileOptions{Formation: formation})
+	var list ErrorList
+	if !errors.As(err, &list) || !strings.Contains(err.Error(), "apply to a Procfile only") {
+		t.Errorf("TOML with a formation: got %v, want an ErrorList refusing it", err)
+	}
+}

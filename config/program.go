@@ -9,13 +9,16 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/supervise-dev/supervise/watch/glob"
 )
 
 // programKeys are the keys of [program.NAME] and [defaults].
 var programKeys = []string{
 	"command", "dir", "env", "env_file", "user", "group", "groups", "restart",
 	"success_exit_codes", "instances", "autostart", "depends_on", "stop_signal",
-	"stop_timeout", "backoff", "sandbox", "hooks", "stdout", "stderr",
+	"stop_timeout", "backoff", "sandbox", "hooks", "stdout", "stderr", "watch",
+	"probes", "notify", "notify_fd", "watchdog", "ready_log_line", // health.go
 }
 
 func (d *decoder) supervisor(n *node) Supervisor {
@@ -24,13 +27,14 @@ func (d *decoder) supervisor(n *node) Supervisor {
 		ShutdownTimeout: DefaultShutdownTimeout,
 		LogFormat:       DefaultLogFormat,
 		LogLevel:        DefaultLogLevel,
+		WatchConfig:     true,
 	}
 	if n == nil {
 		return s
 	}
 	s.Line = d.ix.line(n.path)
 	t := d.table(n, "a table: [supervisor]")
-	d.known(t, "socket", "socket_group", "workers", "shutdown_timeout", "log_format", "log_level", "exit_on")
+	d.known(t, "socket", "socket_group", "workers", "shutdown_timeout", "log_format", "log_level", "exit_on", "watch_config")
 	if v := t["socket"]; v != nil {
 		s.Socket, _ = d.path(v)
 	}
@@ -62,6 +66,11 @@ func (d *decoder) supervisor(n *node) Supervisor {
 			}
 			d.exitOn = append(d.exitOn, path)
 			s.ExitOn = append(s.ExitOn, name)
+		}
+	}
+	if v := t["watch_config"]; v != nil {
+		if b, ok := d.boolean(v); ok {
+			s.WatchConfig = b
 		}
 	}
 	return s
@@ -202,6 +211,10 @@ func (d *decoder) program(name string, n *node, isDefaults bool) *Program {
 	if v := t["stderr"]; v != nil {
 		p.Stderr = d.output(v)
 	}
+	if v := t["watch"]; v != nil {
+		p.Watch = d.watch(v, p.Dir)
+	}
+	d.health(p, n, t, isDefaults)
 	return p
 }
 
@@ -290,6 +303,15 @@ func (d *decoder) signal(n *node) (syscall.Signal, bool) {
 }
 
 func (d *decoder) dependsOn(p *Program, n *node) {
+	switch x := n.v.(type) {
+	case map[string]*node:
+		d.dependsOnTable(p, x)
+		return
+	case string, []any:
+	default:
+		d.errorf(n.path, `must be an array of names like ["db"], or a table like { db = "ready", migrate = "completed" } (got %s)`, describe(n.v))
+		return
+	}
 	names, ok := d.strs(n)
 	if !ok {
 		return
@@ -612,6 +634,79 @@ func (d *decoder) httpHook(n *node) *HTTPHook {
 	return h
 }
 
+// watch reads [program.NAME.watch]; paths default to dir, the program's.
+func (d *decoder) watch(n *node, dir string) *Watch {
+	t := d.table(n, `a table like { paths = ["src"], include = ["**/*.go"] }`)
+	if t == nil {
+		return nil
+	}
+	d.known(t, "paths", "include", "exclude", "debounce", "signal")
+	w := &Watch{Debounce: DefaultWatchDebounce}
+	if v := t["paths"]; v != nil {
+		paths, _ := d.strs(v)
+		arr, isArr := v.v.([]any)
+		for i, p := range paths {
+			path := v.path
+			if isArr {
+				if _, isStr := arr[i].(string); !isStr {
+					continue // reported by strs
+				}
+				path = elem(v.path, i)
+			}
+			if p == "" || strings.ContainsRune(p, 0) {
+				d.errorf(path, "must be a non-empty path")
+				continue
+			}
+			w.Paths = append(w.Paths, d.abs(p))
+		}
+		if isArr && len(paths) == 0 {
+			d.errorf(v.path, "must name at least one path (leave paths out to watch the program's dir)")
+		}
+	} else {
+		w.Paths = []string{dir}
+	}
+	if v := t["include"]; v != nil {
+		w.Include = d.globs(v)
+	}
+	if v := t["exclude"]; v != nil {
+		w.Exclude = d.globs(v)
+	}
+	if v := t["debounce"]; v != nil {
+		if dur, ok := d.duration(v); ok {
+			w.Debounce = dur
+		}
+	}
+	if v := t["signal"]; v != nil {
+		if sig, ok := d.signal(v); ok {
+			w.Signal = sig
+		}
+	}
+	return w
+}
+
+// globs reads a glob or an array of them, each checked by the matcher the
+// watcher will use.
+func (d *decoder) globs(n *node) []string {
+	pats, _ := d.strs(n)
+	arr, isArr := n.v.([]any)
+	var out []string
+	for i, p := range pats {
+		path := n.path
+		if isArr {
+			if _, isStr := arr[i].(string); !isStr {
+				continue // reported by strs
+			}
+			path = elem(n.path, i)
+		}
+		if _, err := glob.Compile(p); err != nil {
+			d.errorf(path, "%q: %v", p, err)
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
 func (d *decoder) output(n *node) Output {
 	o := defaultOutput()
 	t := d.table(n, `a table like { console = true, file = "web.log" }`)
@@ -662,6 +757,7 @@ func (d *decoder) crossCheck(cfg *Config) {
 			d.errorf(d.exitOn[i], "unknown program %q%s", name, didYouMean(name, byName))
 		}
 	}
+	d.checkCompleted(cfg)
 	for _, cycle := range findCycles(cfg.Programs) {
 		first := byName[cycle[0]]
 		path := []string{"program", first.Name, "depends_on"}

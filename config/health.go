@@ -1,0 +1,369 @@
+package config
+
+import (
+	"maps"
+	"net"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Health checks: probes, readiness notification and the conditions of
+// depends_on. The kubelet's probe defaults.
+const (
+	DefaultProbePeriod           = 10 * time.Second
+	DefaultProbeTimeout          = 1 * time.Second
+	DefaultProbeSuccessThreshold = 1
+	DefaultProbeFailureThreshold = 3
+	DefaultNotifyFD              = 3
+)
+
+// Notify values: how a program says it is ready, besides probes.
+const (
+	NotifyNone     = ""          // "none" in the file
+	NotifySdNotify = "sd_notify" // NOTIFY_SOCKET, READY=1
+	NotifyFD       = "fd"        // s6 style: a newline on fd NotifyFD
+)
+
+// depends_on conditions: what a dependent waits for.
+const (
+	// DependReady waits for the dependency to be ready: its readiness
+	// check passed (probes.readiness, notify or ready_log_line, after
+	// probes.startup), else simply running. The default.
+	DependReady = "ready"
+	// DependRunning waits for the dependency's process to run, ready or not.
+	DependRunning = "running"
+	// DependCompleted waits for a one-shot to exit successfully (a status
+	// in its success_exit_codes) and not be restarted.
+	DependCompleted = "completed"
+)
+
+// Probes are a program's kubelet probes; nil means none.
+type Probes struct {
+	// Startup gates the other two: they run once it passed. Failing
+	// FailureThreshold times restarts the program, as liveness does.
+	Startup *Probe
+	// Readiness decides Ready, which dependents wait for.
+	Readiness *Probe
+	// Liveness failing FailureThreshold times in a row restarts the
+	// program (reason LivenessProbeFailed, counted as a crash).
+	Liveness *Probe
+}
+
+// Probe is one probe: exactly one of Command, HTTP and TCP, and its timing,
+// with the kubelet's defaults filled in.
+type Probe struct {
+	// Command runs in the program's sandbox, as its user, in its directory
+	// and environment; exit status 0 passes.
+	Command []string
+	HTTP    *HTTPProbe
+	// TCP is host:port; a completed connect passes. An empty host is
+	// 127.0.0.1.
+	TCP string
+
+	InitialDelay     time.Duration // from the process start; default 0
+	Period           time.Duration // default 10s
+	Timeout          time.Duration // default 1s
+	SuccessThreshold int           // default 1; always 1 for startup and liveness
+	FailureThreshold int           // default 3
+}
+
+// HTTPProbe is a GET; any 2xx or 3xx passes, or exactly ExpectStatus when
+// it is not 0.
+type HTTPProbe struct {
+	URL          string // absolute http:// or https:// URL
+	Headers      map[string]string
+	ExpectStatus int
+}
+
+// DependsOnCondition returns what p waits for of its dependency dep:
+// DependReady, DependRunning or DependCompleted.
+func (p *Program) DependsOnCondition(dep string) string {
+	if c, ok := p.DependsOnCond[dep]; ok {
+		return c
+	}
+	return DependReady
+}
+
+// HasReadinessCheck reports whether p says when it is ready (a startup or
+// readiness probe, notify, or ready_log_line); without one, a running p is
+// ready.
+func (p *Program) HasReadinessCheck() bool {
+	return p.Probes.Startup != nil || p.Probes.Readiness != nil || p.Notify != NotifyNone || p.ReadyLogLine != ""
+}
+
+// health decodes the health keys of program table t into p.
+func (d *decoder) health(p *Program, n *node, t map[string]*node, isDefaults bool) {
+	if v := t["probes"]; v != nil {
+		p.Probes = d.probes(v, isDefaults)
+	}
+	var notifyNode *node
+	if v := t["notify"]; v != nil {
+		if s, ok := d.enum(v, "sd_notify", "fd", "none"); ok {
+			if s != "none" {
+				p.Notify = s
+				notifyNode = v
+			}
+		}
+	}
+	if v := t["notify_fd"]; v != nil {
+		if i, ok := d.integer(v, 3, 1023); ok {
+			p.NotifyFD = int(i)
+			if !isDefaults && p.Notify != NotifyFD {
+				d.errorf(v.path, `applies only with notify = "fd"`)
+			}
+		}
+	} else if p.Notify == NotifyFD {
+		p.NotifyFD = DefaultNotifyFD
+	}
+	if v := t["watchdog"]; v != nil {
+		if dur, ok := d.duration(v); ok {
+			if dur <= 0 {
+				d.errorf(v.path, "must be more than 0 (leave it out for no watchdog)")
+			} else if !isDefaults && p.Notify != NotifySdNotify {
+				d.errorf(v.path, `needs notify = "sd_notify": the program pings with WATCHDOG=1`)
+			}
+			p.Watchdog = dur
+		}
+	}
+	var logLineNode *node
+	if v := t["ready_log_line"]; v != nil {
+		if s, ok := d.str(v); ok {
+			if s == "" {
+				d.errorf(v.path, "must be a regular expression, not empty")
+			} else if _, err := regexp.Compile(s); err != nil {
+				d.errorf(v.path, "invalid regular expression: %v", strings.TrimPrefix(err.Error(), "error parsing regexp: "))
+			} else {
+				p.ReadyLogLine = s
+				logLineNode = v
+			}
+		}
+	}
+	if isDefaults {
+		return
+	}
+	// http and tcp probes connect from supervise, on the host's network: a
+	// program in its own net namespace (with only its own loopback) is out
+	// of their reach.
+	if slices.Contains(p.Sandbox.Namespaces, "net") {
+		for i, pr := range []*Probe{p.Probes.Startup, p.Probes.Readiness, p.Probes.Liveness} {
+			if pr != nil && (pr.HTTP != nil || pr.TCP != "") {
+				d.errorf(append(slices.Clip(n.path), "probes", probeNames[i]),
+					`an http or tcp probe cannot reach a program in its own "net" namespace: use a command probe (run inside it), like ["curl", "-fsS", "http://127.0.0.1:8080/healthz"]`)
+			}
+		}
+	}
+	// Readiness has one source, so that "ready" means one thing.
+	var sources []string
+	var last *node
+	if p.Probes.Readiness != nil {
+		sources = append(sources, "probes.readiness")
+	}
+	if notifyNode != nil {
+		sources = append(sources, "notify")
+		last = notifyNode
+	}
+	if logLineNode != nil {
+		sources = append(sources, "ready_log_line")
+		last = logLineNode
+	}
+	if len(sources) > 1 {
+		d.errorf(last.path, "readiness comes from one source; %s are set: keep one", strings.Join(sources, " and "))
+	}
+}
+
+var probeNames = []string{"startup", "readiness", "liveness"}
+
+func (d *decoder) probes(n *node, isDefaults bool) Probes {
+	var ps Probes
+	t := d.table(n, "a table: [program.NAME.probes.liveness] …")
+	d.known(t, probeNames...)
+	dst := []**Probe{&ps.Startup, &ps.Readiness, &ps.Liveness}
+	for i, name := range probeNames {
+		if v := t[name]; v != nil {
+			*dst[i] = d.probe(name, v, isDefaults)
+		}
+	}
+	return ps
+}
+
+func (d *decoder) probe(kind string, n *node, isDefaults bool) *Probe {
+	t := d.table(n, `a table like { http = "http://127.0.0.1:8080/healthz", period = "5s" }`)
+	if t == nil {
+		return nil
+	}
+	d.known(t, "command", "http", "tcp", "initial_delay", "period", "timeout", "success_threshold", "failure_threshold")
+	p := &Probe{
+		Period:           DefaultProbePeriod,
+		Timeout:          DefaultProbeTimeout,
+		SuccessThreshold: DefaultProbeSuccessThreshold,
+		FailureThreshold: DefaultProbeFailureThreshold,
+	}
+	var set []string
+	for _, k := range []string{"command", "http", "tcp"} {
+		if t[k] != nil {
+			set = append(set, k)
+		}
+	}
+	switch {
+	case len(set) > 1:
+		d.errorf(t[set[1]].path, "a probe is one of command, http and tcp; %s are set", strings.Join(set, " and "))
+	case len(set) == 0 && !isDefaults:
+		d.errorf(n.path, "needs a command, an http URL or a tcp address")
+	}
+	if v := t["command"]; v != nil {
+		p.Command, _ = d.command(v)
+	}
+	if v := t["http"]; v != nil {
+		p.HTTP = d.httpProbe(v)
+	}
+	if v := t["tcp"]; v != nil {
+		p.TCP, _ = d.tcpAddr(v)
+	}
+	if v := t["initial_delay"]; v != nil {
+		p.InitialDelay, _ = d.duration(v)
+	}
+	for _, x := range []struct {
+		key string
+		dst *time.Duration
+	}{{"period", &p.Period}, {"timeout", &p.Timeout}} {
+		if v := t[x.key]; v != nil {
+			if dur, ok := d.duration(v); ok {
+				if dur <= 0 {
+					d.errorf(v.path, "must be more than 0")
+				} else {
+					*x.dst = dur
+				}
+			}
+		}
+	}
+	if v := t["success_threshold"]; v != nil {
+		if i, ok := d.integer(v, 1, 1<<20); ok {
+			if i != 1 && kind != "readiness" {
+				d.errorf(v.path, "must be 1 for a %s probe (got %d): one success is enough", kind, i)
+			}
+			p.SuccessThreshold = int(i)
+		}
+	}
+	if v := t["failure_threshold"]; v != nil {
+		if i, ok := d.integer(v, 1, 1<<20); ok {
+			p.FailureThreshold = int(i)
+		}
+	}
+	return p
+}
+
+// httpProbe reads a URL string, or a table with url, headers and
+// expect_status. Probes are always GET.
+func (d *decoder) httpProbe(n *node) *HTTPProbe {
+	h := &HTTPProbe{}
+	urlNode := n
+	if t, ok := n.v.(map[string]*node); ok {
+		d.known(t, "url", "headers", "expect_status")
+		urlNode = t["url"]
+		if urlNode == nil {
+			d.errorf(n.path, "needs a url")
+		}
+		if v := t["headers"]; v != nil {
+			if ht := d.table(v, `a table like { Host = "web.internal" }`); ht != nil {
+				h.Headers = map[string]string{}
+				for _, k := range slices.Sorted(maps.Keys(ht)) {
+					hv := ht[k]
+					if s, ok := d.str(hv); ok {
+						if k == "" || strings.ContainsAny(k, " :\r\n") || strings.ContainsAny(s, "\r\n") {
+							d.errorf(hv.path, "invalid header")
+							continue
+						}
+						h.Headers[k] = s
+					}
+				}
+			}
+		}
+		if v := t["expect_status"]; v != nil {
+			if i, ok := d.integer(v, 100, 599); ok {
+				h.ExpectStatus = int(i)
+			}
+		}
+	} else if _, ok := n.v.(string); !ok {
+		d.errorf(n.path, "must be a URL or a table with url, headers, expect_status (got %s)", describe(n.v))
+		return h
+	}
+	if urlNode != nil {
+		if s, ok := d.str(urlNode); ok {
+			u, err := url.Parse(s)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				d.errorf(urlNode.path, "%q is not an http:// or https:// URL", s)
+			}
+			h.URL = s
+		}
+	}
+	return h
+}
+
+// tcpAddr reads "host:port", ":port" or a port number; the host defaults
+// to 127.0.0.1.
+func (d *decoder) tcpAddr(n *node) (string, bool) {
+	var host, port string
+	switch x := n.v.(type) {
+	case int64:
+		port = strconv.FormatInt(x, 10)
+	case string:
+		h, p, err := net.SplitHostPort(x)
+		if err != nil {
+			d.errorf(n.path, "%q is not host:port (like \"127.0.0.1:5432\" or \":5432\")", x)
+			return "", false
+		}
+		host, port = h, p
+	default:
+		d.errorf(n.path, "must be \"host:port\" or a port number (got %s)", describe(n.v))
+		return "", false
+	}
+	if i, err := strconv.Atoi(port); err != nil || i < 1 || i > 65535 {
+		d.errorf(n.path, "port must be a number from 1 to 65535 (got %q)", port)
+		return "", false
+	}
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port), true
+}
+
+// dependsOnTable reads the table form of depends_on:
+// { db = "ready", migrate = "completed", cache = "running" }.
+func (d *decoder) dependsOnTable(p *Program, t map[string]*node) {
+	// The decoded table has no order: go by line (a [program.X.depends_on]
+	// table has one key per line), then by name (an inline table).
+	names := slices.Sorted(maps.Keys(t))
+	slices.SortStableFunc(names, func(a, b string) int { return d.ix.line(t[a].path) - d.ix.line(t[b].path) })
+	cond := map[string]string{}
+	for _, name := range names {
+		v := t[name]
+		c, ok := d.enum(v, DependReady, DependRunning, DependCompleted)
+		if !ok {
+			continue
+		}
+		cond[name] = c
+		p.DependsOn = append(p.DependsOn, name)
+		d.deps[p] = append(d.deps[p], v.path)
+	}
+	p.DependsOnCond = cond
+}
+
+// checkCompleted reports "completed" conditions on programs that never
+// complete for good: with restart = "always" a successful exit is
+// restarted too.
+func (d *decoder) checkCompleted(cfg *Config) {
+	for _, p := range cfg.Programs {
+		for i, dep := range p.DependsOn {
+			if p.DependsOnCondition(dep) != DependCompleted {
+				continue
+			}
+			if q := cfg.Program(dep); q != nil && q.Restart == RestartAlways {
+				d.errorf(d.deps[p][i], `%q is restarted even after a successful exit (restart = "always"), so it never completes: give it restart = "on-failure" or "never", or wait for "ready"`, dep)
+			}
+		}
+	}
+}

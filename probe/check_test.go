@@ -1,0 +1,283 @@
+package probe
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/supervise-dev/supervise/backoff"
+)
+
+// These tests use real servers on 127.0.0.1; the runner tests among them
+// drive the probe timers with a fake clock and synchronise on what the
+// server saw and on OnChange, never on time.
+
+const deadline = 30 * time.Second // generous: the machine may be loaded
+
+func TestCheckHTTP(t *testing.T) {
+	var gotHost, gotHeader, gotUA atomic.Value
+	mux := http.NewServeMux()
+	mux.HandleFunc("/ok", func(w http.ResponseWriter, r *http.Request) {
+		gotHost.Store(r.Host)
+		gotHeader.Store(r.Header.Get("X-Probe"))
+		gotUA.Store(r.UserAgent())
+	})
+	mux.HandleFunc("/fail", func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		io.WriteString(w, "db down\nmore detail")
+	})
+	mux.HandleFunc("/redirect", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/fail", http.StatusFound) // not followed: 302 is a success
+	})
+	mux.HandleFunc("/nocontent", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	tlsSrv := httptest.NewTLSServer(mux) // self-signed: probes do not verify
+	defer tlsSrv.Close()
+	closed := httptest.NewServer(mux)
+	closed.Close()
+
+	client := newHTTPClient()
+	for _, tc := range []struct {
+		name    string
+		check   HTTPCheck
+		ok      bool
+		message string
+	}{
+		{"200", HTTPCheck{URL: srv.URL + "/ok"}, true, "HTTP 200"},
+		{"503 with body", HTTPCheck{URL: srv.URL + "/fail"}, false, "HTTP 503: db down …"},
+		{"302 not followed", HTTPCheck{URL: srv.URL + "/redirect"}, true, "HTTP 302"},
+		{"404", HTTPCheck{URL: srv.URL + "/nothing"}, false, "HTTP 404: 404 page not found"},
+		{"expect 204 got 204", HTTPCheck{URL: srv.URL + "/nocontent", ExpectStatus: 204}, true, "HTTP 204"},
+		{"expect 204 got 200", HTTPCheck{URL: srv.URL + "/ok", ExpectStatus: 204}, false, "HTTP 200 (want 204)"},
+		{"expect 503 got 503", HTTPCheck{URL: srv.URL + "/fail", ExpectStatus: 503}, true, "HTTP 503"},
+		{"https self-signed", HTTPCheck{URL: tlsSrv.URL + "/ok"}, true, "HTTP 200"},
+		{"refused", HTTPCheck{URL: closed.URL + "/ok"}, false, "connection refused"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ok, msg := checkHTTP(t.Context(), client, &tc.check)
+			if ok != tc.ok || !strings.Contains(msg, tc.message) {
+				t.Fatalf("checkHTTP = %v, %q; want %v, %q", ok, msg, tc.ok, tc.message)
+			}
+		})
+	}
+
+	ok, msg := checkHTTP(t.Context(), client, &HTTPCheck{URL: srv.URL + "/ok", Headers: map[string]string{"X-Probe": "yes", "host": "web.internal"}})
+	if !ok {
+		t.Fatalf("with headers: %s", msg)
+	}
+	if gotHost.Load() != "web.internal" || gotHeader.Load() != "yes" || gotUA.Load() != userAgent {
+		t.Fatalf("server saw Host %q, X-Probe %q, User-Agent %q", gotHost.Load(), gotHeader.Load(), gotUA.Load())
+	}
+}
+
+func TestCheckTCP(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	if ok, msg := checkTCP(t.Context(), addr); !ok || msg != "tcp "+addr+": connected" {
+		t.Fatalf("open port: %v, %q", ok, msg)
+	}
+	ln.Close()
+	if ok, msg := checkTCP(t.Context(), addr); ok || !strings.Contains(msg, "connection refused") {
+		t.Fatalf("closed port: %v, %q; want refused", ok, msg)
+	}
+}
+
+func recv[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(deadline):
+		t.Fatalf("no %s within %v", what, deadline)
+		panic("unreachable")
+	}
+}
+
+// waitArmed blocks until a timer is armed at at, which for a probe timer
+// means the probe before it has finished. Each round waits for a timer to
+// be armed; the short bound only makes it look again when a timer was
+// stopped and another armed in between.
+func waitArmed(t *testing.T, c *backoff.FakeClock, at time.Time) {
+	t.Helper()
+	end := time.Now().Add(deadline)
+	for !c.HasWaiterAt(at) {
+		if time.Now().After(end) {
+			t.Fatalf("no timer armed at %v within %v", at, deadline)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Millisecond)
+		_ = c.WaitForWaiters(ctx, c.Waiters()+1)
+		cancel()
+	}
+}
+
+// TestRunnerHTTPReadiness: an HTTP readiness probe against a real server
+// makes the program ready and unready as the server answers, one probe per
+// period of the fake clock.
+func TestRunnerHTTPReadiness(t *testing.T) {
+	var status atomic.Int32
+	status.Store(http.StatusServiceUnavailable)
+	hits := make(chan int, 16)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		code := int(status.Load())
+		w.WriteHeader(code)
+		hits <- code
+	}))
+	defer srv.Close()
+
+	clock := backoff.NewFakeClock(t0)
+	changes := make(chan Status, 16)
+	r, err := Start(Config{
+		Readiness: &Spec{HTTP: &HTTPCheck{URL: srv.URL + "/healthz"}, Period: 10 * s, FailureThreshold: 1},
+		Clock:     clock,
+		OnChange:  func(st Status) { changes <- st },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Stop()
+
+	recv(t, hits, "first probe") // at once, 503: not ready, no change
+	waitArmed(t, clock, t0.Add(10*s))
+	status.Store(http.StatusOK)
+	clock.SetTime(t0.Add(10 * s))
+	recv(t, hits, "second probe")
+	if st := recv(t, changes, "change to ready"); !st.Ready || st.Last[Readiness].Message != "HTTP 200" {
+		t.Fatalf("change = %+v, want ready with HTTP 200", st)
+	}
+	waitArmed(t, clock, t0.Add(20*s))
+	status.Store(http.StatusInternalServerError)
+	clock.SetTime(t0.Add(20 * s))
+	recv(t, hits, "third probe")
+	if st := recv(t, changes, "change to not ready"); st.Ready || st.Last[Readiness].Message != "HTTP 500" {
+		t.Fatalf("change = %+v, want not ready with HTTP 500", st)
+	}
+	select {
+	case <-hits:
+		t.Fatal("a probe ran without the clock moving")
+	default:
+	}
+}
+
+// TestRunnerHTTPTimeout: a server that never answers fails the probe when
+// the fake clock passes the timeout.
+func TestRunnerHTTPTimeout(t *testing.T) {
+	arrived := make(chan struct{}, 4)
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+
+	clock := backoff.NewFakeClock(t0)
+	changes := make(chan Status, 4)
+	r, err := Start(Config{
+		Liveness: &Spec{HTTP: &HTTPCheck{URL: srv.URL}, Timeout: 3 * s, FailureThreshold: 1},
+		Clock:    clock,
+		OnChange: func(st Status) { changes <- st },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Stop()
+	recv(t, arrived, "the probe's request")
+	if !clock.HasWaiterAt(t0.Add(3 * s)) {
+		t.Fatal("no timeout armed at t0+3s")
+	}
+	clock.SetTime(t0.Add(3 * s))
+	st := recv(t, changes, "liveness failure")
+	if !st.LivenessFailed || st.Failure != "liveness probe failed 1 times: timed out after 3s" {
+		t.Fatalf("status = %+v, want failed by timeout", st)
+	}
+}
+
+// TestRunnerTCPLiveness: a liveness probe connecting to a real listener
+// fails once the listener is gone.
+func TestRunnerTCPLiveness(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := make(chan struct{}, 4)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+			accepted <- struct{}{}
+		}
+	}()
+	clock := backoff.NewFakeClock(t0)
+	changes := make(chan Status, 4)
+	r, err := Start(Config{
+		Liveness: &Spec{TCP: ln.Addr().String(), Period: 10 * s, FailureThreshold: 1},
+		Clock:    clock,
+		OnChange: func(st Status) { changes <- st },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Stop()
+	recv(t, accepted, "first connect")
+	waitArmed(t, clock, t0.Add(10*s))
+	ln.Close()
+	clock.SetTime(t0.Add(10 * s))
+	st := recv(t, changes, "liveness failure")
+	if !st.LivenessFailed || !strings.Contains(st.Failure, "connection refused") || !st.Last[Liveness].Time.Equal(t0.Add(10*s)) {
+		t.Fatalf("status = %+v, want failed at t0+10s with connection refused", st)
+	}
+}
+
+// TestRunnerRealClock: with the real clock a refused port fails the
+// liveness probe after FailureThreshold periods.
+func TestRunnerRealClock(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	changes := make(chan Status, 4)
+	start := time.Now()
+	r, err := Start(Config{
+		Liveness: &Spec{TCP: addr, Period: 20 * time.Millisecond, Timeout: deadline, FailureThreshold: 3},
+		OnChange: func(st Status) { changes <- st },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Stop()
+	st := recv(t, changes, "liveness failure")
+	if !st.LivenessFailed {
+		t.Fatalf("status = %+v", st)
+	}
+	// Three probes at 0, 20, 40 ms: never before the third was due.
+	if took := time.Since(start); took < 40*time.Millisecond {
+		t.Fatalf("failed after %v, before the third probe was due", took)
+	}
+}
