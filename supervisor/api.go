@@ -80,6 +80,13 @@ func (s *Supervisor) Status(ctx context.Context, names []string) ([]ctl.ProgramS
 			Restarts: in.restarts,
 			Message:  in.message,
 		}
+		if in.spec.HasReadinessCheck() {
+			r := in.ready
+			st.Ready = &r
+		}
+		if h := in.health; h != nil && h.status != "" && st.Message == "" {
+			st.Message = h.status
+		}
 		if in.procID != "" && !in.startedAt.IsZero() {
 			t := in.startedAt
 			st.StartedAt = &t

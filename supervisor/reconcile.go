@@ -93,8 +93,15 @@ func (s *Supervisor) reconcileRun(ctx context.Context, in *instance) error {
 	}
 	s.mu.Lock()
 	running := in.procID != ""
-	in.restartRequested = false
+	kill := running && s.checkHealthLocked(in)
+	if !running {
+		in.restartRequested = false
+	}
 	s.mu.Unlock()
+	if kill {
+		s.stopping(ctx, in) // ends as a crash: the health's reason, the backoff
+		return nil
+	}
 	if running {
 		return nil
 	}
@@ -164,8 +171,13 @@ func (s *Supervisor) start(ctx context.Context, in *instance) error {
 		}
 	}
 
+	h, env, err := s.prepareHealth(in, env)
+	if err != nil {
+		return s.startFailed(ctx, in, "", ReasonStartError, fmt.Errorf("creating the notify socket: %w", err))
+	}
 	stdout, stderr, err := in.logs.pipes()
 	if err != nil {
+		h.stop()
 		return s.startFailed(ctx, in, "", ReasonStartError, fmt.Errorf("creating log pipes: %w", err))
 	}
 	pcfg := processConfig(spec, env)
@@ -178,6 +190,7 @@ func (s *Supervisor) start(ctx context.Context, in *instance) error {
 	stdout.Close()
 	stderr.Close()
 	if err != nil {
+		h.stop()
 		if id != "" {
 			_ = s.rt.Remove(ctx, id)
 		}
@@ -185,9 +198,11 @@ func (s *Supervisor) start(ctx context.Context, in *instance) error {
 	}
 	st, err := s.rt.Status(id)
 	if err != nil {
+		h.stop()
 		return fmt.Errorf("status of %q: %w", in.key, err)
 	}
 	s.mu.Lock()
+	in.health = h
 	in.procID, in.pid, in.startedAt = id, st.Pid, st.StartedAt
 	if in.startedAt.IsZero() {
 		in.startedAt = s.clock.Now()
@@ -202,6 +217,8 @@ func (s *Supervisor) start(ctx context.Context, in *instance) error {
 	s.mu.Lock()
 	if in.procID == id {
 		s.setStateLocked(in, Running, "")
+		s.startHealth(in, h, sid, env)
+		s.checkHealthLocked(in)
 	}
 	s.mu.Unlock()
 	s.log.Info("started", "program", in.key, "pid", st.Pid)
@@ -299,10 +316,22 @@ func (s *Supervisor) handleExit(ctx context.Context, in *instance, exit exitInfo
 	s.mu.Lock()
 	id := in.procID
 	spec := in.spec
-	// An exit we asked for (stop, restart) is not a crash.
+	h := in.health
+	in.health = nil
+	in.ready = false
+	// An exit we asked for (stop, restart) is not a crash; one we caused
+	// for the program's health is.
 	requested := !in.stopDeadline.IsZero() || in.restartRequested
+	if h != nil && h.killReason != "" {
+		requested = false
+		exit.Reason = h.killReason
+		if exit.Message == "" {
+			exit.Message = in.message
+		}
+	}
 	in.stopDeadline = time.Time{}
 	s.mu.Unlock()
+	h.stop()
 	if id != "" {
 		if err := s.rt.Remove(ctx, id); err != nil && !errors.Is(err, proc.ErrNotFound) {
 			s.log.Warn("removing process", "program", in.key, "err", err)
@@ -412,6 +441,8 @@ func (s *Supervisor) recordExit(in *instance, exit exitInfo, requested bool) {
 
 func exitMessage(e *exitInfo) string {
 	switch {
+	case e.Reason == ReasonLivenessProbeFailed || e.Reason == ReasonWatchdogTimeout:
+		return e.Reason
 	case e.Reason == "OOMKilled":
 		return "OOMKilled"
 	case e.Signal != 0:

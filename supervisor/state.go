@@ -50,7 +50,7 @@ type exitInfo struct {
 // failed reports whether the exit is a failure under the program's
 // success_exit_codes.
 func (e *exitInfo) failed(spec *config.Program) bool {
-	if e.Signal != 0 || e.Reason == ReasonHookError || e.Reason == ReasonStartError {
+	if e.Signal != 0 || e.Code < 0 {
 		return true
 	}
 	codes := spec.SuccessExitCodes
@@ -106,6 +106,9 @@ type instance struct {
 	// when no stop is in progress.
 	stopDeadline time.Time
 	pendingExit  *exitEvent
+
+	health *health // watchers of the current run; nil when none runs
+	ready  bool    // the current run passed its readiness check
 
 	backoff *backoff.Crash
 	logs    programLogs

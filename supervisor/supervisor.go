@@ -8,6 +8,8 @@ package supervisor
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"io"
 	"log/slog"
@@ -21,6 +23,7 @@ import (
 	"github.com/supervise-dev/supervise/backoff"
 	"github.com/supervise-dev/supervise/config"
 	"github.com/supervise-dev/supervise/hooks"
+	"github.com/supervise-dev/supervise/notify"
 	"github.com/supervise-dev/supervise/proc"
 	"github.com/supervise-dev/supervise/supervisor/wait"
 	"github.com/supervise-dev/supervise/supervisor/workqueue"
@@ -87,6 +90,7 @@ type Supervisor struct {
 	shuttingDown bool
 	firstFail    *int // exit status of the first program that failed for good
 	exitOnCode   *int // status of the exit_on program whose end ends the supervisor
+	systemdReady bool // READY=1 was sent to systemd
 
 	done     chan struct{} // closed when every program has ended for good and none restarts
 	doneOnce sync.Once
@@ -286,8 +290,10 @@ func (s *Supervisor) setStateLocked(in *instance, st State, msg string) {
 	from := in.state
 	in.state, in.message = st, msg
 	s.events.add(in.key, string(from), string(st), msg)
-	close(s.changed)
-	s.changed = make(chan struct{})
+	if st != Running {
+		in.ready = false
+	}
+	s.notifyChangedLocked()
 	attrs := []any{"program", in.key, "from", from, "to", st}
 	if in.pid != 0 {
 		attrs = append(attrs, "pid", in.pid)
@@ -296,10 +302,22 @@ func (s *Supervisor) setStateLocked(in *instance, st State, msg string) {
 		attrs = append(attrs, "msg", msg)
 	}
 	s.log.Info("state", attrs...)
-	if st == Running {
+	if st == Running || st == Completed || st == Failed {
 		s.wakeDependentsLocked(in.spec.Name)
 	}
 	s.checkDoneLocked()
+}
+
+// notifyChangedLocked wakes everything waiting in waitFor.
+func (s *Supervisor) notifyChangedLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+func randomSuffix() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // wakeDependentsLocked queues every instance that waits for program name.
@@ -316,18 +334,37 @@ func (s *Supervisor) wakeDependentsLocked(name string) {
 	}
 }
 
-// unmetDepLocked names the first dependency of in that is not up: every
-// instance of it Running. Readiness probes refine "up" later.
+// unmetDepLocked says what in still waits for, "" when nothing: each
+// dependency in the condition depends_on names — running, ready (running
+// when it has no readiness check) or completed — for every instance of it.
 func (s *Supervisor) unmetDepLocked(in *instance) string {
 	for _, d := range in.spec.DependsOn {
+		cond := in.spec.DependsOnCondition(d)
 		found := false
 		for _, other := range s.instances {
 			if other.spec.Name != d {
 				continue
 			}
 			found = true
-			if other.state != Running {
-				return d
+			switch cond {
+			case config.DependCompleted:
+				if other.state == Failed {
+					return d + " to complete (it failed)"
+				}
+				if other.state != Completed {
+					return d + " to complete"
+				}
+			case config.DependRunning:
+				if other.state != Running {
+					return d
+				}
+			default:
+				if !other.ready {
+					if other.state == Running {
+						return d + " to be ready"
+					}
+					return d
+				}
 			}
 		}
 		if !found {
@@ -412,6 +449,7 @@ func (s *Supervisor) shutdownAll() {
 		timeout = 30 * time.Second
 	}
 	s.log.Info("shutting down", "timeout", timeout)
+	_ = notify.NotifySystemd("STOPPING=1")
 
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()

@@ -1,0 +1,278 @@
+package supervisor
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/supervise-dev/supervise/config"
+	"github.com/supervise-dev/supervise/logs"
+	"github.com/supervise-dev/supervise/notify"
+	"github.com/supervise-dev/supervise/probe"
+)
+
+// Reasons of exits the supervisor causes for a program's health.
+const (
+	ReasonLivenessProbeFailed = "LivenessProbeFailed"
+	ReasonWatchdogTimeout     = "WatchdogTimeout"
+)
+
+// health is what watches one process run for readiness and liveness:
+// probes, an sd_notify socket, a watchdog, a follower of the log for
+// ready_log_line. Its goroutines report by queueing the key; the worker
+// that reconciles the key reads the state. Everything is torn down with the
+// run.
+type health struct {
+	probes   *probe.Runner
+	sock     *notify.Socket
+	watchdog *notify.Watchdog
+	cancel   context.CancelFunc
+	done     chan struct{}
+
+	// Guarded by Supervisor.mu.
+	notifyReady bool
+	logReady    bool
+	status      string // STATUS= of sd_notify
+	killReason  string // set when the run must end for its health
+}
+
+func toProbeSpec(p *config.Probe) *probe.Spec {
+	if p == nil {
+		return nil
+	}
+	s := &probe.Spec{
+		Command: p.Command, TCP: p.TCP,
+		InitialDelay: p.InitialDelay, Period: p.Period, Timeout: p.Timeout,
+		SuccessThreshold: p.SuccessThreshold, FailureThreshold: p.FailureThreshold,
+	}
+	if p.HTTP != nil {
+		s.HTTP = &probe.HTTPCheck{URL: p.HTTP.URL, Headers: p.HTTP.Headers, ExpectStatus: p.HTTP.ExpectStatus}
+	}
+	return s
+}
+
+// notifySocketPath is where the sd_notify socket of key lives.
+func (s *Supervisor) notifySocketPath(key string) string {
+	dir := os.Getenv("XDG_RUNTIME_DIR")
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	return filepath.Join(dir, "supervise-notify", strings.ReplaceAll(key, ":", "-")+"-"+randomSuffix()+".sock")
+}
+
+// prepareHealth runs before the process is created: the sd_notify socket
+// must exist, and its path be in the environment, before exec.
+func (s *Supervisor) prepareHealth(in *instance, env []string) (*health, []string, error) {
+	h := &health{done: make(chan struct{})}
+	if in.spec.Notify == config.NotifySdNotify {
+		path := s.notifySocketPath(in.key)
+		if err := os.MkdirAll(filepath.Dir(path), 0o711); err != nil {
+			return nil, env, err
+		}
+		sock, err := notify.ListenSocket(path)
+		if err != nil {
+			return nil, env, err
+		}
+		h.sock = sock
+		env = append(env, notify.Env(path, in.spec.Watchdog)...)
+	}
+	return h, env, nil
+}
+
+// startHealth starts the watchers once the process runs.
+func (s *Supervisor) startHealth(in *instance, h *health, sid string, pcfgEnv []string) {
+	spec := in.spec
+	key := in.key
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	wake := func() { s.queue.Add(key) }
+
+	if spec.Probes.Startup != nil || spec.Probes.Readiness != nil || spec.Probes.Liveness != nil {
+		r, err := probe.Start(probe.Config{
+			Startup:    toProbeSpec(spec.Probes.Startup),
+			Readiness:  toProbeSpec(spec.Probes.Readiness),
+			Liveness:   toProbeSpec(spec.Probes.Liveness),
+			Clock:      s.clock,
+			Exec:       s.rt,
+			SandboxID:  sid,
+			ExecConfig: execConfig(spec, pcfgEnv),
+			OnChange:   func(probe.Status) { wake() },
+			Logger:     s.log.With("program", key),
+		})
+		if err != nil {
+			s.log.Error("starting probes", "program", key, "err", err)
+		} else {
+			h.probes = r
+		}
+	}
+	if spec.Watchdog > 0 && h.sock != nil {
+		h.watchdog = notify.NewWatchdog(s.clock, spec.Watchdog, func() {
+			s.mu.Lock()
+			if h.killReason == "" {
+				h.killReason = ReasonWatchdogTimeout
+			}
+			s.mu.Unlock()
+			wake()
+		})
+	}
+	var wg []func()
+	if h.sock != nil {
+		sock, wd := h.sock, h.watchdog
+		wg = append(wg, func() {
+			for m := range sock.Messages() {
+				s.mu.Lock()
+				if m.Ready {
+					h.notifyReady = true
+				}
+				if m.Status != "" {
+					h.status = m.Status
+				}
+				s.mu.Unlock()
+				if wd != nil {
+					switch {
+					case m.WatchdogTrigger:
+						wd.Trigger()
+					case m.WatchdogTimeout > 0:
+						wd.SetTimeout(m.WatchdogTimeout)
+					case m.Watchdog:
+						wd.Kick()
+					}
+				}
+				wake()
+			}
+		})
+	}
+	if spec.ReadyLogLine != "" {
+		if m, err := notify.NewLineMatcher(spec.ReadyLogLine); err == nil {
+			ring := in.logs.ring
+			wg = append(wg, func() { s.followReadyLine(ctx, h, ring, m, wake) })
+		}
+	}
+	go func() {
+		defer close(h.done)
+		done := make(chan struct{}, len(wg))
+		for _, f := range wg {
+			go func() { f(); done <- struct{}{} }()
+		}
+		for range wg {
+			<-done
+		}
+	}()
+}
+
+// followReadyLine watches the program's new lines for ready_log_line.
+func (s *Supervisor) followReadyLine(ctx context.Context, h *health, ring *logs.Ring, m *notify.LineMatcher, wake func()) {
+	for ctx.Err() == nil {
+		lines, cancel := ring.Follow(ctx, 0)
+		for l := range lines {
+			if l.Stream == logs.StreamLagged {
+				continue // fell behind: follow again from now
+			}
+			if m.Match(l.Text) {
+				cancel()
+				s.mu.Lock()
+				h.logReady = true
+				s.mu.Unlock()
+				wake()
+				return
+			}
+		}
+		cancel()
+	}
+}
+
+// stop tears the watchers down; safe on a nil health.
+func (h *health) stop() {
+	if h == nil {
+		return
+	}
+	if h.probes != nil {
+		h.probes.Stop()
+	}
+	if h.watchdog != nil {
+		h.watchdog.Stop()
+	}
+	if h.sock != nil {
+		_ = h.sock.Close()
+	}
+	if h.cancel != nil {
+		h.cancel()
+		<-h.done
+	}
+}
+
+// readyLocked says whether in is ready: running, and its readiness check
+// (if it has one) passed.
+func readyLocked(in *instance) bool {
+	if in.procID == "" || in.state != Running {
+		return false
+	}
+	if !in.spec.HasReadinessCheck() {
+		return true
+	}
+	h := in.health
+	if h == nil {
+		return false
+	}
+	switch {
+	case h.probes != nil:
+		return h.probes.Status().Ready
+	case in.spec.Notify == config.NotifySdNotify:
+		return h.notifyReady
+	case in.spec.ReadyLogLine != "":
+		return h.logReady
+	}
+	return false
+}
+
+// checkHealth runs in the worker of in's key: it records a change of
+// readiness, and reports whether the run must end for its health (a failed
+// liveness or startup probe, a missed watchdog).
+func (s *Supervisor) checkHealthLocked(in *instance) (kill bool) {
+	h := in.health
+	if h == nil || in.procID == "" {
+		return false
+	}
+	if h.killReason == "" && h.probes != nil {
+		if st := h.probes.Status(); st.LivenessFailed {
+			h.killReason = ReasonLivenessProbeFailed
+			in.message = st.Failure
+		}
+	}
+	ready := readyLocked(in)
+	if ready != in.ready {
+		in.ready = ready
+		msg := "not ready"
+		if ready {
+			msg = "ready"
+		}
+		s.events.add(in.key, string(in.state), string(in.state), msg)
+		s.notifyChangedLocked()
+		if ready {
+			s.wakeDependentsLocked(in.spec.Name)
+		}
+		s.checkSystemdReadyLocked()
+	}
+	return h.killReason != ""
+}
+
+// checkSystemdReadyLocked tells systemd (Type=notify) READY=1 once every
+// autostart program is ready or has completed.
+func (s *Supervisor) checkSystemdReadyLocked() {
+	if s.systemdReady {
+		return
+	}
+	for _, in := range s.instances {
+		if !in.spec.Autostart {
+			continue
+		}
+		if !in.ready && in.state != Completed {
+			return
+		}
+	}
+	s.systemdReady = true
+	if err := notify.NotifySystemd("READY=1\nSTATUS=all programs ready"); err != nil {
+		s.log.Warn("telling systemd we are ready", "err", err)
+	}
+}
