@@ -1,0 +1,23 @@
+package proc
+
+// cgroupRoot and cgroup are what the runtime needs of proc/cgroups; the
+// adapter in cgroups_adapter_linux.go implements them.
+type cgroupRoot interface {
+	v2() bool
+	create(name string, res SandboxConfig) (cgroup, error)
+	close() error
+}
+
+type cgroup interface {
+	path() string
+	// openFD is for clone3 CLONE_INTO_CGROUP (v2 only); the caller closes it.
+	openFD() (int, error)
+	addProc(pid int) error
+	procs() ([]int, error)
+	// kill SIGKILLs every process in the cgroup (cgroup.kill on v2,
+	// freeze, kill, thaw on v1).
+	kill() error
+	remove() error
+	stats() (Stats, error)
+	oomKills() (uint64, error)
+}

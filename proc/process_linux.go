@@ -1,0 +1,451 @@
+package proc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Create records a process in a sandbox, in state Created. User, group,
+// groups and rlimits are resolved now, so a bad identity fails here.
+func (r *Runtime) Create(ctx context.Context, sandboxID string, cfg ProcessConfig) (string, error) {
+	if len(cfg.Args) == 0 {
+		return "", errors.New("creating process: no command")
+	}
+	spec, err := resolveSpec(cfg.Args, cfg.Env, cfg.Dir, cfg.User, cfg.Group, cfg.Groups, cfg.Rlimits, cfg.NoNewPrivileges, cfg.Umask)
+	if err != nil {
+		return "", fmt.Errorf("creating process %q: %w", cfg.Args[0], err)
+	}
+	spec.InitPath = r.initPath
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return "", ErrClosed
+	}
+	sb, ok := r.sandboxes[sandboxID]
+	if !ok {
+		return "", fmt.Errorf("creating process: sandbox %q: %w", sandboxID, ErrNotFound)
+	}
+	if sb.deleting {
+		return "", fmt.Errorf("creating process: sandbox %q: %w", sandboxID, ErrSandboxGone)
+	}
+	p := &process{
+		id:         r.newID(sandboxID + ".p"),
+		sb:         sb,
+		cfg:        cfg,
+		spec:       spec,
+		stopSignal: cfg.StopSignal,
+		exitCh:     make(chan exitStatus, 1),
+		exited:     make(chan struct{}),
+		state:      StateCreated,
+	}
+	if p.stopSignal == 0 {
+		p.stopSignal = unix.SIGTERM
+	}
+	r.procs[p.id] = p
+	sb.procs[p.id] = p
+	return p.id, nil
+}
+
+func resolveSpec(args, env []string, dir, user, group string, groups []string, rls []Rlimit, nnp bool, umask int) (*spawnSpec, error) {
+	id, err := resolveIdentity(systemIDFiles, user, group, groups)
+	if err != nil {
+		return nil, err
+	}
+	rl, err := resolveRlimits(rls)
+	if err != nil {
+		return nil, err
+	}
+	if umask > 0o777 {
+		return nil, fmt.Errorf("umask %#o out of range", umask)
+	}
+	return &spawnSpec{
+		Args: slices.Clone(args), Env: slices.Clone(env), Dir: dir,
+		Cred: id.set, UID: id.uid, GID: id.gid, Groups: id.groups,
+		Rlimits: rl, NoNewPrivs: nnp, Umask: umask,
+	}, nil
+}
+
+func (r *Runtime) lookup(id string) (*process, error) {
+	p, ok := r.procs[id]
+	if !ok {
+		return nil, fmt.Errorf("process %q: %w", id, ErrNotFound)
+	}
+	return p, nil
+}
+
+// Start starts a Created process; it returns once the program has been
+// exec'd (a failed exec is its error) and the process is Running.
+func (r *Runtime) Start(ctx context.Context, id string) error {
+	r.mu.Lock()
+	p, err := r.lookup(id)
+	if err == nil && (p.state != StateCreated || p.starting) {
+		err = fmt.Errorf("starting %q: it is %s: %w", id, p.stateLocked(), ErrInvalidState)
+	}
+	if err == nil {
+		if err = p.sb.enterLocked(); err != nil {
+			err = fmt.Errorf("starting %q: %w", id, err)
+		}
+	}
+	if err != nil {
+		r.mu.Unlock()
+		return err
+	}
+	p.starting = true
+	r.mu.Unlock()
+	defer r.leave(p.sb)
+
+	startedAt := time.Now() // before the fork: the exit may be reported at once
+	pid, oom, err := r.start(ctx, p)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p.starting = false
+	if err != nil {
+		return fmt.Errorf("starting: %w", err)
+	}
+	p.state, p.pid, p.oomBefore, p.startedAt = StateRunning, pid, oom, startedAt
+	r.wg.Add(1)
+	go r.watch(p)
+	if p.sb.deleting && p.sb.init == nil {
+		// Forked after DeleteSandbox's first kill: it must not run on.
+		_ = r.rp.kill(pid, true, unix.SIGKILL)
+	}
+	return nil
+}
+
+func (p *process) stateLocked() State {
+	if p.starting {
+		return "Starting"
+	}
+	return p.state
+}
+
+func (r *Runtime) start(ctx context.Context, p *process) (pid int, oom uint64, err error) {
+	spec := *p.spec
+	if spec.Path, err = lookPath(spec.Args[0], spec.Env, spec.Dir); err != nil {
+		return 0, 0, err
+	}
+	if p.sb.cg != nil {
+		oom, _ = p.sb.cg.oomKills()
+	}
+	if in := p.sb.init; in != nil {
+		p.child = r.seq.Add(1)
+		pid, err = in.start(p.child, &spec, p.cfg.Stdout, p.cfg.Stderr, p.exitCh)
+		return pid, oom, err
+	}
+	out, errf, closeStdio, err := stdioFds(p.cfg.Stdout, p.cfg.Stderr)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer closeStdio()
+	pid, err = r.spawnDirect(p.sb, &spec, out, errf, p.exitCh)
+	return pid, oom, err
+}
+
+// spawnDirect forks spec from the runtime itself into sb's cgroup.
+func (r *Runtime) spawnDirect(sb *sandbox, spec *spawnSpec, stdout, stderr int, exitCh chan exitStatus) (int, error) {
+	pl := placement(sb.place.Load())
+	sys := &syscall.SysProcAttr{}
+	if pl == placeFD {
+		fd, err := sb.cg.openFD()
+		if err != nil {
+			pl = placePtrace
+			sb.place.Store(int32(pl))
+		} else {
+			defer unix.Close(fd)
+			sys.UseCgroupFD, sys.CgroupFD = true, fd
+		}
+	}
+	if pl == placePtrace {
+		// The tracer is the forking thread: detach must come from it.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		sys.Ptrace = true
+	}
+	if pl == placeStub {
+		withStub := *spec
+		withStub.ForceShim = true
+		spec = &withStub
+	}
+	stopped := make(chan struct{}, 1)
+	var finish startedFunc
+	pid, err := r.rp.spawn(func() (int, error) {
+		pid, fin, err := forkSpec(spec, stdout, stderr, sys)
+		finish = fin
+		return pid, err
+	}, func(ws unix.WaitStatus) {
+		if ws.Stopped() {
+			select {
+			case stopped <- struct{}{}:
+			default:
+			}
+			return
+		}
+		exitCh <- exitStatus{ws: ws, at: time.Now()}
+	})
+	if pl == placeFD && (errors.Is(err, unix.EBADF) || errors.Is(err, unix.ENOSYS)) {
+		// clone3 refused (v1 fd, or filtered by seccomp): Go has no
+		// fallback, so switch this sandbox to the ptrace placement.
+		sb.place.Store(int32(placePtrace))
+		return r.spawnDirect(sb, spec, stdout, stderr, exitCh)
+	}
+	if pl == placePtrace && errors.Is(err, unix.EPERM) {
+		// PTRACE_TRACEME refused (a seccomp or LSM policy): fall back to
+		// the stub, which waits for its spec until it has been placed.
+		sb.place.Store(int32(placeStub))
+		return r.spawnDirect(sb, spec, stdout, stderr, exitCh)
+	}
+	if err != nil {
+		return 0, err
+	}
+	if pl == placePtrace {
+		// The child stops with SIGTRAP right after its execve, before
+		// running one instruction of the program: move it, then let go.
+		select {
+		case <-stopped:
+		case st := <-exitCh:
+			exitCh <- st
+			return 0, fmt.Errorf("exec %q: died before it was placed", spec.Args[0])
+		}
+		perr := sb.cg.addProc(pid)
+		if err := unix.PtraceDetach(pid); err != nil && perr == nil {
+			perr = fmt.Errorf("ptrace detach: %w", err)
+		}
+		if perr != nil {
+			_ = r.rp.kill(pid, false, unix.SIGKILL)
+			st := <-exitCh
+			_ = st
+			return 0, fmt.Errorf("placing %q in %s: %w", spec.Args[0], sb.cg.path(), perr)
+		}
+	}
+	if pl == placeStub {
+		// The stub blocks reading its spec: nothing has run yet.
+		if err := sb.cg.addProc(pid); err != nil {
+			_ = r.rp.kill(pid, false, unix.SIGKILL)
+			<-exitCh
+			return 0, fmt.Errorf("placing %q in %s: %w", spec.Args[0], sb.cg.path(), err)
+		}
+	}
+	if err := finish(); err != nil {
+		st := <-exitCh // the stub exits right after it reported
+		_ = st
+		return 0, err
+	}
+	return pid, nil
+}
+
+// watch records the exit of a started process and publishes its event.
+func (r *Runtime) watch(p *process) {
+	defer r.wg.Done()
+	st := <-p.exitCh
+	code, sig := -1, syscall.Signal(0)
+	switch {
+	case st.lost:
+		sig = unix.SIGKILL
+	case st.ws.Signaled():
+		sig = st.ws.Signal()
+	default:
+		code = st.ws.ExitStatus()
+	}
+	if st.lost {
+		r.killLost(p.sb, p.pid)
+	}
+	reason := ReasonError
+	switch {
+	case sig != 0:
+		reason = ReasonSignaled
+	case code == 0:
+		reason = ReasonCompleted
+	}
+	if p.sb.cg != nil && reason != ReasonCompleted {
+		if n, err := p.sb.cg.oomKills(); err == nil && n > p.oomBefore {
+			reason = ReasonOOMKilled
+		}
+	}
+	r.mu.Lock()
+	p.state, p.finishedAt, p.exitCode, p.signal, p.reason = StateExited, st.at, code, sig, reason
+	ev := ExitEvent{ID: p.id, SandboxID: p.sb.id, Pid: p.pid, ExitCode: code, Signal: sig,
+		Reason: reason, StartedAt: p.startedAt, FinishedAt: st.at}
+	r.mu.Unlock()
+	close(p.exited)
+	r.events.push(ev)
+}
+
+// Signal sends sig to the process group of a Running process (through the
+// sandbox init when there is one).
+func (r *Runtime) Signal(id string, sig syscall.Signal) error {
+	r.mu.Lock()
+	p, err := r.lookup(id)
+	if err == nil && p.state != StateRunning {
+		err = fmt.Errorf("signal %q: it is %s: %w", id, p.stateLocked(), ErrInvalidState)
+	}
+	r.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if err := r.signal(p, sig); err != nil {
+		return fmt.Errorf("signal %s to %q: %w", SignalName(sig), id, err)
+	}
+	return nil
+}
+
+func (r *Runtime) signal(p *process, sig syscall.Signal) error {
+	if in := p.sb.init; in != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, err := in.call(ctx, &message{Op: opSignal, Child: p.child, Signal: int(sig)})
+		return err
+	}
+	return r.rp.kill(p.pid, true, sig)
+}
+
+// Stop sends the stop signal to the process group, waits up to grace for
+// the process to exit, then SIGKILLs every process of its sandbox (the
+// sandbox init aside). It blocks until the process is Exited or ctx ends.
+// Stopping an Exited process does nothing.
+func (r *Runtime) Stop(ctx context.Context, id string, grace time.Duration) error {
+	r.mu.Lock()
+	p, err := r.lookup(id)
+	if err == nil && p.state != StateRunning && p.state != StateExited {
+		err = fmt.Errorf("stopping %q: it is %s: %w", id, p.stateLocked(), ErrInvalidState)
+	}
+	r.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	select {
+	case <-p.exited:
+		return nil
+	default:
+	}
+	if grace > 0 {
+		if err := r.signal(p, p.stopSignal); err != nil && !errors.Is(err, ErrProcessDone) && !errors.Is(err, ErrSandboxGone) {
+			r.log.Warn("sending the stop signal", "process", id, "signal", SignalName(p.stopSignal), "err", err)
+		}
+		t := time.NewTimer(grace)
+		defer t.Stop()
+		select {
+		case <-p.exited:
+			return nil
+		case <-ctx.Done():
+			return fmt.Errorf("stopping %q: %w", id, ctx.Err())
+		case <-t.C:
+		}
+	}
+	if err := r.killSandboxProcs(ctx, p.sb, p); err != nil {
+		r.log.Warn("killing the sandbox's processes", "process", id, "err", err)
+	}
+	select {
+	case <-p.exited:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("stopping %q: waiting for the exit: %w", id, ctx.Err())
+	}
+}
+
+// killSandboxProcs SIGKILLs every process of sb except its init: with a
+// pid namespace the init kills everything else, with a cgroup we do,
+// otherwise only p's process group can be reached.
+func (r *Runtime) killSandboxProcs(ctx context.Context, sb *sandbox, p *process) error {
+	switch {
+	case sb.init != nil && sb.cfg.has(NamespacePID):
+		_, err := sb.init.call(ctx, &message{Op: opKillAll})
+		return err
+	case sb.init != nil && sb.cg != nil:
+		return killCgroupExcept(sb.cg, sb.init.pid)
+	case sb.init != nil:
+		_, err := sb.init.call(ctx, &message{Op: opKillAll})
+		return err
+	case sb.cg != nil:
+		return sb.cg.kill()
+	case p != nil:
+		err := r.rp.kill(p.pid, true, unix.SIGKILL)
+		if errors.Is(err, ErrProcessDone) {
+			return nil
+		}
+		return err
+	}
+	return nil
+}
+
+// killCgroupExcept SIGKILLs every process in cg but keep, again and again
+// until a listing shows nothing new: a process killed mid-fork may leave
+// a child the previous listing did not have, and killed ones cannot fork.
+func killCgroupExcept(cg cgroup, keep int) error {
+	killed := make(map[int]bool)
+	for range 1000 {
+		pids, err := cg.procs()
+		if err != nil {
+			return err
+		}
+		fresh := 0
+		for _, pid := range pids {
+			if pid == keep || killed[pid] {
+				continue
+			}
+			killed[pid] = true
+			fresh++
+			_ = unix.Kill(pid, unix.SIGKILL)
+		}
+		if fresh == 0 {
+			return nil
+		}
+	}
+	return errors.New("processes keep appearing")
+}
+
+// Remove forgets an Exited or Created process.
+func (r *Runtime) Remove(ctx context.Context, id string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p, err := r.lookup(id)
+	if err != nil {
+		return err
+	}
+	if p.starting || p.state == StateRunning {
+		return fmt.Errorf("removing %q: it is %s: %w", id, p.stateLocked(), ErrInvalidState)
+	}
+	delete(r.procs, id)
+	delete(p.sb.procs, id)
+	return nil
+}
+
+// Status reports a process.
+func (r *Runtime) Status(id string) (ProcessStatus, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p, err := r.lookup(id)
+	if err != nil {
+		return ProcessStatus{}, err
+	}
+	return p.statusLocked(), nil
+}
+
+func (p *process) statusLocked() ProcessStatus {
+	return ProcessStatus{
+		ID: p.id, SandboxID: p.sb.id, State: p.state, Pid: p.pid,
+		StartedAt: p.startedAt, FinishedAt: p.finishedAt,
+		ExitCode: p.exitCode, Signal: p.signal, Reason: p.reason,
+	}
+}
+
+// List reports the processes that match f, ordered by id.
+func (r *Runtime) List(f ListFilter) []ProcessStatus {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []ProcessStatus
+	for _, p := range r.procs {
+		if (f.SandboxID == "" || f.SandboxID == p.sb.id) && (f.State == "" || f.State == p.state) {
+			out = append(out, p.statusLocked())
+		}
+	}
+	slices.SortFunc(out, func(a, b ProcessStatus) int { return strings.Compare(a.ID, b.ID) })
+	return out
+}

@@ -1,0 +1,267 @@
+package proc
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// spawnSpec is a fully resolved command. The runtime forks it directly or
+// sends it to a sandbox init, which forks it inside the namespaces; it
+// crosses the control socket as JSON.
+type spawnSpec struct {
+	Path       string       `json:"path"`
+	Args       []string     `json:"args"`
+	Env        []string     `json:"env,omitempty"`
+	Dir        string       `json:"dir,omitempty"`
+	Cred       bool         `json:"cred,omitempty"`
+	UID        uint32       `json:"uid,omitempty"`
+	GID        uint32       `json:"gid,omitempty"`
+	Groups     []uint32     `json:"groups,omitempty"`
+	Rlimits    []rlimitSpec `json:"rlimits,omitempty"`
+	NoNewPrivs bool         `json:"nnp,omitempty"`
+	Umask      int          `json:"umask"` // -1 inherits
+	// InitPath is the stub binary for needsShim specs.
+	InitPath string `json:"init,omitempty"`
+	// ForceShim starts even a plain program through the stub: it blocks
+	// until it got its spec, so it can be placed in a cgroup first.
+	ForceShim bool `json:"-"`
+}
+
+type rlimitSpec struct {
+	Resource int    `json:"r"`
+	Cur      uint64 `json:"cur"`
+	Max      uint64 `json:"max"`
+}
+
+// needsShim: rlimits, a umask and no_new_privs cannot be set through
+// SysProcAttr, so such programs are started through the re-executed stub
+// ("exec" role), which sets them and execs the program in place.
+func (s *spawnSpec) needsShim() bool {
+	return s.ForceShim || len(s.Rlimits) > 0 || s.NoNewPrivs || s.Umask >= 0
+}
+
+var rlimitNames = map[string]int{
+	"as": unix.RLIMIT_AS, "core": unix.RLIMIT_CORE, "cpu": unix.RLIMIT_CPU,
+	"data": unix.RLIMIT_DATA, "fsize": unix.RLIMIT_FSIZE, "locks": unix.RLIMIT_LOCKS,
+	"memlock": unix.RLIMIT_MEMLOCK, "msgqueue": unix.RLIMIT_MSGQUEUE, "nice": unix.RLIMIT_NICE,
+	"nofile": unix.RLIMIT_NOFILE, "nproc": unix.RLIMIT_NPROC, "rss": unix.RLIMIT_RSS,
+	"rtprio": unix.RLIMIT_RTPRIO, "rttime": unix.RLIMIT_RTTIME,
+	"sigpending": unix.RLIMIT_SIGPENDING, "stack": unix.RLIMIT_STACK,
+}
+
+func resolveRlimits(rls []Rlimit) ([]rlimitSpec, error) {
+	var out []rlimitSpec
+	for _, rl := range rls {
+		name := strings.TrimPrefix(strings.ToLower(rl.Name), "rlimit_")
+		res, ok := rlimitNames[name]
+		if !ok {
+			return nil, fmt.Errorf("rlimit %q: unknown resource", rl.Name)
+		}
+		if rl.Soft > rl.Hard {
+			return nil, fmt.Errorf("rlimit %q: soft limit %d above hard limit %d", rl.Name, rl.Soft, rl.Hard)
+		}
+		out = append(out, rlimitSpec{Resource: res, Cur: rl.Soft, Max: rl.Hard})
+	}
+	return out, nil
+}
+
+const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// lookPath finds file in the PATH of env (not ours: the program's), the
+// way a shell would. Relative names with a slash are taken from dir.
+func lookPath(file string, env []string, dir string) (string, error) {
+	if strings.Contains(file, "/") {
+		p := file
+		if !filepath.IsAbs(p) && dir != "" {
+			p = filepath.Join(dir, p)
+		}
+		if err := checkExecutable(p); err != nil {
+			return "", fmt.Errorf("exec %q: %w", file, err)
+		}
+		return file, nil
+	}
+	path := defaultPath
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	for d := range strings.SplitSeq(path, ":") {
+		if d == "" {
+			d = "."
+		}
+		p := filepath.Join(d, file)
+		if !filepath.IsAbs(p) && dir != "" {
+			p = filepath.Join(dir, p)
+		}
+		if checkExecutable(p) == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("exec %q: executable file not found in $PATH", file)
+}
+
+func checkExecutable(p string) error {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() {
+		return syscall.EISDIR
+	}
+	if fi.Mode()&0o111 == 0 {
+		return fs.ErrPermission
+	}
+	return nil
+}
+
+// startedFunc finishes a start outside the reaper's lock: for the stub it
+// hands over the spec and waits until the program was exec'd.
+type startedFunc func() error
+
+// forkSpec forks s with stdio files (stdin is /dev/null) and the placement
+// in sys (cgroup fd, ptrace). The child gets its own process group. It
+// must run inside reaper.spawn; the returned function must be called after
+// the pid was registered.
+func forkSpec(s *spawnSpec, stdout, stderr int, sys *syscall.SysProcAttr) (int, startedFunc, error) {
+	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer null.Close()
+	if stdout < 0 {
+		stdout = int(null.Fd())
+	}
+	if stderr < 0 {
+		stderr = int(null.Fd())
+	}
+	sys.Setpgid = true
+	if !s.needsShim() {
+		if s.Cred {
+			sys.Credential = &syscall.Credential{Uid: s.UID, Gid: s.GID, Groups: s.Groups}
+		}
+		pid, err := syscall.ForkExec(s.Path, s.Args, &syscall.ProcAttr{
+			Dir:   s.Dir,
+			Env:   s.Env,
+			Files: []uintptr{null.Fd(), uintptr(stdout), uintptr(stderr)},
+			Sys:   sys,
+		})
+		if err != nil {
+			return 0, nil, fmt.Errorf("exec %q: %w", s.Args[0], err)
+		}
+		return pid, func() error { return nil }, nil
+	}
+
+	// The stub reads the spec from fd 3 and reports a failed exec on it;
+	// a successful exec closes it (close-on-exec), which we see as EOF.
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return 0, nil, fmt.Errorf("socketpair: %w", err)
+	}
+	ours := os.NewFile(uintptr(fds[0]), "stub")
+	theirs := os.NewFile(uintptr(fds[1]), "stub")
+	defer theirs.Close()
+	pid, err := syscall.ForkExec(s.InitPath, []string{initArgv0, roleExec}, &syscall.ProcAttr{
+		Env:   []string{"GOMAXPROCS=1"},
+		Files: []uintptr{null.Fd(), uintptr(stdout), uintptr(stderr), theirs.Fd()},
+		Sys:   sys,
+	})
+	if err != nil {
+		ours.Close()
+		return 0, nil, fmt.Errorf("exec stub %q: %w", s.InitPath, err)
+	}
+	finish := func() error {
+		defer ours.Close()
+		if err := json.NewEncoder(ours).Encode(s); err != nil {
+			return fmt.Errorf("sending the spec to the stub: %w", err)
+		}
+		if err := unix.Shutdown(int(ours.Fd()), unix.SHUT_WR); err != nil {
+			return fmt.Errorf("sending the spec to the stub: %w", err)
+		}
+		msg, err := io.ReadAll(ours)
+		if err != nil {
+			return fmt.Errorf("waiting for the stub: %w", err)
+		}
+		if len(msg) > 0 {
+			return errors.New(strings.TrimSpace(string(msg)))
+		}
+		return nil
+	}
+	return pid, finish, nil
+}
+
+// shimMain is the "exec" role: apply what SysProcAttr cannot, then exec
+// the program in place (same pid, so the parent's wait sees the program).
+func shimMain() int {
+	ctl := os.NewFile(3, "ctl")
+	var s spawnSpec
+	if err := json.NewDecoder(ctl).Decode(&s); err != nil {
+		fmt.Fprintf(ctl, "stub: reading spec: %v\n", err)
+		return 127
+	}
+	if err := shimApply(&s); err != nil {
+		fmt.Fprintln(ctl, err)
+		return 127
+	}
+	unix.CloseOnExec(3)
+	err := syscall.Exec(s.Path, s.Args, s.Env)
+	fmt.Fprintf(ctl, "exec %q: %v\n", s.Args[0], err)
+	if errors.Is(err, syscall.ENOENT) {
+		return 127
+	}
+	return 126
+}
+
+// shimApply runs on the locked main thread: no_new_privs is per thread
+// and the exec must come from the thread that set it.
+func shimApply(s *spawnSpec) error {
+	for _, rl := range s.Rlimits {
+		lim := unix.Rlimit{Cur: rl.Cur, Max: rl.Max}
+		if err := unix.Prlimit(0, rl.Resource, &lim, nil); err != nil {
+			return fmt.Errorf("setting rlimit %d: %w", rl.Resource, err)
+		}
+	}
+	if s.Umask >= 0 {
+		unix.Umask(s.Umask)
+	}
+	if s.Cred {
+		// The syscall package versions change every thread of the stub.
+		if err := syscall.Setgroups(toInts(s.Groups)); err != nil {
+			return fmt.Errorf("setgroups: %w", err)
+		}
+		if err := syscall.Setresgid(int(s.GID), int(s.GID), int(s.GID)); err != nil {
+			return fmt.Errorf("setgid %d: %w", s.GID, err)
+		}
+		if err := syscall.Setresuid(int(s.UID), int(s.UID), int(s.UID)); err != nil {
+			return fmt.Errorf("setuid %d: %w", s.UID, err)
+		}
+	}
+	if s.Dir != "" {
+		if err := os.Chdir(s.Dir); err != nil {
+			return fmt.Errorf("chdir: %w", err)
+		}
+	}
+	if s.NoNewPrivs {
+		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+			return fmt.Errorf("no_new_privs: %w", err)
+		}
+	}
+	return nil
+}
+
+func toInts(u []uint32) []int {
+	out := make([]int, len(u))
+	for i, v := range u {
+		out[i] = int(v)
+	}
+	return out
+}
