@@ -8,7 +8,6 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/supervise-dev/supervise/config"
 	"github.com/supervise-dev/supervise/ctl"
 	"github.com/supervise-dev/supervise/logs"
 )
@@ -228,7 +227,7 @@ func (s *Supervisor) Reload(ctx context.Context) error {
 	s.mu.Lock()
 	file := s.cfg.File
 	s.mu.Unlock()
-	cfg, err := config.Load(file)
+	cfg, err := s.load(file)
 	if err != nil {
 		s.events.add("supervisor", "", "ReloadFailed", err.Error())
 		return fmt.Errorf("reloading %s: %w (the running config stays)", file, err)

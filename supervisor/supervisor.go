@@ -66,12 +66,15 @@ type Options struct {
 	Clock   backoff.Clock // nil: the real clock
 	Logger  *slog.Logger  // nil: slog.Default()
 	Console io.Writer     // programs' console output; nil: os.Stdout
-	Color   bool          // colour the console prefixes
+	// Load reads the config file again for a reload; nil: config.Load.
+	Load  func(path string) (*config.Config, error)
+	Color bool // colour the console prefixes
 }
 
 // Supervisor runs a set of programs.
 type Supervisor struct {
 	rt     Runtime
+	load   func(path string) (*config.Config, error)
 	clock  backoff.Clock
 	log    *slog.Logger
 	queue  queue
@@ -96,6 +99,8 @@ type Supervisor struct {
 	doneOnce sync.Once
 	stopReq  chan struct{} // closed by the Shutdown command
 	stopOnce sync.Once
+
+	watch watchers // file watchers of [program.N.watch]
 }
 
 // New builds a Supervisor for opts.Config. Nothing starts before Run.
@@ -111,6 +116,9 @@ func New(opts Options) (*Supervisor, error) {
 	if log == nil {
 		log = slog.Default()
 	}
+	if opts.Load == nil {
+		opts.Load = config.Load
+	}
 	console := opts.Console
 	if console == nil {
 		console = os.Stdout
@@ -118,6 +126,7 @@ func New(opts Options) (*Supervisor, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Supervisor{
 		rt:    opts.Runtime,
+		load:  opts.Load,
 		clock: clock,
 		log:   log,
 		queue: workqueue.New[string](workqueue.Config[string]{
@@ -200,11 +209,13 @@ func (s *Supervisor) Run(ctx context.Context) int {
 	s.checkDoneLocked()
 	s.mu.Unlock()
 
+	s.startWatchers()
 	select {
 	case <-ctx.Done():
 	case <-s.done:
 	case <-s.stopReq:
 	}
+	s.stopWatchers()
 	s.shutdownAll()
 	close(stop)
 	s.queue.ShutDown()

@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
@@ -21,6 +22,7 @@ import (
 	"github.com/supervise-dev/supervise/ctl"
 	"github.com/supervise-dev/supervise/proc"
 	"github.com/supervise-dev/supervise/supervisor"
+	"github.com/supervise-dev/supervise/watch"
 )
 
 var version = "dev"
@@ -75,6 +77,7 @@ func runApp(args []string) int {
 					return nil
 				},
 			},
+			execCommand(),
 			ctlCommand(),
 		},
 		ExitErrHandler: func(c *cli.Context, err error) {},
@@ -99,7 +102,25 @@ func runFlags() []cli.Flag {
 		&cli.StringFlag{Name: "socket", EnvVars: []string{"SUPERVISE_SOCKET"}, Usage: "control socket (overrides [supervisor] socket)"},
 		&cli.StringFlag{Name: "log-format", Usage: "text or json (overrides [supervisor] log_format)"},
 		&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error"},
+		&cli.StringFlag{Name: "formation", Aliases: []string{"m"}, Usage: "Procfile: instances per process type, e.g. web=2,worker=1 (all=N for the rest)"},
+		&cli.IntFlag{Name: "port", Aliases: []string{"p"}, Usage: "Procfile: PORT of the first process type (default $PORT, else 5000; +100 per type)"},
+		&cli.StringFlag{Name: "restart", Usage: "Procfile: restart policy of every process (default never)"},
+		&cli.BoolFlag{Name: "keep-running", Usage: "Procfile: keep the others running when one process ends"},
 	}
+}
+
+// procfileOptions are the dev-runner flags; zero for a TOML file.
+func procfileOptions(c *cli.Context) (config.ProcfileOptions, error) {
+	var opts config.ProcfileOptions
+	f, err := config.ParseFormation(c.String("formation"))
+	if err != nil {
+		return opts, fmt.Errorf("--formation: %w", err)
+	}
+	opts.Formation = f
+	opts.BasePort = c.Int("port")
+	opts.Restart = config.RestartPolicy(c.String("restart"))
+	opts.KeepRunning = c.Bool("keep-running")
+	return opts, nil
 }
 
 // findConfig picks the file to run: -c, else supervise.toml, else Procfile.
@@ -172,7 +193,12 @@ func runCommand(c *cli.Context) int {
 		fmt.Fprintln(os.Stderr, "supervise:", err)
 		return exitUsage
 	}
-	cfg, err := config.Load(file)
+	opts, err := procfileOptions(c)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "supervise:", err)
+		return exitUsage
+	}
+	cfg, err := config.LoadWithOptions(file, opts)
 	if err != nil {
 		printConfigError(err)
 		return exitUsage
@@ -197,6 +223,7 @@ func runCommand(c *cli.Context) int {
 
 	sup, err := supervisor.New(supervisor.Options{
 		Config:  cfg,
+		Load:    func(path string) (*config.Config, error) { return config.LoadWithOptions(path, opts) },
 		Runtime: rt,
 		Logger:  log,
 		Console: os.Stdout,
@@ -224,6 +251,22 @@ func runCommand(c *cli.Context) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { _ = srv.Serve(ctx) }()
+
+	// The config follows its file: the directory is watched, so editors that
+	// write and rename and ConfigMap symlink swaps are seen.
+	if cfg.Supervisor.WatchConfig {
+		go func() {
+			err := watch.File(ctx, file, 200*time.Millisecond, nil, func() {
+				log.Info("config file changed; reloading", "file", file)
+				if err := sup.Reload(ctx); err != nil {
+					log.Error("reload failed; the running config stays", "err", err)
+				}
+			})
+			if err != nil && ctx.Err() == nil {
+				log.Warn("not watching the config file", "file", file, "err", err)
+			}
+		}()
+	}
 
 	// As PID 1 the Go runtime's default for a signal nobody asked for is to
 	// die (its handlers defeat the kernel's init protection), so every
