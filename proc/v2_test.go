@@ -67,7 +67,7 @@ func TestCgroupV2Placement(t *testing.T) {
 }
 
 // TestV2Limits needs cgroup v2 with the memory, pids and cpu controllers
-// (a pure v2 host, or the VM of testdata/v2vm.sh).
+// (a pure v2 host, or the VM of scripts/v2vm.sh).
 func TestV2Limits(t *testing.T) {
 	needRoot(t)
 	b, err := os.ReadFile("/sys/fs/cgroup/cgroup.controllers")

@@ -64,17 +64,19 @@ func (s *Supervisor) startWatch(name string, spec config.Watch, dir string) *pro
 	if len(paths) == 0 {
 		paths = []string{dir}
 	}
+	// New returns with every watch in place: a change made from here on is
+	// seen.
+	wt, err := watch.New(watch.Config{
+		Paths: paths, Include: spec.Include, Exclude: spec.Exclude,
+		Debounce: spec.Debounce, Clock: s.clock, Logger: s.log.With("program", name),
+	})
+	if err != nil {
+		s.log.Error("watching files", "program", name, "err", err)
+		return &programWatch{spec: spec, cancel: cancel}
+	}
 	s.watch.wg.Go(func() {
-		wt, err := watch.New(watch.Config{
-			Paths: paths, Include: spec.Include, Exclude: spec.Exclude,
-			Debounce: spec.Debounce, Clock: s.clock, Logger: s.log.With("program", name),
-		})
-		if err != nil {
-			s.log.Error("watching files", "program", name, "err", err)
-			return
-		}
 		defer wt.Close()
-		err = wt.Run(ctx, func(changed []string) { s.filesChanged(name, spec, changed) })
+		err := wt.Run(ctx, func(changed []string) { s.filesChanged(name, spec, changed) })
 		if err != nil && ctx.Err() == nil {
 			s.log.Error("watching files", "program", name, "err", err)
 		}

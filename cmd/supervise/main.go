@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
@@ -254,18 +255,29 @@ func runCommand(c *cli.Context) int {
 
 	// The config follows its file: the directory is watched, so editors that
 	// write and rename and ConfigMap symlink swaps are seen.
+	// env_file and a Procfile's .env count as part of the config.
 	if cfg.Supervisor.WatchConfig {
-		go func() {
-			err := watch.File(ctx, file, 200*time.Millisecond, nil, func() {
-				log.Info("config file changed; reloading", "file", file)
-				if err := sup.Reload(ctx); err != nil {
-					log.Error("reload failed; the running config stays", "err", err)
+		files := []string{file}
+		for _, p := range cfg.Programs {
+			for _, f := range p.EnvFiles {
+				if !slices.Contains(files, f) {
+					files = append(files, f)
 				}
-			})
-			if err != nil && ctx.Err() == nil {
-				log.Warn("not watching the config file", "file", file, "err", err)
 			}
-		}()
+		}
+		for _, f := range files {
+			go func() {
+				err := watch.File(ctx, f, 200*time.Millisecond, nil, func() {
+					log.Info("config changed; reloading", "file", f)
+					if err := sup.Reload(ctx); err != nil {
+						log.Error("reload failed; the running config stays", "err", err)
+					}
+				})
+				if err != nil && ctx.Err() == nil {
+					log.Warn("not watching a config file", "file", f, "err", err)
+				}
+			}()
+		}
 	}
 
 	// As PID 1 the Go runtime's default for a signal nobody asked for is to
