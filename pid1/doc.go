@@ -1,0 +1,42 @@
+// Package pid1 is `supervise exec`: a container init in the line of tini
+// and dumb-init that runs one command, forwards signals to it, reaps every
+// zombie and exits like the command did.
+//
+// The contract of Run:
+//
+//   - The command runs in its own session and process group. When stdin is
+//     our controlling terminal, the command takes it over: as a session
+//     leader (PID 1 of `docker run -it`) we give the terminal up and the
+//     command's new session acquires it; otherwise (run from a shell) the
+//     command gets its own process group and is put in the foreground. So
+//     an interactive shell under the init has job control and Ctrl-C goes
+//     to the foreground job, never through the init.
+//   - Every catchable signal the init receives is forwarded to the
+//     command's process group (Config.SingleChild: to the command alone),
+//     after Config.Rewrite. Not forwarded: SIGCHLD (ours), SIGURG (the Go
+//     scheduler's), SIGPIPE (only about our own stderr), SIGTTIN and
+//     SIGTTOU (the kernel's job control of our own terminal use), and the
+//     C library's 32 and 33. All of them are handled, so the init never
+//     stops (SIGTSTP is forwarded, not obeyed) and never dies of one.
+//   - One goroutine owns every wait4 of the process: it reaps the command
+//     and every orphan re-parented to us (we are PID 1, else we become a
+//     child subreaper), so the command's status is never stolen and no
+//     zombie stays. Nothing else in the process may wait for children.
+//   - When the command exits, whatever it left behind (its process group
+//     and every other descendant) gets Config.StopSignal, then SIGKILL
+//     once Config.Grace has passed; the init returns the moment the last
+//     descendant is gone (the last SIGCHLD), never sleeping out the grace.
+//   - Run returns the command's exit code, or 128+N when a signal N killed
+//     it (also when not PID 1: re-raising would not kill a PID 1), with
+//     Config.SuccessExitCodes mapped to 0. A command that is not found
+//     returns 127, one that cannot be executed 126, each with a *StartError
+//     whose message is one line.
+//   - Config.Restart restarts the command with the kubelet's crash backoff
+//     (backoff.Crash); a SIGTERM, SIGINT or SIGQUIT received (or ctx
+//     cancelled) means stop: no restart follows.
+//   - Config.Sandbox runs the command in a proc sandbox (cgroup limits,
+//     namespaces). The runtime then owns every wait4, so the command is
+//     started through Sandbox.InitArgs: this binary again, as a plain
+//     `exec` init inside the sandbox, which does the reaping and the
+//     grace-bounded cleanup there.
+package pid1

@@ -1,0 +1,340 @@
+package pid1
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/supervise-dev/supervise/proc"
+)
+
+// killWait bounds the wait for leftovers after SIGKILL: only a process in
+// uninterruptible sleep outlives it, and an init must not hang on one.
+const killWait = 10 * time.Second
+
+// Run runs cfg.Args as an init (see the package doc) and returns the code
+// to exit with. It blocks until the command has exited for good and
+// everything it left behind is gone. A non-nil error is a one-line message
+// for the user (the command could not be started, the sandbox could not be
+// made); the code is still the one to exit with. Cancelling ctx is a stop
+// request: the command gets cfg.StopSignal and is not restarted.
+//
+// Run handles every catchable signal of the process while it runs and owns
+// every wait4: nothing else in the process may wait for children, and only
+// one Run may be under way at a time.
+func Run(ctx context.Context, cfg Config) (int, error) {
+	if err := cfg.validate(); err != nil {
+		return 2, err
+	}
+	cfg = cfg.withDefaults()
+	if cfg.Sandbox != nil {
+		return runSandboxed(ctx, &cfg)
+	}
+	d := newDirect(&cfg)
+	defer d.close()
+	code, err := loop(ctx, &cfg, d)
+	d.log.Info("exiting", "exit_code", code, "orphans_reaped", d.orphans)
+	return code, err
+}
+
+// direct runs the command as our own child. Everything but newDirect and
+// close runs on the goroutine that called Run: it alone forks, waits and
+// signals, so no lock is needed and no exit can be collected before its
+// pid is known.
+type direct struct {
+	cfg    *Config
+	log    *slog.Logger
+	isPID1 bool
+	tty    ttyMode
+	sigs   chan os.Signal
+
+	unsetSubreaper bool
+
+	pid      int             // the running command; 0 once reaped
+	pgid     int             // its process group; 0 between runs
+	ws       unix.WaitStatus // the command's status, once reaped
+	exitedAt time.Time
+	stop     bool // a stop was requested
+	orphans  int  // orphans reaped so far
+}
+
+func newDirect(cfg *Config) *direct {
+	d := &direct{cfg: cfg, log: cfg.Logger, isPID1: os.Getpid() == 1}
+	// Before Notify: handing a terminal over makes the kernel send us a
+	// SIGHUP that must not reach the command.
+	d.tty = takeTTY(cfg.Stdin, d.log)
+	// Buffered: os/signal drops what does not fit. A dropped SIGCHLD is
+	// harmless (one reaps everything), others only get lost in a flood.
+	d.sigs = make(chan os.Signal, 128)
+	signal.Notify(d.sigs, handledSignals()...)
+	if !d.isPID1 {
+		var was int32
+		_ = unix.Prctl(unix.PR_GET_CHILD_SUBREAPER, uintptr(unsafe.Pointer(&was)), 0, 0, 0)
+		if was == 0 {
+			if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+				d.log.Warn("cannot become a child subreaper: orphans go to the system's init", "err", err)
+			} else {
+				d.unsetSubreaper = true
+			}
+		}
+	}
+	return d
+}
+
+// close gives back what newDirect took: the signals, the subreaper flag,
+// and (run from a shell) the terminal's foreground.
+func (d *direct) close() {
+	if d.tty == ttyForeground {
+		giveForegroundBack(d.cfg.Stdin)
+	}
+	signal.Stop(d.sigs)
+	if d.unsetSubreaper {
+		_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+	}
+}
+
+// handledSignals are all the signals the init takes: every catchable one
+// but SIGURG, which the Go scheduler sends itself all the time (and whose
+// default is to be ignored), and the C library's 32 and 33.
+func handledSignals() []os.Signal {
+	var sigs []os.Signal
+	for s := syscall.Signal(1); s <= 64; s++ {
+		switch s {
+		case unix.SIGKILL, unix.SIGSTOP, unix.SIGURG, 32, 33:
+			continue
+		}
+		sigs = append(sigs, s)
+	}
+	return sigs
+}
+
+// forwardable: SIGPIPE is about our own stderr, SIGTTIN and SIGTTOU about
+// our own use of the terminal; the command has nothing to do with them
+// (and obeying the latter would stop the init).
+func forwardable(sig syscall.Signal) bool {
+	switch sig {
+	case unix.SIGCHLD, unix.SIGURG, unix.SIGPIPE, unix.SIGTTIN, unix.SIGTTOU:
+		return false
+	}
+	return true
+}
+
+func (d *direct) stopRequested() bool { return d.stop }
+
+func (d *direct) runOnce(ctx context.Context) (exit, error) {
+	path, err := lookPath(d.cfg.Args[0], d.cfg.Env)
+	if err != nil {
+		return exit{}, err
+	}
+	pid, err := d.spawn(path)
+	if err != nil {
+		return exit{}, err
+	}
+	d.pid, d.pgid, d.ws = pid, pid, 0
+	d.log.Debug("started", "pid", pid, "tty", d.tty.String())
+	done := ctx.Done()
+	for d.pid != 0 {
+		select {
+		case s := <-d.sigs:
+			d.handle(s.(syscall.Signal))
+		case <-done:
+			done = nil
+			d.stop = true
+			d.forward(d.cfg.StopSignal)
+		}
+	}
+	ex := exit{code: ExitCode(syscall.WaitStatus(d.ws), d.cfg.SuccessExitCodes), at: d.exitedAt}
+	if d.ws.Signaled() {
+		d.log.Debug("command killed", "pid", pid, "signal", proc.SignalName(d.ws.Signal()), "exit_code", ex.code)
+	} else {
+		d.log.Debug("command exited", "pid", pid, "exit_code", ex.code)
+	}
+	d.cleanup()
+	d.pgid = 0
+	return ex, nil
+}
+
+// handle answers one received signal while a command runs (or its
+// leftovers do).
+func (d *direct) handle(sig syscall.Signal) {
+	if sig == unix.SIGCHLD {
+		d.reap()
+		return
+	}
+	if !forwardable(sig) {
+		d.log.Debug("signal not forwarded", "signal", proc.SignalName(sig))
+		return
+	}
+	if isStopRequest(sig) {
+		d.stop = true
+	}
+	fwd := d.cfg.rewrite(sig)
+	if fwd == 0 {
+		d.log.Debug("signal dropped by a rewrite", "signal", proc.SignalName(sig))
+		return
+	}
+	d.forward(fwd)
+}
+
+// forward sends sig to the command's process group, or to the command
+// alone with SingleChild. After the command exited, its group (what is
+// left of it) still gets signals until it is empty.
+func (d *direct) forward(sig syscall.Signal) {
+	var err error
+	switch {
+	case d.pid != 0 && d.cfg.SingleChild:
+		// d.pid is not reaped yet (we are the only waiter and we have
+		// not seen its exit), so it cannot have been reused.
+		err = unix.Kill(d.pid, sig)
+	case d.pgid != 0 && !d.cfg.SingleChild:
+		err = unix.Kill(-d.pgid, sig)
+	default:
+		d.log.Debug("no command running; signal dropped", "signal", proc.SignalName(sig))
+		return
+	}
+	if err != nil && !errors.Is(err, unix.ESRCH) {
+		d.log.Warn("forwarding a signal", "signal", proc.SignalName(sig), "err", err)
+		return
+	}
+	d.log.Debug("signal forwarded", "signal", proc.SignalName(sig))
+}
+
+// reap collects every child that exited: the command (its status is
+// kept) and orphans re-parented to us. SIGCHLD coalesces, so one signal
+// may stand for many exits. It reports whether any child is left.
+func (d *direct) reap() (childrenLeft bool) {
+	for {
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG|unix.WALL, nil)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil { // ECHILD: no children at all
+			return false
+		}
+		if pid == 0 { // children, none of them exited
+			return true
+		}
+		if !ws.Exited() && !ws.Signaled() {
+			continue
+		}
+		if pid == d.pid {
+			d.ws, d.pid, d.exitedAt = ws, 0, d.cfg.Backoff.Clock.Now()
+			continue
+		}
+		d.orphans++
+	}
+}
+
+// cleanup disposes of what the exited command left behind: the stop
+// signal (and SIGCONT, so a stopped process can act on it) to its process
+// group and every other descendant, then SIGKILL after the grace. It
+// returns as soon as we have no child left: our descendants are our
+// children or theirs, so the last of them to go makes wait4 say ECHILD,
+// right after its SIGCHLD. No fixed sleep.
+func (d *direct) cleanup() {
+	if !d.reap() {
+		return
+	}
+	killed := d.cfg.Grace == 0
+	if killed {
+		d.killLeftovers(unix.SIGKILL)
+	} else {
+		n := d.killLeftovers(d.cfg.StopSignal)
+		if d.cfg.StopSignal != unix.SIGCONT {
+			d.killLeftovers(unix.SIGCONT)
+		}
+		d.log.Debug("stopping what the command left", "processes", n, "signal", proc.SignalName(d.cfg.StopSignal), "grace", d.cfg.Grace)
+	}
+	grace := time.NewTimer(d.cfg.Grace)
+	defer grace.Stop()
+	var hard <-chan time.Time
+	for {
+		select {
+		case s := <-d.sigs:
+			sig := s.(syscall.Signal)
+			if sig != unix.SIGCHLD {
+				d.handle(sig)
+				continue
+			}
+			if !d.reap() {
+				return
+			}
+			if killed {
+				// Something forked while we were killing: kill again.
+				d.killLeftovers(unix.SIGKILL)
+			}
+		case <-grace.C:
+			if killed {
+				continue
+			}
+			killed = true
+			n := d.killLeftovers(unix.SIGKILL)
+			d.log.Warn("grace period over: killed what the command left", "processes", n, "grace", d.cfg.Grace)
+			hard = time.After(killWait)
+		case <-hard:
+			pids, _ := descendants()
+			d.log.Error("processes outlive SIGKILL (uninterruptible sleep?); giving up on them", "pids", pids)
+			return
+		}
+	}
+}
+
+// killLeftovers sends sig to the command's process group and to every
+// other descendant of ours, and returns how many descendants it saw.
+// Reading the tree races with forks; the callers kill again on every
+// SIGCHLD after SIGKILL, so a process forked meanwhile is caught.
+func (d *direct) killLeftovers(sig syscall.Signal) int {
+	if d.pgid != 0 {
+		_ = unix.Kill(-d.pgid, sig)
+	}
+	pids, err := descendants()
+	if err != nil {
+		if d.isPID1 {
+			// No /proc to read: as PID 1, kill(-1) reaches exactly the
+			// other processes of our pid namespace.
+			_ = unix.Kill(-1, sig)
+		} else {
+			d.log.Warn("listing descendants: only the command's process group was signalled", "err", err)
+		}
+		return len(pids)
+	}
+	for _, pid := range pids {
+		if pg, err := unix.Getpgid(pid); err == nil && pg == d.pgid && d.pgid != 0 {
+			continue // the group kill reached it
+		}
+		_ = unix.Kill(pid, sig)
+	}
+	return len(pids)
+}
+
+// waitRestart waits out a crash backoff with no command running.
+func (d *direct) waitRestart(ctx context.Context, c <-chan time.Time) bool {
+	for {
+		select {
+		case <-c:
+			return true
+		case <-ctx.Done():
+			d.stop = true
+			return false
+		case s := <-d.sigs:
+			switch sig := s.(syscall.Signal); {
+			case sig == unix.SIGCHLD:
+				d.reap()
+			case isStopRequest(sig):
+				d.stop = true
+				d.log.Debug("stop requested during the crash backoff", "signal", proc.SignalName(sig))
+				return false
+			default:
+				d.log.Debug("no command running; signal dropped", "signal", proc.SignalName(sig))
+			}
+		}
+	}
+}

@@ -1,0 +1,13 @@
+//go:build !linux
+
+package pid1
+
+import (
+	"context"
+	"errors"
+)
+
+// Run needs Linux (subreapers, sessions, /proc).
+func Run(ctx context.Context, cfg Config) (int, error) {
+	return 1, errors.ErrUnsupported
+}

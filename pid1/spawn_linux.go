@@ -1,0 +1,168 @@
+package pid1
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// lookPath finds file the way a shell does, in the PATH of env (the
+// command's, not ours). Not found is a 127 StartError; found but not
+// executable (a directory, no x bit) a 126 one.
+func lookPath(file string, env []string) (string, error) {
+	if strings.Contains(file, "/") {
+		if err := executable(file); err != nil {
+			return "", startError(file, err)
+		}
+		return file, nil
+	}
+	path := defaultPath
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v // the last one wins, as in the C library's getenv of a built env
+		}
+	}
+	var denied error
+	for dir := range strings.SplitSeq(path, ":") {
+		if dir == "" {
+			dir = "."
+		}
+		p := filepath.Join(dir, file)
+		err := executable(p)
+		if err == nil {
+			return p, nil
+		}
+		if denied == nil && !notFound(err) {
+			denied = fmt.Errorf("%s: %w", p, err)
+		}
+	}
+	if denied != nil {
+		return "", startError(file, denied)
+	}
+	return "", &StartError{Code: 127, Err: fmt.Errorf("exec %q: not found in $PATH", file)}
+}
+
+func executable(p string) error {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() {
+		return unix.EISDIR
+	}
+	if err := unix.Faccessat(unix.AT_FDCWD, p, unix.X_OK, unix.AT_EACCESS); err != nil {
+		return err
+	}
+	return nil
+}
+
+func notFound(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOTDIR)
+}
+
+// startError classifies why file could not be started: 127 when there is
+// no such file, 126 when there is one that cannot be run.
+func startError(file string, err error) *StartError {
+	if notFound(err) {
+		return &StartError{Code: 127, Err: fmt.Errorf("exec %q: no such file or directory", file)}
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return &StartError{Code: 126, Err: fmt.Errorf("exec %q: %w", file, err)}
+}
+
+// spawn forks and execs the command in its own session (or, run from a
+// shell's terminal, its own foreground process group). Inherited file
+// descriptors beyond stdio pass through, as with tini and dumb-init.
+func (d *direct) spawn(path string) (int, error) {
+	attr := &syscall.ProcAttr{
+		Env:   d.cfg.Env,
+		Files: []uintptr{d.cfg.Stdin.Fd(), d.cfg.Stdout.Fd(), d.cfg.Stderr.Fd()},
+		Sys:   d.tty.sysProcAttr(d.cfg.Stdin),
+	}
+	pid, err := syscall.ForkExec(path, d.cfg.Args, attr)
+	if err != nil && d.tty != ttyNone && ttyError(err) {
+		d.log.Warn("cannot hand the terminal to the command; running it without one", "err", err)
+		d.tty = ttyNone
+		attr.Sys = d.tty.sysProcAttr(d.cfg.Stdin)
+		pid, err = syscall.ForkExec(path, d.cfg.Args, attr)
+	}
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			if _, serr := os.Stat(path); serr == nil {
+				return 0, &StartError{Code: 126, Err: fmt.Errorf("exec %q: its interpreter (#! line) or loader was not found", d.cfg.Args[0])}
+			}
+		}
+		return 0, startError(d.cfg.Args[0], err)
+	}
+	return pid, nil
+}
+
+// ttyError: errors of the terminal ioctls in the child, as opposed to
+// those of execve.
+func ttyError(err error) bool {
+	return errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOTTY) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EIO)
+}
+
+// descendants lists every process below us, breadth first, from the
+// children files of /proc (every thread's: a child belongs to the thread
+// that forked it, an orphan to whichever thread the kernel picked).
+func descendants() ([]int, error) {
+	var out []int
+	seen := map[int]bool{}
+	queue := []string{"self"}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		kids, err := children(p)
+		if err != nil {
+			if p == "self" {
+				return nil, err
+			}
+			continue // it exited meanwhile
+		}
+		for _, k := range kids {
+			if !seen[k] {
+				seen[k] = true
+				out = append(out, k)
+				queue = append(queue, strconv.Itoa(k))
+			}
+		}
+	}
+	return out, nil
+}
+
+func children(pid string) ([]int, error) {
+	dir := "/proc/" + pid + "/task"
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []int
+	for _, t := range tasks {
+		b, err := os.ReadFile(dir + "/" + t.Name() + "/children")
+		if err != nil {
+			if pid == "self" && !notFound(err) {
+				return nil, err
+			}
+			continue
+		}
+		for f := range strings.FieldsSeq(string(b)) {
+			if n, err := strconv.Atoi(f); err == nil {
+				out = append(out, n)
+			}
+		}
+	}
+	return out, nil
+}

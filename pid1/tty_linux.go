@@ -1,0 +1,95 @@
+package pid1
+
+import (
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// ttyMode is how the command gets the terminal.
+type ttyMode int
+
+const (
+	// ttyNone: stdin is not our controlling terminal (or we are in the
+	// background); the command gets a new session without a terminal.
+	ttyNone ttyMode = iota
+	// ttySession: we led the terminal's session (PID 1 of `docker run
+	// -it`) and gave it up; the command's new session acquires it.
+	ttySession
+	// ttyForeground: we are a foreground job of someone else's session (a
+	// shell's); the command gets its own process group, in the foreground.
+	// Taking the terminal into a new session would steal it from the shell.
+	ttyForeground
+)
+
+func (m ttyMode) String() string {
+	switch m {
+	case ttySession:
+		return "session"
+	case ttyForeground:
+		return "foreground"
+	}
+	return "none"
+}
+
+// sysProcAttr places the command in its own session or group, with the
+// terminal as m says. Files[0] of the child is stdin.
+func (m ttyMode) sysProcAttr(stdin *os.File) *syscall.SysProcAttr {
+	switch m {
+	case ttySession:
+		// TIOCSCTTY on the child's fd 0 (the terminal has no session now).
+		return &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	case ttyForeground:
+		// Unlike Setctty, Foreground takes the parent's descriptor.
+		return &syscall.SysProcAttr{Setpgid: true, Foreground: true, Ctty: int(stdin.Fd())}
+	}
+	return &syscall.SysProcAttr{Setsid: true}
+}
+
+// takeTTY decides how the command gets the terminal, and as a session
+// leader gives it up (TIOCNOTTY) so the command's session can acquire it.
+// Giving it up makes the kernel send SIGHUP and SIGCONT to our process
+// group; they are ignored for that moment, so it must run before the
+// signals are Notify'd (which takes them back).
+func takeTTY(stdin *os.File, log *slog.Logger) ttyMode {
+	fd := int(stdin.Fd())
+	sid, err := unix.IoctlGetInt(fd, unix.TIOCGSID) // fails unless it is our controlling terminal
+	if err != nil {
+		return ttyNone
+	}
+	own, err := unix.Getsid(0)
+	if err != nil || sid != own {
+		return ttyNone
+	}
+	if own == os.Getpid() {
+		signal.Ignore(unix.SIGHUP, unix.SIGCONT)
+		err := unix.IoctlSetInt(fd, unix.TIOCNOTTY, 0)
+		signal.Reset(unix.SIGHUP, unix.SIGCONT)
+		if err == nil {
+			return ttySession
+		}
+		log.Debug("cannot give the terminal up; keeping the command in our session", "err", err)
+	}
+	fg, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP)
+	if err != nil || fg != unix.Getpgrp() {
+		return ttyNone // a background job must leave the terminal to the shell
+	}
+	return ttyForeground
+}
+
+// giveForegroundBack puts our process group back in the foreground, for
+// a parent that does not do it itself (a non-interactive one). From the
+// background that ioctl sends us SIGTTOU unless it is ignored; nothing is
+// forked after this, so ignoring it leaks into no command.
+func giveForegroundBack(stdin *os.File) {
+	fd := int(stdin.Fd())
+	signal.Ignore(unix.SIGTTOU)
+	defer signal.Reset(unix.SIGTTOU)
+	if _, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP); err != nil {
+		return
+	}
+	_ = unix.IoctlSetPointerInt(fd, unix.TIOCSPGRP, unix.Getpgrp())
+}
