@@ -258,3 +258,6 @@ func runCheck(t *testing.T, file string) (string, int) {
 	}
 	return string(out), 0
 }
+
+// writeFileNow creates an empty marker file.
+func writeFileNow(path string) error { return os.WriteFile(path, nil, 0o644) }
