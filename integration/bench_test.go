@@ -44,7 +44,7 @@ func procStat(t *testing.T, pid int) (cpu time.Duration, ctxsw int) {
 	cpu = time.Duration(ut+st) * time.Second / 100
 	s, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	for _, l := range strings.Split(string(s), "\n") {
-		if strings.HasSuffix(strings.Fields(l+" x")[0], "ctxt_switches:") {
+		if strings.HasSuffix(strings.Fields(l + " x")[0], "ctxt_switches:") {
 			n, _ := strconv.Atoi(strings.Fields(l)[1])
 			ctxsw += n
 		}
