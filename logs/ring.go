@@ -53,7 +53,7 @@ func NewRing(cfg RingConfig) *Ring {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Ring{cfg: cfg, lines: make([]Line, cfg.Size), followers: make(map[*follower]struct{})}
+	return &Ring{cfg: cfg, followers: make(map[*follower]struct{})}
 }
 
 // WriteLine stores l, dropping the oldest line when full, and queues it to
@@ -61,8 +61,10 @@ func NewRing(cfg RingConfig) *Ring {
 func (r *Ring) WriteLine(l Line) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.n < len(r.lines) {
-		r.lines[(r.head+r.n)%len(r.lines)] = l
+	if r.n < r.cfg.Size {
+		// Not full yet: head is 0 and the slice grows with the lines, so
+		// an idle program's ring costs nothing.
+		r.lines = append(r.lines, l)
 		r.n++
 	} else {
 		r.lines[r.head] = l

@@ -23,8 +23,17 @@ type splitter struct {
 	buf        []byte
 	start, end int // buf[start:end] is data not yet emitted
 	maxLen     int
+	limit      int  // the most buf grows to
+	lastFree   int  // size of the space free() last returned
+	readFull   bool // the last read filled that space: a fast writer
 	emit       func(text []byte, partial bool)
 }
+
+// initialBuffer is where a splitter's buffer starts: a quiet program (most
+// of them) never needs more, and a thousand programs must not cost a
+// thousand maximum-size buffers. It grows, up to the maximum line length
+// plus a read, when a line or a fast writer needs it.
+const initialBuffer = 4 << 10
 
 func newSplitter(maxLen int, emit func([]byte, bool)) *splitter {
 	if maxLen <= 0 {
@@ -32,22 +41,33 @@ func newSplitter(maxLen int, emit func([]byte, bool)) *splitter {
 	}
 	// Room for a pending line of maxLen bytes, the byte that proves it is
 	// longer, and a full read after it.
-	return &splitter{buf: make([]byte, maxLen+1+minRead), maxLen: maxLen, emit: emit}
+	limit := maxLen + 1 + minRead
+	return &splitter{buf: make([]byte, min(initialBuffer, limit)), maxLen: maxLen, limit: limit, emit: emit}
 }
 
 // free returns the space the next read fills, compacting first when the
-// space left at the end is short.
+// space left at the end is short, and growing the buffer when it is full
+// (a long line) or when the writer fills every read (throughput).
 func (s *splitter) free() []byte {
-	if len(s.buf)-s.end < minRead && s.start > 0 {
-		s.end = copy(s.buf, s.buf[s.start:s.end])
-		s.start = 0
+	if len(s.buf)-s.end < minRead {
+		if s.start > 0 {
+			s.end = copy(s.buf, s.buf[s.start:s.end])
+			s.start = 0
+		}
+		if len(s.buf)-s.end < minRead && len(s.buf) < s.limit && (s.end == len(s.buf) || s.readFull) {
+			nb := make([]byte, min(s.limit, max(2*len(s.buf), s.end+minRead)))
+			copy(nb, s.buf[:s.end])
+			s.buf = nb
+		}
 	}
+	s.lastFree = len(s.buf) - s.end
 	return s.buf[s.end:]
 }
 
 // advance accounts for n bytes read into free() and emits every line that
 // is now complete, and chunks of lines that are now known to be too long.
 func (s *splitter) advance(n int) {
+	s.readFull = n > 0 && n == s.lastFree
 	s.end += n
 	for {
 		data := s.buf[s.start:s.end]

@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
+	"time"
 
 	"github.com/supervise-dev/supervise/ctl"
 	"github.com/supervise-dev/supervise/logs"
+	"github.com/supervise-dev/supervise/proc"
 )
 
 // The control API: Supervisor implements ctl.Backend. Every command that
@@ -105,12 +108,57 @@ func (s *Supervisor) Status(ctx context.Context, names []string) ([]ctl.ProgramS
 		if sid == "" || out[i].Pid == 0 {
 			continue
 		}
-		if stats, err := s.rt.Stats(sid); err == nil {
+		if stats, ok := s.stats.get(s.rt, sid, now); ok {
 			out[i].MemoryBytes = stats.MemoryBytes
 			out[i].CPUSeconds = stats.CPUUsage.Seconds()
 		}
 	}
 	return out, nil
+}
+
+// statsCache keeps each sandbox's cgroup figures for a second: a status of
+// a thousand programs is a few thousand file reads, and a dashboard polling
+// it must not pay them on every call. Entries of deleted sandboxes go at
+// the next sweep.
+type statsCache struct {
+	mu      sync.Mutex
+	entries map[string]statsEntry
+	swept   time.Time
+}
+
+type statsEntry struct {
+	at    time.Time
+	stats proc.Stats
+}
+
+const statsTTL = time.Second
+
+func (c *statsCache) get(rt Runtime, sid string, now time.Time) (proc.Stats, bool) {
+	c.mu.Lock()
+	if c.entries == nil {
+		c.entries = map[string]statsEntry{}
+	}
+	if now.Sub(c.swept) > time.Minute {
+		for k, e := range c.entries {
+			if now.Sub(e.at) > statsTTL {
+				delete(c.entries, k)
+			}
+		}
+		c.swept = now
+	}
+	e, ok := c.entries[sid]
+	c.mu.Unlock()
+	if ok && now.Sub(e.at) < statsTTL {
+		return e.stats, true
+	}
+	st, err := rt.Stats(sid)
+	if err != nil {
+		return proc.Stats{}, false
+	}
+	c.mu.Lock()
+	c.entries[sid] = statsEntry{at: now, stats: st}
+	c.mu.Unlock()
+	return st, true
 }
 
 // Start asks named instances to run, and waits until each is Running or has

@@ -100,7 +100,8 @@ type Supervisor struct {
 	stopReq  chan struct{} // closed by the Shutdown command
 	stopOnce sync.Once
 
-	watch watchers // file watchers of [program.N.watch]
+	watch watchers   // file watchers of [program.N.watch]
+	stats statsCache // cgroup figures for status
 }
 
 // New builds a Supervisor for opts.Config. Nothing starts before Run.
