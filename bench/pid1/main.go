@@ -1,0 +1,298 @@
+// Command pid1 benchmarks `supervise exec` against tini and dumb-init:
+//
+//   - wall time to run `/bin/true` under each init (fork, exec, the init
+//     starts the command, reaps it, exits, we reap the init), and
+//   - the delay from a SIGTERM sent to the init until the command has it.
+//
+// The cases run interleaved round-robin in the same run, so machine load
+// hits them alike. It prints medians, p90s and ratios against tini.
+//
+//	go run ./bench/pid1 [-n 300] [-supervise path/to/supervise]
+//
+// tini and dumb-init come from Debian (apt-get install tini dumb-init).
+// tini runs with -s: not PID 1, it needs to be a subreaper to reap, which
+// supervise makes itself anyway.
+package main
+
+import (
+	"encoding/binary"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+const childArg = "__pid1bench_child"
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == childArg {
+		os.Exit(signalChild())
+	}
+	n := flag.Int("n", 300, "runs per case")
+	sup := flag.String("supervise", "", "supervise binary (default: build ./cmd/supervise with CGO_ENABLED=0)")
+	flag.Parse()
+	if err := run(*n, *sup); err != nil {
+		fmt.Fprintln(os.Stderr, "pid1 bench:", err)
+		os.Exit(1)
+	}
+}
+
+type initCase struct {
+	name string
+	argv []string // the init and its flags, the command follows
+}
+
+func run(n int, sup string) error {
+	if sup == "" {
+		var cleanup func()
+		var err error
+		if sup, cleanup, err = buildSupervise(); err != nil {
+			return err
+		}
+		defer cleanup()
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	cases := []initCase{{"none (command alone)", nil}, {"supervise exec", []string{sup, "exec", "--"}}}
+	for _, c := range []initCase{{"tini -s", []string{"tini", "-s", "--"}}, {"dumb-init", []string{"dumb-init"}}} {
+		p, err := exec.LookPath(c.argv[0])
+		if err != nil {
+			return fmt.Errorf("%s is not installed (apt-get install tini dumb-init)", c.argv[0])
+		}
+		c.argv[0] = p
+		cases = append(cases, c)
+	}
+	trueBin, err := exec.LookPath("true")
+	if err != nil {
+		return err
+	}
+	fmt.Printf("pid1 bench: %d runs per case, interleaved; %d CPUs; load %s\n", n, numCPU(), loadavg())
+	fmt.Printf("supervise: %s\n\n", sup)
+
+	wall := make([][]time.Duration, len(cases))
+	for range n {
+		for i, c := range cases {
+			d, err := timeRun(append(slices.Clone(c.argv), trueBin))
+			if err != nil {
+				return fmt.Errorf("%s: %w", c.name, err)
+			}
+			wall[i] = append(wall[i], d)
+		}
+	}
+	fmt.Println("Wall time of INIT -- /bin/true (spawn to reaped):")
+	table(cases, wall, 2)
+
+	delay := make([][]time.Duration, len(cases))
+	for range n {
+		for i, c := range cases {
+			d, err := signalDelay(append(slices.Clone(c.argv), self, childArg))
+			if err != nil {
+				return fmt.Errorf("%s: %w", c.name, err)
+			}
+			delay[i] = append(delay[i], d)
+		}
+	}
+	fmt.Println("\nSIGTERM to the init until the command's handler has it (the command is a Go program, its own signal latency is in every row):")
+	table(cases, delay, 2)
+	return nil
+}
+
+// table prints median and p90 per case, with the difference and ratio of
+// the medians against the row ref (tini).
+func table(cases []initCase, samples [][]time.Duration, ref int) {
+	med := make([]time.Duration, len(cases))
+	for i := range cases {
+		med[i] = percentile(samples[i], 50)
+	}
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "case\tmedian\tp90\tmin\tmedian - %s\tmedian / %s\t\n", cases[ref].name, cases[ref].name)
+	for i, c := range cases {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%+.3f ms\t%.2f\t\n", c.name, ms(med[i]), ms(percentile(samples[i], 90)),
+			ms(slices.Min(samples[i])), float64(med[i]-med[ref])/1e6, float64(med[i])/float64(med[ref]))
+	}
+	tw.Flush()
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.3f ms", float64(d)/1e6) }
+
+func percentile(s []time.Duration, p int) time.Duration {
+	c := slices.Clone(s)
+	slices.Sort(c)
+	return c[(len(c)-1)*p/100]
+}
+
+// timeRun forks argv with stdio on /dev/null and waits for it.
+func timeRun(argv []string) (time.Duration, error) {
+	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer null.Close()
+	start := time.Now()
+	pid, err := syscall.ForkExec(argv[0], argv, &syscall.ProcAttr{
+		Env:   os.Environ(),
+		Files: []uintptr{null.Fd(), null.Fd(), null.Fd()},
+	})
+	if err != nil {
+		return 0, err
+	}
+	ws, err := wait(pid)
+	took := time.Since(start)
+	if err != nil {
+		return 0, err
+	}
+	if !ws.Exited() || ws.ExitStatus() != 0 {
+		return 0, fmt.Errorf("%v ended with status %#x", argv, ws)
+	}
+	return took, nil
+}
+
+func wait(pid int) (syscall.WaitStatus, error) {
+	for {
+		var ws syscall.WaitStatus
+		_, err := syscall.Wait4(pid, &ws, 0, nil)
+		if !errors.Is(err, syscall.EINTR) {
+			return ws, err
+		}
+	}
+}
+
+// signalDelay starts argv (an init over signalChild, or signalChild alone)
+// with a pipe as fd 3 (inits pass inherited descriptors through), waits
+// for the child's "ready", sends SIGTERM to argv's process and returns the
+// time until the child's handler read the clock. CLOCK_MONOTONIC is the
+// same clock in every process.
+func signalDelay(argv []string) (time.Duration, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return 0, err
+	}
+	defer r.Close()
+	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer null.Close()
+	pid, err := syscall.ForkExec(argv[0], argv, &syscall.ProcAttr{
+		Env:   os.Environ(),
+		Files: []uintptr{null.Fd(), null.Fd(), os.Stderr.Fd(), w.Fd()},
+		Sys:   &syscall.SysProcAttr{Setpgid: true},
+	})
+	w.Close()
+	if err != nil {
+		return 0, err
+	}
+	defer func() {
+		_ = syscall.Kill(-pid, syscall.SIGKILL) // only if it is stuck
+		_, _ = wait(pid)
+	}()
+	buf := make([]byte, 8)
+	if _, err := r.Read(buf[:1]); err != nil {
+		return 0, fmt.Errorf("waiting for the child to be ready: %w", err)
+	}
+	sent := monotonic()
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		return 0, err
+	}
+	if _, err := readFull(r, buf); err != nil {
+		return 0, fmt.Errorf("waiting for the child's timestamp: %w", err)
+	}
+	got := int64(binary.LittleEndian.Uint64(buf))
+	ws, err := wait(pid)
+	if err != nil {
+		return 0, err
+	}
+	if !ws.Exited() || ws.ExitStatus() != 0 {
+		return 0, fmt.Errorf("%s ended with status %#x", filepath.Base(argv[0]), ws)
+	}
+	return time.Duration(got - sent), nil
+}
+
+func readFull(f *os.File, b []byte) (int, error) {
+	n := 0
+	for n < len(b) {
+		m, err := f.Read(b[n:])
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+func monotonic() int64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
+}
+
+// signalChild is the command of the signal benchmark: ready on fd 3, then
+// the clock reading at SIGTERM on fd 3, then exit 0.
+func signalChild() int {
+	out := os.NewFile(3, "report")
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM)
+	if _, err := out.Write([]byte{'r'}); err != nil {
+		return 1
+	}
+	<-sigs
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], uint64(monotonic()))
+	if _, err := out.Write(b[:]); err != nil {
+		return 1
+	}
+	return 0
+}
+
+func buildSupervise() (string, func(), error) {
+	mod, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", nil, fmt.Errorf("go env GOMOD: %w", err)
+	}
+	root := filepath.Dir(strings.TrimSpace(string(mod)))
+	dir, err := os.MkdirTemp("", "pid1bench-")
+	if err != nil {
+		return "", nil, err
+	}
+	bin := filepath.Join(dir, "supervise")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/supervise")
+	build.Dir = root
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
+		return "", nil, fmt.Errorf("building supervise: %v\n%s", err, out)
+	}
+	return bin, func() { os.RemoveAll(dir) }, nil
+}
+
+func numCPU() int {
+	var set unix.CPUSet
+	if unix.SchedGetaffinity(0, &set) != nil {
+		return 0
+	}
+	return set.Count()
+}
+
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
