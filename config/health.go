@@ -3,7 +3,6 @@ package config
 import (
 	"maps"
 	"net"
-	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -268,19 +267,7 @@ func (d *decoder) httpProbe(n *node) *HTTPProbe {
 			d.errorf(n.path, "needs a url")
 		}
 		if v := t["headers"]; v != nil {
-			if ht := d.table(v, `a table like { Host = "web.internal" }`); ht != nil {
-				h.Headers = map[string]string{}
-				for _, k := range slices.Sorted(maps.Keys(ht)) {
-					hv := ht[k]
-					if s, ok := d.str(hv); ok {
-						if k == "" || strings.ContainsAny(k, " :\r\n") || strings.ContainsAny(s, "\r\n") {
-							d.errorf(hv.path, "invalid header")
-							continue
-						}
-						h.Headers[k] = s
-					}
-				}
-			}
+			h.Headers = d.headers(v, `a table like { Host = "web.internal" }`)
 		}
 		if v := t["expect_status"]; v != nil {
 			if i, ok := d.integer(v, 100, 599); ok {
@@ -292,13 +279,7 @@ func (d *decoder) httpProbe(n *node) *HTTPProbe {
 		return h
 	}
 	if urlNode != nil {
-		if s, ok := d.str(urlNode); ok {
-			u, err := url.Parse(s)
-			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				d.errorf(urlNode.path, "%q is not an http:// or https:// URL", s)
-			}
-			h.URL = s
-		}
+		h.URL = d.httpURL(urlNode)
 	}
 	return h
 }

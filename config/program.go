@@ -600,18 +600,7 @@ func (d *decoder) httpHook(n *node) *HTTPHook {
 			}
 		}
 		if v := t["headers"]; v != nil {
-			if ht := d.table(v, `a table like { Authorization = "Bearer …" }`); ht != nil {
-				h.Headers = map[string]string{}
-				for k, hv := range ht {
-					if s, ok := d.str(hv); ok {
-						if k == "" || strings.ContainsAny(k, " :\r\n") || strings.ContainsAny(s, "\r\n") {
-							d.errorf(hv.path, "invalid header")
-							continue
-						}
-						h.Headers[k] = s
-					}
-				}
-			}
+			h.Headers = d.headers(v, `a table like { Authorization = "Bearer …" }`)
 		}
 		if v := t["expect_status"]; v != nil {
 			if i, ok := d.integer(v, 100, 599); ok {
@@ -623,15 +612,42 @@ func (d *decoder) httpHook(n *node) *HTTPHook {
 		return h
 	}
 	if urlNode != nil {
-		if s, ok := d.str(urlNode); ok {
-			u, err := url.Parse(s)
-			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				d.errorf(urlNode.path, "%q is not an http:// or https:// URL", s)
+		h.URL = d.httpURL(urlNode)
+	}
+	return h
+}
+
+// headers decodes a table of HTTP headers (of a hook or a probe); example
+// shows the expected form in the error.
+func (d *decoder) headers(v *node, example string) map[string]string {
+	ht := d.table(v, example)
+	if ht == nil {
+		return nil
+	}
+	h := map[string]string{}
+	for _, k := range slices.Sorted(maps.Keys(ht)) {
+		hv := ht[k]
+		if s, ok := d.str(hv); ok {
+			if k == "" || strings.ContainsAny(k, " :\r\n") || strings.ContainsAny(s, "\r\n") {
+				d.errorf(hv.path, "invalid header")
+				continue
 			}
-			h.URL = s
+			h[k] = s
 		}
 	}
 	return h
+}
+
+// httpURL decodes an absolute http:// or https:// URL.
+func (d *decoder) httpURL(n *node) string {
+	s, ok := d.str(n)
+	if !ok {
+		return ""
+	}
+	if u, err := url.Parse(s); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		d.errorf(n.path, "%q is not an http:// or https:// URL", s)
+	}
+	return s
 }
 
 // watch reads [program.NAME.watch]; paths default to dir, the program's.
