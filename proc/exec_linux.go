@@ -105,13 +105,13 @@ func (r *Runtime) Exec(ctx context.Context, sandboxID string, cfg ExecConfig) (E
 	var pid int
 	if sb.init != nil {
 		child = r.seq.Add(1)
-		pid, err = sb.init.start(child, spec, stdout, stderr, exitCh)
+		pid, err = sb.init.start(child, spec, stdout, stderr, nil, exitCh)
 	} else {
 		var out, errf int
 		var closeStdio func()
 		out, errf, closeStdio, err = stdioFds(stdout, stderr)
 		if err == nil {
-			pid, err = r.spawnDirect(sb, spec, out, errf, exitCh)
+			pid, err = r.spawnDirect(sb, spec, out, errf, nil, exitCh)
 			closeStdio()
 		}
 		if err == nil {

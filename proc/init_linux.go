@@ -105,7 +105,7 @@ func RunInit(argv []string, env []string) (syscall.WaitStatus, error) {
 	exited := make(chan unix.WaitStatus, 1)
 	spec := &spawnSpec{Path: path, Args: argv, Env: env, Umask: -1}
 	pid, err := rp.spawn(func() (int, error) {
-		pid, _, err := forkSpec(spec, 1, 2, &syscall.SysProcAttr{})
+		pid, _, err := forkSpec(spec, 1, 2, nil, &syscall.SysProcAttr{})
 		return pid, err
 	}, func(ws unix.WaitStatus) {
 		if ws.Exited() || ws.Signaled() {
@@ -286,14 +286,14 @@ func (in *sandboxInit) reply(seq uint64, err error) {
 
 func (in *sandboxInit) start(m message, fds []int) {
 	defer closeFds(fds)
-	if m.Spec == nil || len(fds) != 2 {
+	if m.Spec == nil || len(fds) != 2+len(m.Spec.ExtraFDs) {
 		in.reply(m.Seq, errors.New("bad start request"))
 		return
 	}
 	child := m.Child
 	var finish startedFunc
 	pid, err := in.rp.spawn(func() (int, error) {
-		pid, fin, err := forkSpec(m.Spec, fds[0], fds[1], &syscall.SysProcAttr{})
+		pid, fin, err := forkSpec(m.Spec, fds[0], fds[1], fds[2:], &syscall.SysProcAttr{})
 		if err == nil {
 			finish = fin
 			in.mu.Lock()

@@ -151,7 +151,7 @@ func (c *initClient) isDead() bool {
 // exit. It returns the host pid, or 0 when it could not be learnt. It
 // waits for the reply whatever happens (but the init's death): giving up
 // early could leave a program running that nobody tracks.
-func (c *initClient) start(child uint64, spec *spawnSpec, stdout, stderr *os.File, exitCh chan<- exitStatus) (int, error) {
+func (c *initClient) start(child uint64, spec *spawnSpec, stdout, stderr *os.File, extra []int, exitCh chan<- exitStatus) (int, error) {
 	out, errf, closeStdio, err := stdioFds(stdout, stderr)
 	if err != nil {
 		return 0, err
@@ -164,7 +164,7 @@ func (c *initClient) start(child uint64, spec *spawnSpec, stdout, stderr *os.Fil
 	}
 	c.children[child] = exitCh // before the request: the exit may beat the reply
 	c.mu.Unlock()
-	r, err := c.call(context.Background(), &message{Op: opStart, Child: child, Spec: spec}, out, errf)
+	r, err := c.call(context.Background(), &message{Op: opStart, Child: child, Spec: spec}, append([]int{out, errf}, extra...)...)
 	if err != nil {
 		c.mu.Lock()
 		delete(c.children, child)

@@ -24,6 +24,13 @@ func (r *Runtime) Create(ctx context.Context, sandboxID string, cfg ProcessConfi
 		return "", fmt.Errorf("creating process %q: %w", cfg.Args[0], err)
 	}
 	spec.InitPath = r.initPath
+	for fd, f := range cfg.ExtraFiles {
+		if f == nil || fd < 3 || fd > 1024 {
+			return "", fmt.Errorf("creating process %q: extra file at descriptor %d: want an open file at 3 to 1024", cfg.Args[0], fd)
+		}
+		spec.ExtraFDs = append(spec.ExtraFDs, fd)
+	}
+	slices.Sort(spec.ExtraFDs)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -137,7 +144,7 @@ func (r *Runtime) start(ctx context.Context, p *process) (pid int, oom uint64, e
 	}
 	if in := p.sb.init; in != nil {
 		p.child = r.seq.Add(1)
-		pid, err = in.start(p.child, &spec, p.cfg.Stdout, p.cfg.Stderr, p.exitCh)
+		pid, err = in.start(p.child, &spec, p.cfg.Stdout, p.cfg.Stderr, p.extraFds(), p.exitCh)
 		return pid, oom, err
 	}
 	out, errf, closeStdio, err := stdioFds(p.cfg.Stdout, p.cfg.Stderr)
@@ -145,12 +152,21 @@ func (r *Runtime) start(ctx context.Context, p *process) (pid int, oom uint64, e
 		return 0, 0, err
 	}
 	defer closeStdio()
-	pid, err = r.spawnDirect(p.sb, &spec, out, errf, p.exitCh)
+	pid, err = r.spawnDirect(p.sb, &spec, out, errf, p.extraFds(), p.exitCh)
 	return pid, oom, err
 }
 
+// extraFds lists the descriptors of cfg.ExtraFiles in spec.ExtraFDs order.
+func (p *process) extraFds() []int {
+	fds := make([]int, len(p.spec.ExtraFDs))
+	for i, n := range p.spec.ExtraFDs {
+		fds[i] = int(p.cfg.ExtraFiles[n].Fd())
+	}
+	return fds
+}
+
 // spawnDirect forks spec from the runtime itself into sb's cgroup.
-func (r *Runtime) spawnDirect(sb *sandbox, spec *spawnSpec, stdout, stderr int, exitCh chan exitStatus) (int, error) {
+func (r *Runtime) spawnDirect(sb *sandbox, spec *spawnSpec, stdout, stderr int, extra []int, exitCh chan exitStatus) (int, error) {
 	pl := placement(sb.place.Load())
 	sys := &syscall.SysProcAttr{}
 	if pl == placeFD {
@@ -177,7 +193,7 @@ func (r *Runtime) spawnDirect(sb *sandbox, spec *spawnSpec, stdout, stderr int, 
 	stopped := make(chan struct{}, 1)
 	var finish startedFunc
 	pid, err := r.rp.spawn(func() (int, error) {
-		pid, fin, err := forkSpec(spec, stdout, stderr, sys)
+		pid, fin, err := forkSpec(spec, stdout, stderr, extra, sys)
 		finish = fin
 		return pid, err
 	}, func(ws unix.WaitStatus) {
@@ -194,13 +210,13 @@ func (r *Runtime) spawnDirect(sb *sandbox, spec *spawnSpec, stdout, stderr int, 
 		// clone3 refused (v1 fd, or filtered by seccomp): Go has no
 		// fallback, so switch this sandbox to the ptrace placement.
 		sb.place.Store(int32(placePtrace))
-		return r.spawnDirect(sb, spec, stdout, stderr, exitCh)
+		return r.spawnDirect(sb, spec, stdout, stderr, extra, exitCh)
 	}
 	if pl == placePtrace && errors.Is(err, unix.EPERM) {
 		// PTRACE_TRACEME refused (a seccomp or LSM policy): fall back to
 		// the stub, which waits for its spec until it has been placed.
 		sb.place.Store(int32(placeStub))
-		return r.spawnDirect(sb, spec, stdout, stderr, exitCh)
+		return r.spawnDirect(sb, spec, stdout, stderr, extra, exitCh)
 	}
 	if err != nil {
 		return 0, err

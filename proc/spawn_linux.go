@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -31,6 +32,9 @@ type spawnSpec struct {
 	Umask      int          `json:"umask"` // -1 inherits
 	// InitPath is the stub binary for needsShim specs.
 	InitPath string `json:"init,omitempty"`
+	// ExtraFDs are the descriptor numbers the program gets its extra files
+	// at, in the order the files are passed next to stdout and stderr.
+	ExtraFDs []int `json:"extra_fds,omitempty"`
 	// ForceShim starts even a plain program through the stub: it blocks
 	// until it got its spec, so it can be placed in a cgroup first.
 	ForceShim bool `json:"-"`
@@ -128,11 +132,35 @@ func checkExecutable(p string) error {
 // hands over the spec and waits until the program was exec'd.
 type startedFunc func() error
 
-// forkSpec forks s with stdio files (stdin is /dev/null) and the placement
-// in sys (cgroup fd, ptrace). The child gets its own process group. It
-// must run inside reaper.spawn; the returned function must be called after
-// the pid was registered.
-func forkSpec(s *spawnSpec, stdout, stderr int, sys *syscall.SysProcAttr) (int, startedFunc, error) {
+// childFiles lays out the child's descriptor table: stdin (/dev/null),
+// stdout, stderr, then extra[i] at s.ExtraFDs[i]; holes are closed (-1).
+func childFiles(s *spawnSpec, null, stdout, stderr int, extra []int) ([]uintptr, error) {
+	if len(extra) != len(s.ExtraFDs) {
+		return nil, fmt.Errorf("%d extra files for %d descriptor numbers", len(extra), len(s.ExtraFDs))
+	}
+	n := 3
+	for _, fd := range s.ExtraFDs {
+		if fd < 3 || fd > 1024 {
+			return nil, fmt.Errorf("extra file at descriptor %d: want 3 to 1024", fd)
+		}
+		n = max(n, fd+1)
+	}
+	files := make([]uintptr, n)
+	for i := range files {
+		files[i] = ^uintptr(0) // closed in the child
+	}
+	files[0], files[1], files[2] = uintptr(null), uintptr(stdout), uintptr(stderr)
+	for i, fd := range s.ExtraFDs {
+		files[fd] = uintptr(extra[i])
+	}
+	return files, nil
+}
+
+// forkSpec forks s with stdio files (stdin is /dev/null), the extra files
+// of s.ExtraFDs, and the placement in sys (cgroup fd, ptrace). The child
+// gets its own process group. It must run inside reaper.spawn; the
+// returned function must be called after the pid was registered.
+func forkSpec(s *spawnSpec, stdout, stderr int, extra []int, sys *syscall.SysProcAttr) (int, startedFunc, error) {
 	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
 	if err != nil {
 		return 0, nil, err
@@ -145,6 +173,10 @@ func forkSpec(s *spawnSpec, stdout, stderr int, sys *syscall.SysProcAttr) (int, 
 		stderr = int(null.Fd())
 	}
 	sys.Setpgid = true
+	files, err := childFiles(s, int(null.Fd()), stdout, stderr, extra)
+	if err != nil {
+		return 0, nil, err
+	}
 	if !s.needsShim() {
 		if s.Cred {
 			sys.Credential = &syscall.Credential{Uid: s.UID, Gid: s.GID, Groups: s.Groups}
@@ -152,7 +184,7 @@ func forkSpec(s *spawnSpec, stdout, stderr int, sys *syscall.SysProcAttr) (int, 
 		pid, err := syscall.ForkExec(s.Path, s.Args, &syscall.ProcAttr{
 			Dir:   s.Dir,
 			Env:   s.Env,
-			Files: []uintptr{null.Fd(), uintptr(stdout), uintptr(stderr)},
+			Files: files,
 			Sys:   sys,
 		})
 		if err != nil {
@@ -161,7 +193,8 @@ func forkSpec(s *spawnSpec, stdout, stderr int, sys *syscall.SysProcAttr) (int, 
 		return pid, func() error { return nil }, nil
 	}
 
-	// The stub reads the spec from fd 3 and reports a failed exec on it;
+	// The stub reads the spec from the descriptor after the program's
+	// (its number is the stub's argument) and reports a failed exec on it;
 	// a successful exec closes it (close-on-exec), which we see as EOF.
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -170,9 +203,10 @@ func forkSpec(s *spawnSpec, stdout, stderr int, sys *syscall.SysProcAttr) (int, 
 	ours := os.NewFile(uintptr(fds[0]), "stub")
 	theirs := os.NewFile(uintptr(fds[1]), "stub")
 	defer theirs.Close()
-	pid, err := syscall.ForkExec(s.InitPath, []string{initArgv0, roleExec}, &syscall.ProcAttr{
+	ctlFD := len(files)
+	pid, err := syscall.ForkExec(s.InitPath, []string{initArgv0, roleExec, strconv.Itoa(ctlFD)}, &syscall.ProcAttr{
 		Env:   []string{"GOMAXPROCS=1"},
-		Files: []uintptr{null.Fd(), uintptr(stdout), uintptr(stderr), theirs.Fd()},
+		Files: append(files, theirs.Fd()),
 		Sys:   sys,
 	})
 	if err != nil {
@@ -202,7 +236,13 @@ func forkSpec(s *spawnSpec, stdout, stderr int, sys *syscall.SysProcAttr) (int, 
 // shimMain is the "exec" role: apply what SysProcAttr cannot, then exec
 // the program in place (same pid, so the parent's wait sees the program).
 func shimMain() int {
-	ctl := os.NewFile(3, "ctl")
+	fd := 3
+	if len(os.Args) > 2 {
+		if n, err := strconv.Atoi(os.Args[2]); err == nil && n > 2 {
+			fd = n
+		}
+	}
+	ctl := os.NewFile(uintptr(fd), "ctl")
 	var s spawnSpec
 	if err := json.NewDecoder(ctl).Decode(&s); err != nil {
 		fmt.Fprintf(ctl, "stub: reading spec: %v\n", err)
@@ -212,7 +252,7 @@ func shimMain() int {
 		fmt.Fprintln(ctl, err)
 		return 127
 	}
-	unix.CloseOnExec(3)
+	unix.CloseOnExec(fd)
 	err := syscall.Exec(s.Path, s.Args, s.Env)
 	fmt.Fprintf(ctl, "exec %q: %v\n", s.Args[0], err)
 	if errors.Is(err, syscall.ENOENT) {

@@ -147,6 +147,10 @@ type ProcessConfig struct {
 	Stdout, Stderr *os.File
 	// StopSignal is what Stop sends first (default SIGTERM).
 	StopSignal syscall.Signal
+	// ExtraFiles are passed to the program at the given descriptor numbers
+	// (3 and up), e.g. an s6-style notification fd. The caller owns them
+	// and may close them once Start returned.
+	ExtraFiles map[int]*os.File
 }
 
 // State is the state of a process.

@@ -26,6 +26,8 @@ const (
 type health struct {
 	probes   *probe.Runner
 	sock     *notify.Socket
+	fd       *notify.FD
+	fdChild  *os.File // the write end of fd, until the child has it
 	watchdog *notify.Watchdog
 	cancel   context.CancelFunc
 	done     chan struct{}
@@ -77,7 +79,31 @@ func (s *Supervisor) prepareHealth(in *instance, env []string) (*health, []strin
 		h.sock = sock
 		env = append(env, notify.Env(path, in.spec.Watchdog)...)
 	}
+	if in.spec.Notify == config.NotifyFD {
+		fd, w, err := notify.NewFD()
+		if err != nil {
+			return nil, env, err
+		}
+		h.fd, h.fdChild = fd, w
+	}
 	return h, env, nil
+}
+
+// childFiles are the descriptors the process gets for its notification.
+func (h *health) childFiles(spec *config.Program) map[int]*os.File {
+	if h.fdChild == nil {
+		return nil
+	}
+	return map[int]*os.File{spec.NotifyFD: h.fdChild}
+}
+
+// started drops our copy of the child's notification fd: with it open,
+// the reader would never see EOF.
+func (h *health) started() {
+	if h.fdChild != nil {
+		_ = h.fdChild.Close()
+		h.fdChild = nil
+	}
 }
 
 // startHealth starts the watchers once the process runs.
@@ -143,6 +169,19 @@ func (s *Supervisor) startHealth(in *instance, h *health, sid string, pcfgEnv []
 			}
 		})
 	}
+	if h.fd != nil {
+		fd := h.fd
+		wg = append(wg, func() {
+			select {
+			case <-fd.Ready():
+				s.mu.Lock()
+				h.notifyReady = true
+				s.mu.Unlock()
+				wake()
+			case <-ctx.Done():
+			}
+		})
+	}
 	if spec.ReadyLogLine != "" {
 		if m, err := notify.NewLineMatcher(spec.ReadyLogLine); err == nil {
 			ring := in.logs.ring
@@ -196,9 +235,13 @@ func (h *health) stop() {
 	if h.sock != nil {
 		_ = h.sock.Close()
 	}
+	h.started()
 	if h.cancel != nil {
 		h.cancel()
 		<-h.done
+	}
+	if h.fd != nil {
+		_ = h.fd.Close()
 	}
 }
 
@@ -218,7 +261,7 @@ func readyLocked(in *instance) bool {
 	switch {
 	case h.probes != nil:
 		return h.probes.Status().Ready
-	case in.spec.Notify == config.NotifySdNotify:
+	case in.spec.Notify == config.NotifySdNotify, in.spec.Notify == config.NotifyFD:
 		return h.notifyReady
 	case in.spec.ReadyLogLine != "":
 		return h.logReady

@@ -182,13 +182,16 @@ func (s *Supervisor) start(ctx context.Context, in *instance) error {
 	}
 	pcfg := processConfig(spec, env)
 	pcfg.Stdout, pcfg.Stderr = stdout, stderr
+	pcfg.ExtraFiles = h.childFiles(spec)
 	id, err := s.rt.Create(ctx, sid, pcfg)
 	if err == nil {
 		err = s.rt.Start(ctx, id)
 	}
-	// The child has its copies now; ours must go, or the pumps never see EOF.
+	// The child has its copies now; ours must go, or the pumps (and the
+	// notification fd's reader) never see EOF.
 	stdout.Close()
 	stderr.Close()
+	h.started()
 	if err != nil {
 		h.stop()
 		if id != "" {
@@ -479,6 +482,11 @@ func (s *Supervisor) runHook(ctx context.Context, in *instance, phase hooks.Phas
 // supervisor's own, the program's env over it, then ours over both. Each
 // name appears once: getenv takes the first of duplicates, and the last
 // word must win.
+// ownNotifyVar are what systemd (or a parent supervisor) gave us to report
+// our own readiness: a program that inherited them could speak for us, and
+// an sd_notify program must find only its own socket.
+var ownNotifyVar = map[string]bool{"NOTIFY_SOCKET": true, "WATCHDOG_USEC": true, "WATCHDOG_PID": true}
+
 func programEnv(spec *config.Program, in *instance, last *exitInfo) []string {
 	vars := map[string]string{}
 	var order []string
@@ -489,7 +497,7 @@ func programEnv(spec *config.Program, in *instance, last *exitInfo) []string {
 		vars[k] = v
 	}
 	for _, kv := range os.Environ() {
-		if k, v, ok := strings.Cut(kv, "="); ok {
+		if k, v, ok := strings.Cut(kv, "="); ok && !ownNotifyVar[k] {
 			set(k, v)
 		}
 	}

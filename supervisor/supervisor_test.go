@@ -47,8 +47,17 @@ type harness struct {
 
 func newHarness(t *testing.T, programs ...*config.Program) *harness {
 	t.Helper()
+	return newHarnessSetup(t, nil, programs...)
+}
+
+// newHarnessSetup lets setup prepare the fake runtime before anything starts.
+func newHarnessSetup(t *testing.T, setup func(*fakeRuntime), programs ...*config.Program) *harness {
+	t.Helper()
 	clock := backoff.NewFakeClock(t0)
 	rt := newFakeRuntime(clock)
+	if setup != nil {
+		setup(rt)
+	}
 	cfg := &config.Config{File: "test.toml", Supervisor: config.Supervisor{Workers: 2, ShutdownTimeout: 5 * time.Second}, Programs: programs}
 	sup, err := New(Options{Config: cfg, Runtime: rt, Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Console: io.Discard})
 	if err != nil {

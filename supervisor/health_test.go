@@ -1,0 +1,99 @@
+package supervisor
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/supervise-dev/supervise/config"
+)
+
+// setExecFail makes the fake runtime fail (or pass) every Exec of cmd.
+func (f *fakeRuntime) setExecFail(cmd string, fail bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.execFail[cmd] = fail
+}
+
+// stepUntil steps the fake clock one period at a time until cond holds
+// (read under the supervisor's lock), bounded in real time. Probe timers
+// are re-armed asynchronously, so a step may find one not armed yet: it
+// then fires a period later, which only delays the reaction.
+func (h *harness) stepUntil(what string, period time.Duration, cond func() bool) {
+	h.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		err := h.sup.waitFor(ctx, cond)
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("%s: never happened; now: %s", what, h.sup.statusSummary())
+		}
+		h.clock.Step(period)
+	}
+}
+
+func commandProbe(cmd string, failures int) *config.Probe {
+	return &config.Probe{Command: []string{cmd}, Period: time.Second, Timeout: time.Second, SuccessThreshold: 1, FailureThreshold: failures}
+}
+
+// A dependent waits for its dependency's readiness (state Waiting), not
+// for it to run; a failing liveness probe restarts the program as a crash
+// (reason LivenessProbeFailed), on the kubelet's backoff: at once the
+// first time, after 10 s the second; readiness alone never restarts.
+func TestReadinessGatesAndLivenessRestartsWithBackoff(t *testing.T) {
+	db := program("db", func(p *config.Program) {
+		p.Probes.Readiness = commandProbe("db-ready", 1)
+		p.Probes.Liveness = commandProbe("db-live", 2)
+	})
+	app := program("app", func(p *config.Program) { p.DependsOn = []string{"db"} })
+	h := newHarnessSetup(t, func(rt *fakeRuntime) { rt.execFail["db-ready"] = true }, db, app)
+
+	h.waitState("db", Running)
+	h.waitState("app", Waiting)
+	start := h.clock.Now()
+	for h.clock.Since(start) < 30*time.Second { // readiness failing for 30 s: no restart, app waits
+		h.clock.Step(time.Second)
+	}
+	h.sup.mu.Lock()
+	dbIn, appState := h.sup.instances["db"], h.sup.instances["app"].state
+	restarts, ready := len(h.rt.startTimes("db")), dbIn.ready
+	h.sup.mu.Unlock()
+	if appState != Waiting || ready || restarts != 1 {
+		t.Fatalf("after 30 s unready: app %s, db ready %v, db starts %d; want Waiting, false, 1", appState, ready, restarts)
+	}
+
+	h.rt.setExecFail("db-ready", false)
+	h.stepUntil("db ready", time.Second, func() bool { return h.sup.instances["db"].ready })
+	h.waitState("app", Running)
+
+	// Liveness fails: the first kill is restarted at once, the second
+	// waits 10 s in CrashLoopBackOff.
+	h.rt.setExecFail("db-live", true)
+	first := h.sup.instances["db"].procID
+	h.stepUntil("first liveness kill", time.Second, func() bool {
+		in := h.sup.instances["db"]
+		return in.procID != first && in.lastExit != nil && in.lastExit.Reason == ReasonLivenessProbeFailed
+	})
+	h.waitState("db", Running)
+	if got := len(h.rt.startTimes("db")); got != 2 {
+		t.Fatalf("db started %d times after the first liveness failure, want 2", got)
+	}
+	h.stepUntil("second liveness kill", time.Second, func() bool { return h.sup.instances["db"].state == CrashLoopBackOff })
+	st, _ := h.sup.Status(context.Background(), []string{"db"})
+	if got := time.Duration(st[0].NextStartInMs) * time.Millisecond; got != 10*time.Second || st[0].LastExit == nil || st[0].LastExit.Reason != ReasonLivenessProbeFailed {
+		t.Fatalf("after the second liveness failure: next start in %v, last exit %+v; want 10s, LivenessProbeFailed", got, st[0].LastExit)
+	}
+	h.rt.setExecFail("db-live", false)
+	killedAt := h.clock.Now()
+	// Step a second at a time: the queue arms only its earliest timer, and
+	// the stop's grace deadline may come first.
+	h.stepUntil("db restarted", time.Second, func() bool { return h.sup.instances["db"].state == Running })
+	starts := h.rt.startTimes("db")
+	if len(starts) != 3 || starts[2].Sub(killedAt) != 10*time.Second {
+		t.Fatalf("db starts %v, want a third 10s after %v", starts, killedAt)
+	}
+}
