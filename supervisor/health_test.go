@@ -97,3 +97,35 @@ func TestReadinessGatesAndLivenessRestartsWithBackoff(t *testing.T) {
 		t.Fatalf("db starts %v, want a third 10s after %v", starts, killedAt)
 	}
 }
+
+// depends_on = { migrate = "completed" } waits for the one-shot to exit
+// successfully; while it fails, the dependent stays Waiting (saying for
+// what) instead of starting or crash-looping.
+func TestDependsOnCompleted(t *testing.T) {
+	oneShot := func(p *config.Program) { p.Restart = config.RestartOnFailure }
+	migrate := program("migrate", oneShot)
+	api := program("api", func(p *config.Program) {
+		p.DependsOn = []string{"migrate"}
+		p.DependsOnCond = map[string]string{"migrate": config.DependCompleted}
+	})
+	h := newHarness(t, migrate, api)
+	h.waitState("migrate", Running)
+	h.waitState("api", Waiting)
+
+	h.exit("migrate", 1) // fails: restarted at once (first crash), api still waits
+	h.waitState("migrate", Running)
+	h.exit("migrate", 1)
+	h.waitState("migrate", CrashLoopBackOff)
+	h.sup.mu.Lock()
+	in := h.sup.instances["api"]
+	state, msg, starts := in.state, in.message, len(h.rt.startTimes("api"))
+	h.sup.mu.Unlock()
+	if state != Waiting || msg != "waiting for migrate to complete" || starts != 0 {
+		t.Fatalf("api while migrate fails: %s %q, %d starts; want Waiting \"waiting for migrate to complete\", 0", state, msg, starts)
+	}
+	h.stepWhenArmed(10 * time.Second)
+	h.waitState("migrate", Running)
+	h.exit("migrate", 0)
+	h.waitState("migrate", Completed)
+	h.waitState("api", Running)
+}
