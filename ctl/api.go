@@ -43,6 +43,16 @@ type ProgramStatus struct {
 	MemoryBytes   int64      `json:"memory_bytes"`
 	CPUSeconds    float64    `json:"cpu_seconds"`
 	Message       string     `json:"message,omitempty"`
+	// Probes has the last result of each probe that ran in this run,
+	// keyed "startup", "readiness", "liveness".
+	Probes map[string]ProbeResult `json:"probes,omitempty"`
+}
+
+// ProbeResult is the outcome of one probe run.
+type ProbeResult struct {
+	OK      bool      `json:"ok"`
+	Message string    `json:"message,omitempty"` // "HTTP 200", "exit code 1", "timed out after 1s"
+	Time    time.Time `json:"time"`
 }
 
 // Event is one state change of a program (or of the supervisor itself).

@@ -1,7 +1,9 @@
 package ctl
 
 import (
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -64,9 +66,35 @@ func appendStatusJSON(b []byte, sts []ProgramStatus) []byte {
 			b = append(b, `,"message":`...)
 			b = appendJSONString(b, st.Message)
 		}
+		if len(st.Probes) > 0 {
+			b = appendProbesJSON(b, st.Probes)
+		}
 		b = append(b, '}')
 	}
 	return append(b, ']')
+}
+
+// appendProbesJSON writes the probes field, keys sorted as encoding/json
+// sorts them.
+func appendProbesJSON(b []byte, probes map[string]ProbeResult) []byte {
+	b = append(b, `,"probes":{`...)
+	for i, k := range slices.Sorted(maps.Keys(probes)) {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		r := probes[k]
+		b = appendJSONString(b, k)
+		b = append(b, `:{"ok":`...)
+		b = strconv.AppendBool(b, r.OK)
+		if r.Message != "" {
+			b = append(b, `,"message":`...)
+			b = appendJSONString(b, r.Message)
+		}
+		b = append(b, `,"time":`...)
+		b = appendJSONTime(b, r.Time)
+		b = append(b, '}')
+	}
+	return append(b, '}')
 }
 
 // appendJSONTime writes t as time.Time.MarshalJSON does (RFC 3339 with

@@ -25,6 +25,16 @@ func fillAll(v reflect.Value, seed int) {
 		for i := range v.NumField() {
 			fillAll(v.Field(i), seed+i)
 		}
+	case reflect.Map: // two entries, so key order matters
+		m := reflect.MakeMap(v.Type())
+		for i := range 2 {
+			k := reflect.New(v.Type().Key()).Elem()
+			e := reflect.New(v.Type().Elem()).Elem()
+			fillAll(k, seed+7-i)
+			fillAll(e, seed+i)
+			m.SetMapIndex(k, e)
+		}
+		v.Set(m)
 	case reflect.String:
 		v.SetString("s" + string(rune('a'+seed%26)))
 	case reflect.Bool:
@@ -47,6 +57,7 @@ func TestStatusJSONMatchesEncodingJSON(t *testing.T) {
 		"empty":  {},
 		"zero":   {{}},
 		"full":   {full, full},
+		"probes": {{Probes: map[string]ProbeResult{"readiness": {Message: "HTTP 503"}, "liveness": {OK: true}, "startup": {}}}},
 		"escape": {{Name: "a\"b\\c\n\t\r\b\f\x01\x1f<>&\u2028\u2029é☃\xff\xfe", Message: "é\x00z", Ready: &no}},
 		"floats": {{CPUSeconds: 1e-7}, {CPUSeconds: 1e21}, {CPUSeconds: -2.5e-9}, {CPUSeconds: 123456789.125}, {CPUSeconds: 1e20}},
 		"ints":   {{Pid: -1, Restarts: math.MaxInt32, MemoryBytes: math.MaxInt64, NextStartInMs: math.MinInt64}},

@@ -16,6 +16,11 @@ type healthStatus struct {
 	LastExit *struct {
 		Reason string `json:"reason"`
 	} `json:"last_exit"`
+	Message string `json:"message"`
+	Probes  map[string]struct {
+		OK      bool   `json:"ok"`
+		Message string `json:"message"`
+	} `json:"probes"`
 }
 
 func (d *daemon) healthStatus() map[string]healthStatus {

@@ -103,6 +103,9 @@ depends_on = ["fd3", "fd5"]
 		}
 	}
 
+	if w := s["web"]; w.Probes["startup"].OK || w.Probes["startup"].Message == "" || !strings.HasPrefix(w.Message, "startup probe: ") {
+		t.Errorf("web before it listens: want a failed startup probe in status, got %+v", w)
+	}
 	// fd notification: each becomes ready on its own newline only.
 	if err := writeFileNow(filepath.Join(dir, "go-fd3")); err != nil {
 		t.Fatal(err)
@@ -128,6 +131,9 @@ depends_on = ["fd3", "fd5"]
 		return isReady(s["web"]) && s["webclient"].State == "Running"
 	})
 	web := d.healthStatus()["web"]
+	if r := web.Probes["readiness"]; !r.OK || r.Message != "HTTP 200" {
+		t.Errorf("web ready: readiness probe in status %+v, want ok, HTTP 200", r)
+	}
 	kids := childrenOf(web.Pid)
 	if len(kids) != 1 {
 		t.Fatalf("web (pid %d) has children %v, want the one python listener", web.Pid, kids)

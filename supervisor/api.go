@@ -12,6 +12,7 @@ import (
 
 	"github.com/supervise-dev/supervise/ctl"
 	"github.com/supervise-dev/supervise/logs"
+	"github.com/supervise-dev/supervise/probe"
 	"github.com/supervise-dev/supervise/proc"
 )
 
@@ -88,6 +89,12 @@ func (s *Supervisor) Status(ctx context.Context, names []string) ([]ctl.ProgramS
 		}
 		if h := in.health; h != nil && h.status != "" && st.Message == "" {
 			st.Message = h.status
+		}
+		if h := in.health; h != nil && h.probes != nil && in.procID != "" {
+			st.Probes = probeResults(h.probes.Status())
+			if st.Message == "" && !in.ready {
+				st.Message = notReadyWhy(st.Probes)
+			}
 		}
 		if in.procID != "" && !in.startedAt.IsZero() {
 			t := in.startedAt
@@ -332,4 +339,26 @@ func (s *Supervisor) statusSummary() string {
 	}
 	sort.Strings(parts)
 	return strings.Join(parts, " ")
+}
+
+func probeResults(ps probe.Status) map[string]ctl.ProbeResult {
+	if len(ps.Last) == 0 {
+		return nil
+	}
+	out := make(map[string]ctl.ProbeResult, len(ps.Last))
+	for kind, r := range ps.Last {
+		out[strings.ToLower(kind)] = ctl.ProbeResult{OK: r.OK, Message: r.Message, Time: r.Time}
+	}
+	return out
+}
+
+// notReadyWhy names the failing probe that holds readiness back, the
+// startup probe first since it gates the other.
+func notReadyWhy(last map[string]ctl.ProbeResult) string {
+	for _, kind := range []string{"startup", "readiness"} {
+		if r, ok := last[kind]; ok && !r.OK {
+			return kind + " probe: " + r.Message
+		}
+	}
+	return ""
 }

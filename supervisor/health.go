@@ -289,6 +289,10 @@ func (s *Supervisor) checkHealthLocked(in *instance) (kill bool) {
 		msg := "not ready"
 		if ready {
 			msg = "ready"
+		} else if h.probes != nil {
+			if why := notReadyWhy(probeResults(h.probes.Status())); why != "" {
+				msg += ": " + why
+			}
 		}
 		s.events.add(in.key, string(in.state), string(in.state), msg)
 		s.notifyChangedLocked()
