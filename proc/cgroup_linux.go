@@ -5,6 +5,9 @@ package proc
 type cgroupRoot interface {
 	v2() bool
 	create(name string, res SandboxConfig) (cgroup, error)
+	// children and existing find the cgroups a previous supervisor left.
+	children() ([]string, error)
+	existing(name string) (cgroup, error)
 	close() error
 }
 

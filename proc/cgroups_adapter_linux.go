@@ -45,6 +45,16 @@ func (c cgRoot) create(name string, cfg SandboxConfig) (cgroup, error) {
 	return cgGroup{cg}, nil
 }
 
+func (c cgRoot) children() ([]string, error) { return c.r.Children() }
+
+func (c cgRoot) existing(name string) (cgroup, error) {
+	cg, err := c.r.Existing(name)
+	if err != nil {
+		return nil, err
+	}
+	return cgGroup{cg}, nil
+}
+
 type cgGroup struct{ c *cgroups.Cgroup }
 
 func (g cgGroup) path() string              { return g.c.Path() }

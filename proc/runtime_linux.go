@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -141,6 +142,7 @@ func New(opts Options) (*Runtime, error) {
 		r.cg = nil
 		log.Info("running without cgroups: sandboxes cannot have limits", "err", r.cgErr)
 	}
+	r.sweepStale()
 	if os.Getpid() != 1 && !opts.NoSubreaper {
 		var was int32
 		_ = unix.Prctl(unix.PR_GET_CHILD_SUBREAPER, uintptr(unsafe.Pointer(&was)), 0, 0, 0)
@@ -210,5 +212,84 @@ func (r *Runtime) newID(name string) string {
 	}
 	// Our pid in the id keeps two supervisors sharing a cgroup subtree (or
 	// the leftovers of one that was SIGKILLed) from colliding.
-	return fmt.Sprintf("%s-%d-%d", name, os.Getpid(), r.seq.Add(1))
+	return fmt.Sprintf("%s-%s-%d", name, ownerTag(), r.seq.Add(1))
+}
+
+// ownerTag names this process in ids, and so in cgroup names: its pid in
+// the initial pid namespace, else its pid and namespace ("7n4026532123"),
+// whose liveness a supervisor outside cannot judge, so it never sweeps them.
+var ownerTag = sync.OnceValue(func() string {
+	ns, _ := os.Readlink("/proc/self/ns/pid")
+	if ns == initPidNS {
+		return strconv.Itoa(os.Getpid())
+	}
+	ino := strings.TrimSuffix(strings.TrimPrefix(ns, "pid:["), "]")
+	return fmt.Sprintf("%dn%s", os.Getpid(), ino)
+})
+
+// initPidNS is the initial pid namespace (PROC_PID_INIT_INO).
+const initPidNS = "pid:[4026531836]"
+
+// ownerOf returns the PID of an id NAME-PID-SEQ made in the initial pid
+// namespace; false for any other name.
+func ownerOf(id string) (int, bool) {
+	rest, seq, ok := cutLast(id, "-")
+	if !ok || !allDigits(seq) {
+		return 0, false
+	}
+	_, pid, ok := cutLast(rest, "-")
+	if !ok || !allDigits(pid) {
+		return 0, false
+	}
+	n, err := strconv.Atoi(pid)
+	return n, err == nil && n > 0
+}
+
+func cutLast(s, sep string) (before, after string, ok bool) {
+	i := strings.LastIndex(s, sep)
+	if i < 0 {
+		return s, "", false
+	}
+	return s[:i], s[i+len(sep):], true
+}
+
+func allDigits(s string) bool {
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// sweepStale deletes the cgroups of supervisors that died without cleaning
+// up (SIGKILL, OOM, power loss of a container's PID 1 restarted in place),
+// killing what still runs in them: programs that outlived their supervisor
+// and would collide with their new instances. Only owners in our pid
+// namespace, the initial one, can be judged dead.
+func (r *Runtime) sweepStale() {
+	if r.cg == nil || ownerTag() != strconv.Itoa(os.Getpid()) {
+		return
+	}
+	names, err := r.cg.children()
+	if err != nil {
+		r.log.Warn("listing cgroups to sweep", "err", err)
+		return
+	}
+	for _, name := range names {
+		pid, ok := ownerOf(name)
+		if !ok || pid == os.Getpid() || unix.Kill(pid, 0) != unix.ESRCH {
+			continue // ours, or its owner lives (or pid reused: left alone)
+		}
+		cg, err := r.cg.existing(name)
+		if err != nil {
+			continue
+		}
+		procs, _ := cg.procs()
+		if err := cg.remove(); err != nil {
+			r.log.Warn("removing the cgroup of a dead supervisor", "cgroup", cg.path(), "err", err)
+			continue
+		}
+		r.log.Warn("removed the cgroup of a dead supervisor", "cgroup", cg.path(), "owner", pid, "killed", len(procs))
+	}
 }

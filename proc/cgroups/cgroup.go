@@ -153,12 +153,13 @@ func (c *Cgroup) AddProc(pid int) error {
 }
 
 // Procs returns the processes in the cgroup (in any of its hierarchies),
-// sorted. Exited processes are not listed, reaped or not.
+// sorted. Exited processes are not listed, reaped or not. A directory
+// already removed (a cgroup half deleted) has none.
 func (c *Cgroup) Procs() ([]int, error) {
 	var all []int
 	for _, d := range c.dirs {
 		pids, err := readProcs(filepath.Join(d, "cgroup.procs"))
-		if err != nil {
+		if err != nil && !(isNotExist(err) && !exists(d)) {
 			return nil, fmt.Errorf("cgroups: listing %q: %w", c.name, err)
 		}
 		all = append(all, pids...)

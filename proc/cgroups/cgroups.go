@@ -497,6 +497,43 @@ func (r *Root) Close() error {
 	return nil
 }
 
+// Children lists the names of the cgroups directly under our subtree in
+// any hierarchy in use: those Create made, and those a previous supervisor
+// left behind.
+func (r *Root) Children() ([]string, error) {
+	seen := map[string]bool{}
+	var out []string
+	for _, h := range r.hiers {
+		ents, err := os.ReadDir(h.dir())
+		if err != nil {
+			return nil, fmt.Errorf("cgroups: listing %s: %w", h.dir(), err)
+		}
+		for _, e := range ents {
+			if e.IsDir() && !seen[e.Name()] {
+				seen[e.Name()] = true
+				out = append(out, e.Name())
+			}
+		}
+	}
+	return out, nil
+}
+
+// Existing returns the cgroup name under our subtree that someone else
+// created (a previous supervisor), so that it can be deleted.
+func (r *Root) Existing(name string) (*Cgroup, error) {
+	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00\n") {
+		return nil, fmt.Errorf("cgroups: invalid cgroup name %q", name)
+	}
+	c := &Cgroup{root: r, name: name}
+	for _, h := range r.hiers {
+		c.dirs = append(c.dirs, filepath.Join(h.dir(), name))
+	}
+	if c.gone() {
+		return nil, fmt.Errorf("cgroups: %q: %w", name, fs.ErrNotExist)
+	}
+	return c, nil
+}
+
 // Create makes the cgroup name under our subtree in every hierarchy in use
 // and writes its limits, so they hold before any process is placed. A limit
 // whose controller is missing fails with a *ControllerError and leaves
