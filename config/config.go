@@ -114,6 +114,10 @@ type Program struct {
 	Instances int
 	// Autostart false leaves the program stopped until asked.
 	Autostart bool
+	// Critical: when the program ends for good (no restart coming), the
+	// supervisor stops everything and exits with its status, as if the
+	// program were named in [supervisor] exit_on.
+	Critical bool
 	// DependsOn names programs (never instances) started before this one and
 	// stopped after it. Every name exists and there is no cycle.
 	DependsOn   []string

@@ -64,7 +64,7 @@
 //	              log_level exit_on watch_config
 //	[defaults] and [program.NAME]
 //	              command dir env env_file user group groups restart
-//	              success_exit_codes instances autostart depends_on
+//	              success_exit_codes instances autostart critical depends_on
 //	              stop_signal stop_timeout notify notify_fd watchdog
 //	              ready_log_line
 //	  .backoff    initial max reset_after

@@ -109,6 +109,7 @@ restart = "on-failure"
 success_exit_codes = [0, 3]
 instances = 3
 autostart = false
+critical = true
 depends_on = ["db"]
 stop_signal = "SIGQUIT"
 stop_timeout = "2s"
@@ -170,6 +171,7 @@ signal = "HUP"
 		{"SuccessExitCodes", w.SuccessExitCodes, []int{0, 3}},
 		{"Instances", w.Instances, 3},
 		{"Autostart", w.Autostart, false},
+		{"Critical", w.Critical, true},
 		{"DependsOn", w.DependsOn, []string{"db"}},
 		{"StopSignal", w.StopSignal, syscall.SIGQUIT},
 		{"StopTimeout", w.StopTimeout, 2 * time.Second},

@@ -16,7 +16,7 @@ import (
 // programKeys are the keys of [program.NAME] and [defaults].
 var programKeys = []string{
 	"command", "dir", "env", "env_file", "user", "group", "groups", "restart",
-	"success_exit_codes", "instances", "autostart", "depends_on", "stop_signal",
+	"success_exit_codes", "instances", "autostart", "critical", "depends_on", "stop_signal",
 	"stop_timeout", "backoff", "sandbox", "hooks", "stdout", "stderr", "watch",
 	"probes", "notify", "notify_fd", "watchdog", "ready_log_line", // health.go
 }
@@ -180,6 +180,9 @@ func (d *decoder) program(name string, n *node, isDefaults bool) *Program {
 	}
 	if v := t["autostart"]; v != nil {
 		p.Autostart, _ = d.boolean(v)
+	}
+	if v := t["critical"]; v != nil {
+		p.Critical, _ = d.boolean(v)
 	}
 	if v := t["depends_on"]; v != nil {
 		d.dependsOn(p, v)

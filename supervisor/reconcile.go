@@ -421,8 +421,9 @@ func (s *Supervisor) recordExit(in *instance, exit exitInfo, requested bool) {
 		return
 	}
 	in.settled = true
-	if s.exitOnCode == nil && slices.Contains(s.cfg.Supervisor.ExitOn, in.spec.Name) {
-		// exit_on: this program's end ends the supervisor, with its status.
+	if s.exitOnCode == nil && (in.spec.Critical || slices.Contains(s.cfg.Supervisor.ExitOn, in.spec.Name)) {
+		// exit_on or critical: this program's end ends the supervisor, with
+		// its status.
 		st := 0
 		if failed {
 			st = e.status()

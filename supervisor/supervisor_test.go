@@ -318,30 +318,65 @@ func TestAllNeverExitsWithFirstFailure(t *testing.T) {
 }
 
 func TestExitOnEndsWithThatProgramsStatus(t *testing.T) {
-	main := program("main", func(p *config.Program) { p.Restart = config.RestartNever })
-	side := program("side")
-	clock := backoff.NewFakeClock(t0)
-	rt := newFakeRuntime(clock)
-	cfg := &config.Config{File: "t.toml", Supervisor: config.Supervisor{Workers: 2, ExitOn: []string{"main"}}, Programs: []*config.Program{main, side}}
-	sup, err := New(Options{Config: cfg, Runtime: rt, Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Console: io.Discard})
-	if err != nil {
-		t.Fatal(err)
+	for _, how := range []string{"exit_on", "critical"} {
+		t.Run(how, func(t *testing.T) {
+			main := program("main", func(p *config.Program) {
+				p.Restart = config.RestartOnFailure
+				p.Critical = how == "critical"
+			})
+			side := program("side")
+			clock := backoff.NewFakeClock(t0)
+			rt := newFakeRuntime(clock)
+			cfg := &config.Config{File: "t.toml", Supervisor: config.Supervisor{Workers: 2}, Programs: []*config.Program{main, side}}
+			if how == "exit_on" {
+				cfg.Supervisor.ExitOn = []string{"main"}
+			}
+			sup, err := New(Options{Config: cfg, Runtime: rt, Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Console: io.Discard})
+			if err != nil {
+				t.Fatal(err)
+			}
+			code := make(chan int, 1)
+			go func() { code <- sup.Run(context.Background()) }()
+			h := &harness{t: t, clock: clock, rt: rt, sup: sup}
+			h.waitState("main", Running)
+			h.waitState("side", Running)
+			h.exit("main", 9) // a failure with on-failure: restarted, not the end
+			h.waitState("main", Running)
+			select {
+			case c := <-code:
+				t.Fatalf("supervisor exited (%d) on a failure that is restarted", c)
+			default:
+			}
+			rt.exit("main", 0) // the end for good
+			select {
+			case c := <-code:
+				if c != 0 {
+					t.Fatalf("exit code %d, want 0", c)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("supervisor did not exit when the program ended for good")
+			}
+			if st := sup.instances["side"].state; st != Stopped {
+				t.Errorf("side is %s, want Stopped", st)
+			}
+		})
 	}
-	code := make(chan int, 1)
-	go func() { code <- sup.Run(context.Background()) }()
-	h := &harness{t: t, clock: clock, rt: rt, sup: sup}
+}
+
+// A critical program that fails for good gives the supervisor its status.
+func TestCriticalFailureIsTheExitStatus(t *testing.T) {
+	main := program("main", func(p *config.Program) { p.Restart = config.RestartNever; p.Critical = true })
+	h := newHarness(t, main, program("side"))
 	h.waitState("main", Running)
 	h.waitState("side", Running)
-	rt.exit("main", 9)
+	h.rt.exit("main", 9)
 	select {
-	case c := <-code:
+	case c := <-h.code:
+		h.code <- c // for the cleanup
 		if c != 9 {
 			t.Fatalf("exit code %d, want 9", c)
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatal("supervisor did not exit when the exit_on program ended")
-	}
-	if st := sup.instances["side"].state; st != Stopped {
-		t.Errorf("side is %s, want Stopped", st)
+		t.Fatal("supervisor did not exit when the critical program failed")
 	}
 }
