@@ -251,6 +251,42 @@ func (r *Runtime) SandboxStatus(id string) (SandboxStatus, error) {
 	return st, nil
 }
 
+// ResetSandbox kills every process left in the sandbox but its init, so
+// that the sandbox can take the next process of a restarting program
+// without the cost of a new one: for a sandbox with namespaces, its init's
+// start-up and the namespaces' teardown (tens of ms). The sandbox's own
+// processes must all have exited. It fails with ErrSandboxGone when the
+// sandbox cannot be reused (its init died, or it is being deleted): the
+// caller then deletes it and creates another.
+func (r *Runtime) ResetSandbox(ctx context.Context, id string) error {
+	r.mu.Lock()
+	sb, ok := r.sandboxes[id]
+	if !ok {
+		r.mu.Unlock()
+		return fmt.Errorf("resetting sandbox %q: %w", id, ErrNotFound)
+	}
+	if sb.deleting || (sb.init != nil && sb.init.isDead()) {
+		r.mu.Unlock()
+		return fmt.Errorf("resetting sandbox %q: %w", id, ErrSandboxGone)
+	}
+	for _, p := range sb.procs {
+		if p.starting || p.state == StateRunning {
+			r.mu.Unlock()
+			return fmt.Errorf("resetting sandbox %q: process %q is still running", id, p.id)
+		}
+	}
+	if err := sb.enterLocked(); err != nil {
+		r.mu.Unlock()
+		return err
+	}
+	r.mu.Unlock()
+	defer r.leave(sb)
+	if err := r.killSandboxProcs(ctx, sb, nil); err != nil {
+		return fmt.Errorf("resetting sandbox %q: %w", id, err)
+	}
+	return nil
+}
+
 // Stats reads a sandbox's usage from its cgroup (ErrNoCgroup without one).
 func (r *Runtime) Stats(id string) (Stats, error) {
 	r.mu.Lock()

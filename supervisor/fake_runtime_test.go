@@ -21,6 +21,8 @@ type fakeRuntime struct {
 	procs     map[string]*fakeProc
 	sandboxes map[string]bool
 	execs     []string // hook commands, in order
+	resets    int
+	created   map[string]int // sandbox name → sandboxes created
 	execFail  map[string]bool
 	starts    map[string][]time.Time // sandbox name → start times
 	events    chan proc.ExitEvent
@@ -41,6 +43,7 @@ func newFakeRuntime(clock backoff.Clock) *fakeRuntime {
 		clock:     clock,
 		procs:     map[string]*fakeProc{},
 		sandboxes: map[string]bool{},
+		created:   map[string]int{},
 		execFail:  map[string]bool{},
 		starts:    map[string][]time.Time{},
 		events:    make(chan proc.ExitEvent, 1024),
@@ -51,6 +54,7 @@ func (f *fakeRuntime) CreateSandbox(ctx context.Context, cfg proc.SandboxConfig)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.next++
+	f.created[cfg.Name]++
 	id := fmt.Sprintf("sb%d-%s", f.next, cfg.Name)
 	f.sandboxes[id] = true
 	return id, nil
@@ -60,6 +64,16 @@ func (f *fakeRuntime) DeleteSandbox(ctx context.Context, id string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.sandboxes, id)
+	return nil
+}
+
+func (f *fakeRuntime) ResetSandbox(ctx context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.sandboxes[id] {
+		return proc.ErrNotFound
+	}
+	f.resets++
 	return nil
 }
 

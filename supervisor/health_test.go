@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -128,4 +129,67 @@ func TestDependsOnCompleted(t *testing.T) {
 	h.exit("migrate", 0)
 	h.waitState("migrate", Completed)
 	h.waitState("api", Running)
+}
+
+func (f *fakeRuntime) sandboxCounts(name string) (created, resets, live int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for id := range f.sandboxes {
+		if strings.HasSuffix(id, "-"+name) {
+			live++
+		}
+	}
+	return f.created[name], f.resets, live
+}
+
+// A crashing program with namespaces keeps its sandbox across restarts
+// (reset, not recreated); one without gets a fresh one each run; a reload
+// that changes the sandbox replaces it, and a stop deletes it.
+func TestSandboxKeptAcrossRestarts(t *testing.T) {
+	ns := func(p *config.Program) {
+		p.Sandbox.Namespaces = []string{"pid", "mount"}
+		p.Backoff.Initial = 0
+	}
+	plain := func(p *config.Program) { p.Backoff.Initial = 0 }
+	h := newHarness(t, program("ns", ns), program("plain", plain))
+	h.waitState("ns", Running)
+	h.waitState("plain", Running)
+	for range 3 {
+		h.exit("ns", 1)
+		h.waitState("ns", Running)
+		h.exit("plain", 1)
+		h.waitState("plain", Running)
+	}
+	if created, resets, live := h.rt.sandboxCounts("ns"); created != 1 || resets != 3 || live != 1 {
+		t.Errorf("ns: %d sandboxes created, %d resets, %d live; want 1, 3, 1", created, resets, live)
+	}
+	if created, _, live := h.rt.sandboxCounts("plain"); created != 4 || live != 1 {
+		t.Errorf("plain: %d sandboxes created, %d live; want 4, 1", created, live)
+	}
+
+	// A reload that changes the sandbox: a new one, the old one deleted.
+	cfg := &config.Config{File: "test.toml", Supervisor: config.Supervisor{Workers: 2}, Programs: []*config.Program{
+		program("ns", ns, func(p *config.Program) { p.Sandbox.PidsMax = 64 }),
+		program("plain", plain),
+	}}
+	if err := h.sup.ApplyConfig(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := h.sup.waitFor(ctx, func() bool {
+		return len(h.rt.startTimes("ns")) == 5 && h.sup.instances["ns"].state == Running
+	}); err != nil {
+		t.Fatalf("reload not applied: %s", h.sup.statusSummary())
+	}
+	if created, _, live := h.rt.sandboxCounts("ns"); created != 2 || live != 1 {
+		t.Errorf("after the reload: %d sandboxes created, %d live; want 2, 1", created, live)
+	}
+	if err := h.sup.Stop(context.Background(), []string{"ns"}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitState("ns", Stopped)
+	if _, _, live := h.rt.sandboxCounts("ns"); live != 0 {
+		t.Errorf("stopped, %d sandboxes left", live)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -153,14 +154,24 @@ func (s *Supervisor) start(ctx context.Context, in *instance) error {
 	last := in.lastExit
 	s.mu.Unlock()
 
+	want := sandboxConfig(spec, in.key)
+	if sid != "" && !s.reusable(sid, in, want) {
+		s.mu.Lock()
+		in.sandboxID = ""
+		s.mu.Unlock()
+		if err := s.rt.DeleteSandbox(ctx, sid); err != nil && !errors.Is(err, proc.ErrNotFound) {
+			s.log.Warn("deleting sandbox", "program", in.key, "err", err)
+		}
+		sid = ""
+	}
 	if sid == "" {
 		var err error
-		sid, err = s.rt.CreateSandbox(ctx, sandboxConfig(spec, in.key))
+		sid, err = s.rt.CreateSandbox(ctx, want)
 		if err != nil {
 			return s.startFailed(ctx, in, "", ReasonStartError, fmt.Errorf("creating sandbox: %w", err))
 		}
 		s.mu.Lock()
-		in.sandboxID = sid
+		in.sandboxID, in.sandboxCfg = sid, want
 		s.mu.Unlock()
 	}
 
@@ -185,6 +196,11 @@ func (s *Supervisor) start(ctx context.Context, in *instance) error {
 	pcfg.ExtraFiles = h.childFiles(spec)
 	id, err := s.rt.Create(ctx, sid, pcfg)
 	if err == nil {
+		// The exit may be reported before Start returns: watchExits
+		// must know whose it is.
+		s.mu.Lock()
+		in.startingID = id
+		s.mu.Unlock()
 		err = s.rt.Start(ctx, id)
 	}
 	// The child has its copies now; ours must go, or the pumps (and the
@@ -193,6 +209,9 @@ func (s *Supervisor) start(ctx context.Context, in *instance) error {
 	stderr.Close()
 	h.started()
 	if err != nil {
+		s.mu.Lock()
+		in.startingID = ""
+		s.mu.Unlock()
 		h.stop()
 		if id != "" {
 			_ = s.rt.Remove(ctx, id)
@@ -200,12 +219,13 @@ func (s *Supervisor) start(ctx context.Context, in *instance) error {
 		return s.startFailed(ctx, in, "", ReasonStartError, err)
 	}
 	st, err := s.rt.Status(id)
-	if err != nil {
-		h.stop()
-		return fmt.Errorf("status of %q: %w", in.key, err)
+	if err != nil { // cannot happen: proc knows what it started
+		st = proc.ProcessStatus{ID: id}
+		s.log.Warn("status of a started process", "program", in.key, "err", err)
 	}
 	s.mu.Lock()
 	in.health = h
+	in.startingID = ""
 	in.procID, in.pid, in.startedAt = id, st.Pid, st.StartedAt
 	if in.startedAt.IsZero() {
 		in.startedAt = s.clock.Now()
@@ -354,17 +374,48 @@ func (s *Supervisor) handleExit(ctx context.Context, in *instance, exit exitInfo
 			s.log.Warn("post_stop hook failed", "program", in.key, "err", err)
 		}
 	}
-	// Nothing of this run survives it: leftovers in the sandbox are killed
-	// with it, and the next start gets a fresh one.
+	// Nothing of this run survives it: leftovers in the sandbox are killed.
+	// A sandbox with namespaces is kept for a restart that is coming (as
+	// the kubelet keeps a pod's): a new one would cost its init's start-up
+	// and the namespaces' teardown on every crash. Any other is deleted.
 	s.mu.Lock()
 	sid := in.sandboxID
-	in.sandboxID = ""
+	keep := sid != "" && len(in.sandboxCfg.Namespaces) > 0 && in.goal == goalRun && !s.shuttingDown &&
+		(in.afterExit || in.restartRequested)
+	if !keep {
+		in.sandboxID = ""
+	}
 	s.mu.Unlock()
+	if keep {
+		err := s.rt.ResetSandbox(ctx, sid)
+		if err == nil {
+			return
+		}
+		s.log.Info("sandbox not reusable; deleting it", "program", in.key, "err", err)
+		s.mu.Lock()
+		if in.sandboxID == sid {
+			in.sandboxID = ""
+		}
+		s.mu.Unlock()
+	}
 	if sid != "" {
 		if err := s.rt.DeleteSandbox(ctx, sid); err != nil {
 			s.log.Warn("deleting sandbox", "program", in.key, "err", err)
 		}
 	}
+}
+
+// reusable says whether the kept sandbox sid can take in's next process:
+// created as want asks, and its init alive.
+func (s *Supervisor) reusable(sid string, in *instance, want proc.SandboxConfig) bool {
+	s.mu.Lock()
+	have := in.sandboxCfg
+	s.mu.Unlock()
+	if !reflect.DeepEqual(have, want) {
+		return false
+	}
+	st, err := s.rt.SandboxStatus(sid)
+	return err == nil && st.State == proc.SandboxReady
 }
 
 // freshSandboxIfGone replaces the sandbox of in when its init has died: a
@@ -380,13 +431,14 @@ func (s *Supervisor) freshSandboxIfGone(ctx context.Context, in *instance) {
 		}
 		_ = s.rt.DeleteSandbox(ctx, sid)
 	}
-	newID, err := s.rt.CreateSandbox(ctx, sandboxConfig(spec, in.key))
+	cfg := sandboxConfig(spec, in.key)
+	newID, err := s.rt.CreateSandbox(ctx, cfg)
 	if err != nil {
 		s.log.Warn("creating a sandbox for post_stop", "program", in.key, "err", err)
 		newID = ""
 	}
 	s.mu.Lock()
-	in.sandboxID = newID
+	in.sandboxID, in.sandboxCfg = newID, cfg
 	s.mu.Unlock()
 }
 

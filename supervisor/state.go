@@ -6,6 +6,7 @@ import (
 
 	"github.com/supervise-dev/supervise/backoff"
 	"github.com/supervise-dev/supervise/config"
+	"github.com/supervise-dev/supervise/proc"
 )
 
 // State is what a user sees of a program instance.
@@ -95,17 +96,21 @@ type instance struct {
 	state     State
 	message   string
 	sandboxID string
-	procID    string
-	pid       int
-	startedAt time.Time
-	lastExit  *exitInfo
-	afterExit bool // the next start is a restart after an exit: crash backoff applies
-	restarts  int
-	nextStart time.Time
+	// sandboxCfg is what sandboxID was created with: a kept sandbox is
+	// reused only for a spec that asks for the same.
+	sandboxCfg proc.SandboxConfig
+	procID     string
+	pid        int
+	startedAt  time.Time
+	lastExit   *exitInfo
+	afterExit  bool // the next start is a restart after an exit: crash backoff applies
+	restarts   int
+	nextStart  time.Time
 	// stopDeadline is when a stop in progress escalates to SIGKILL; zero
 	// when no stop is in progress.
 	stopDeadline time.Time
 	pendingExit  *exitEvent
+	startingID   string // the process being started, until procID is set
 
 	health *health // watchers of the current run; nil when none runs
 	ready  bool    // the current run passed its readiness check

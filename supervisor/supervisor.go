@@ -34,6 +34,7 @@ import (
 type Runtime interface {
 	CreateSandbox(ctx context.Context, cfg proc.SandboxConfig) (string, error)
 	DeleteSandbox(ctx context.Context, id string) error
+	ResetSandbox(ctx context.Context, id string) error
 	SandboxStatus(id string) (proc.SandboxStatus, error)
 	Create(ctx context.Context, sandboxID string, cfg proc.ProcessConfig) (string, error)
 	Start(ctx context.Context, id string) error
@@ -271,7 +272,7 @@ func (s *Supervisor) watchExits(stop <-chan struct{}) {
 			}
 			s.mu.Lock()
 			for _, in := range s.instances {
-				if in.procID != "" && in.procID == ev.ID {
+				if ev.ID != "" && (in.procID == ev.ID || in.startingID == ev.ID) {
 					in.pendingExit = &exitEvent{procID: ev.ID, exit: exitFromEvent(ev)}
 					s.queue.Add(in.key)
 					break
