@@ -75,6 +75,14 @@ type Config struct {
 
 	// Logger gets the init's own logs; nil discards them.
 	Logger *slog.Logger
+
+	// Dedicated says the process exists for this Run and exits when it
+	// returns (supervise exec). Run then leaves the signal handlers and
+	// the subreaper flag as they are when it returns, and keeps the
+	// process's threads on one CPU while it installs its signal handlers
+	// (the command never inherits that): both make the init's start and
+	// exit cheaper.
+	Dedicated bool
 }
 
 // Sandbox asks for the command to run in a proc sandbox: a cgroup with

@@ -34,6 +34,11 @@
 //   - Config.Restart restarts the command with the kubelet's crash backoff
 //     (backoff.Crash); a SIGTERM, SIGINT or SIGQUIT received (or ctx
 //     cancelled) means stop: no restart follows.
+//   - Config.Dedicated is for a process that exits when Run returns
+//     (supervise exec): Run then leaves its signal handlers and the
+//     subreaper flag in place, and keeps the process's threads on one CPU
+//     while it installs the handlers (never the command: it gets the CPU
+//     mask the init started with).
 //   - Config.Sandbox runs the command in a proc sandbox (cgroup limits,
 //     namespaces). The runtime then owns every wait4, so the command is
 //     started through Sandbox.InitArgs: this binary again, as a plain

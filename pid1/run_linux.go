@@ -26,9 +26,10 @@ const killWait = 10 * time.Second
 // made); the code is still the one to exit with. Cancelling ctx is a stop
 // request: the command gets cfg.StopSignal and is not restarted.
 //
-// Run handles every catchable signal of the process while it runs and owns
-// every wait4: nothing else in the process may wait for children, and only
-// one Run may be under way at a time.
+// Run handles every catchable signal of the process while it runs (and,
+// with cfg.Dedicated, after it returns) and owns every wait4: nothing else
+// in the process may wait for children, and only one Run may be under way
+// at a time.
 func Run(ctx context.Context, cfg Config) (int, error) {
 	if err := cfg.validate(); err != nil {
 		return 2, err
@@ -54,6 +55,7 @@ type direct struct {
 	isPID1 bool
 	tty    ttyMode
 	sigs   chan os.Signal
+	pin    *cpuPin // released; nil unless Config.Dedicated
 
 	unsetSubreaper bool
 
@@ -67,6 +69,10 @@ type direct struct {
 
 func newDirect(cfg *Config) *direct {
 	d := &direct{cfg: cfg, log: cfg.Logger, isPID1: os.Getpid() == 1}
+	if cfg.Dedicated {
+		// Only while the signals are set up: see cpuPin.
+		d.pin = pinThreads()
+	}
 	// Before Notify: handing a terminal over makes the kernel send us a
 	// SIGHUP that must not reach the command.
 	d.tty = takeTTY(cfg.Stdin, d.log)
@@ -74,6 +80,7 @@ func newDirect(cfg *Config) *direct {
 	// harmless (one reaps everything), others only get lost in a flood.
 	d.sigs = make(chan os.Signal, 128)
 	signal.Notify(d.sigs, handledSignals()...)
+	d.pin.release()
 	if !d.isPID1 {
 		var was int32
 		_ = unix.Prctl(unix.PR_GET_CHILD_SUBREAPER, uintptr(unsafe.Pointer(&was)), 0, 0, 0)
@@ -89,10 +96,15 @@ func newDirect(cfg *Config) *direct {
 }
 
 // close gives back what newDirect took: the signals, the subreaper flag,
-// and (run from a shell) the terminal's foreground.
+// and (run from a shell) the terminal's foreground. A Dedicated init only
+// gives the terminal back: the process exits next, and signal.Stop costs
+// a thread round trip per signal.
 func (d *direct) close() {
 	if d.tty == ttyForeground {
 		giveForegroundBack(d.cfg.Stdin)
+	}
+	if d.cfg.Dedicated {
+		return
 	}
 	signal.Stop(d.sigs)
 	if d.unsetSubreaper {

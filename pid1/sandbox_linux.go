@@ -36,7 +36,9 @@ func runSandboxed(ctx context.Context, cfg *Config) (int, error) {
 		}
 	}
 	signal.Notify(sigs, handled...)
-	defer signal.Stop(sigs)
+	if !cfg.Dedicated {
+		defer signal.Stop(sigs)
+	}
 
 	rt, err := proc.New(proc.Options{Logger: cfg.Logger})
 	if err != nil {

@@ -91,12 +91,12 @@ func (d *direct) spawn(path string) (int, error) {
 		Files: []uintptr{d.cfg.Stdin.Fd(), d.cfg.Stdout.Fd(), d.cfg.Stderr.Fd()},
 		Sys:   d.tty.sysProcAttr(d.cfg.Stdin),
 	}
-	pid, err := syscall.ForkExec(path, d.cfg.Args, attr)
+	pid, err := d.pin.forkExec(path, d.cfg.Args, attr)
 	if err != nil && d.tty != ttyNone && ttyError(err) {
 		d.log.Warn("cannot hand the terminal to the command; running it without one", "err", err)
 		d.tty = ttyNone
 		attr.Sys = d.tty.sysProcAttr(d.cfg.Stdin)
-		pid, err = syscall.ForkExec(path, d.cfg.Args, attr)
+		pid, err = d.pin.forkExec(path, d.cfg.Args, attr)
 	}
 	if err != nil {
 		if errors.Is(err, unix.ENOENT) {

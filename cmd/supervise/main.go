@@ -43,6 +43,12 @@ func main() {
 	if filepath.Base(os.Args[0]) == "supervisectl" {
 		os.Exit(ctlMain(os.Args))
 	}
+	// An init's start-up time is the container's: exec skips the CLI.
+	if len(os.Args) > 1 && os.Args[1] == "exec" {
+		if code, ok := execMain(os.Args[2:]); ok {
+			os.Exit(code)
+		}
+	}
 	os.Exit(runApp(os.Args))
 }
 
