@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // ProcfileOptions are the dev-runner settings of a Procfile run; the zero
@@ -58,7 +59,7 @@ func ParseFormation(s string) (map[string]int, error) {
 		switch {
 		case !ok:
 			errs = append(errs, fmt.Errorf("formation %q: want name=count, like web=2", part))
-		case !procNameRE.MatchString(name):
+		case !procNameRE().MatchString(name):
 			errs = append(errs, fmt.Errorf("formation %q: %q is not a process type name", part, name))
 		case err != nil || n < 0 || n > 10000:
 			errs = append(errs, fmt.Errorf("formation %q: the count must be a whole number from 0 to 10000", part))
@@ -76,7 +77,7 @@ func ParseFormation(s string) (map[string]int, error) {
 	return m, nil
 }
 
-var procNameRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_-]*$`)
+var procNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_-]*$`) })
 
 // ParseProcfile reads a Procfile: "name: command" lines, blank lines and
 // # comments. Each command runs through /bin/sh -c, as foreman runs it, so
@@ -132,7 +133,7 @@ func ParseProcfile(file string, data []byte, opts ProcfileOptions) (*Config, err
 		case !ok:
 			bad(line, "", `want "name: command" (no ":" on this line)`)
 			continue
-		case !procNameRE.MatchString(name):
+		case !procNameRE().MatchString(name):
 			bad(line, name, "invalid process type name: use letters, digits, '_' or '-'")
 			continue
 		case cfg.Program(name) != nil:
@@ -253,7 +254,7 @@ func parseEnv(file, data string) (map[string]string, error) {
 			errs.add(&Error{File: file, Line: lineNo, Msg: `want KEY=VALUE (no "=" on this line)`})
 			continue
 		}
-		if !envNameRE.MatchString(key) {
+		if !envNameRE().MatchString(key) {
 			errs.add(&Error{File: file, Line: lineNo, Key: key, Msg: "invalid variable name: use letters, digits and '_', not starting with a digit"})
 			continue
 		}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/supervise-dev/supervise/watch/glob"
@@ -262,7 +263,7 @@ func (d *decoder) env(n *node, env map[string]string) {
 	}
 }
 
-var identityRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]*\$?$`)
+var identityRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]*\$?$`) })
 
 // identity reads a user or group: a name, or a numeric id (as an integer or
 // a string). Names are resolved when the program starts, not here, so a
@@ -276,7 +277,7 @@ func (d *decoder) identity(n *node) (string, bool) {
 		}
 		return strconv.FormatInt(x, 10), true
 	case string:
-		if len(x) > 256 || !identityRE.MatchString(x) {
+		if len(x) > 256 || !identityRE().MatchString(x) {
 			d.errorf(n.path, "%q is not a valid user or group name", x)
 			return "", false
 		}
@@ -366,7 +367,7 @@ func (d *decoder) backoff(n *node, isDefaults bool) Backoff {
 	return b
 }
 
-var hostnameRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9.-]{0,62})$`)
+var hostnameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9.-]{0,62})$`) })
 
 func (d *decoder) sandbox(n *node, isDefaults bool) Sandbox {
 	sb := Sandbox{Umask: -1}
@@ -394,7 +395,7 @@ func (d *decoder) sandbox(n *node, isDefaults bool) Sandbox {
 	}
 	if v := t["hostname"]; v != nil {
 		if s, ok := d.str(v); ok {
-			if !hostnameRE.MatchString(s) {
+			if !hostnameRE().MatchString(s) {
 				d.errorf(v.path, "%q is not a valid hostname (1-64 letters, digits, '-' or '.')", s)
 			} else if !isDefaults && !slices.Contains(sb.Namespaces, "uts") {
 				d.errorf(v.path, `needs the "uts" namespace: add "uts" to namespaces`)

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -97,11 +98,11 @@ func parseUmask(s string) (int, error) {
 	return int(n), nil
 }
 
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
+var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`) })
 
 // validName reports why name cannot name a program, or nil.
 func validName(name string) error {
-	if nameRE.MatchString(name) {
+	if nameRE().MatchString(name) {
 		return nil
 	}
 	if strings.Contains(name, ":") {
@@ -110,7 +111,7 @@ func validName(name string) error {
 	return fmt.Errorf("invalid program name %q: use 1-63 letters, digits, '_', '-' or '.', starting with a letter or digit", name)
 }
 
-var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
 // expandEnv replaces ${NAME} and ${NAME:-default} with the variable from
 // lookup (empty when unset, or default when unset or empty); $$ is a literal
@@ -138,7 +139,7 @@ func expandEnv(s string, lookup func(string) (string, bool)) (string, error) {
 			}
 			expr := s[i+2 : i+2+end]
 			name, def, hasDef := strings.Cut(expr, ":-")
-			if !envNameRE.MatchString(name) {
+			if !envNameRE().MatchString(name) {
 				return "", fmt.Errorf("invalid variable name %q in \"${%s}\"", name, expr)
 			}
 			v, ok := lookup(name)
