@@ -274,6 +274,13 @@ func (c *Cgroup) OOMKills() (uint64, error) {
 // every hierarchy, retrying while the kernel still reports it busy, bounded
 // by Options.KillTimeout. Deleting an already deleted cgroup is not an error.
 func (c *Cgroup) Delete() error {
+	// The common case is a cgroup already empty (its program exited):
+	// then the removal alone does it, without listing what is inside. A
+	// populated one refuses (EBUSY) in every hierarchy, as a process is in
+	// all of them.
+	if c.rmdirAll() == nil {
+		return nil
+	}
 	if !c.gone() {
 		if err := c.Kill(); err != nil {
 			return fmt.Errorf("cgroups: deleting %q: %w", c.name, err)
