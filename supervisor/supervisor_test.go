@@ -199,15 +199,13 @@ func TestRestartPolicies(t *testing.T) {
 
 func TestHooksOrderAndFailingPreStart(t *testing.T) {
 	hook := func(cmd string) *config.Hook { return &config.Hook{Command: []string{cmd}, Timeout: time.Second} }
-	h := newHarness(t,
+	// The hook must fail from the first start: set before anything runs.
+	h := newHarnessSetup(t, func(rt *fakeRuntime) { rt.execFail["fail"] = true },
 		program("web", func(p *config.Program) {
 			p.Hooks = config.Hooks{PreStart: hook("pre_start"), PostStart: hook("post_start"), PreStop: hook("pre_stop"), PostStop: hook("post_stop")}
 		}),
 		program("bad", func(p *config.Program) { p.Hooks.PreStart = hook("fail") }),
 	)
-	h.rt.mu.Lock()
-	h.rt.execFail["fail"] = true
-	h.rt.mu.Unlock()
 
 	h.waitState("web", Running)
 	if err := h.sup.Stop(context.Background(), []string{"web"}); err != nil {
