@@ -7,7 +7,10 @@
 // The cases run interleaved round-robin in the same run, so machine load
 // hits them alike. It prints medians, p90s and ratios against tini.
 //
-//	go run ./bench/pid1 [-n 300] [-supervise path/to/supervise]
+//	go run ./bench/pid1 [-n 300] [-supervise path/to/supervise] [-tsv FILE]
+//
+// With -tsv it also appends its figures to FILE in the columns of
+// bench/peers (bench/run merges them into bench/results).
 //
 // tini and dumb-init come from Debian (apt-get install tini dumb-init).
 // tini runs with -s: not PID 1, it needs to be a subreaper to reap, which
@@ -40,8 +43,9 @@ func main() {
 	}
 	n := flag.Int("n", 300, "runs per case")
 	sup := flag.String("supervise", "", "supervise binary (default: build ./cmd/supervise with CGO_ENABLED=0)")
+	tsv := flag.String("tsv", "", "also append the figures to this TSV file (bench/peers columns)")
 	flag.Parse()
-	if err := run(*n, *sup); err != nil {
+	if err := run(*n, *sup, *tsv); err != nil {
 		fmt.Fprintln(os.Stderr, "pid1 bench:", err)
 		os.Exit(1)
 	}
@@ -49,10 +53,11 @@ func main() {
 
 type initCase struct {
 	name string
+	impl string   // the column in bench/results
 	argv []string // the init and its flags, the command follows
 }
 
-func run(n int, sup string) error {
+func run(n int, sup, tsv string) error {
 	if sup == "" {
 		var cleanup func()
 		var err error
@@ -65,8 +70,8 @@ func run(n int, sup string) error {
 	if err != nil {
 		return err
 	}
-	cases := []initCase{{"none (command alone)", nil}, {"supervise exec", []string{sup, "exec", "--"}}}
-	for _, c := range []initCase{{"tini -s", []string{"tini", "-s", "--"}}, {"dumb-init", []string{"dumb-init"}}} {
+	cases := []initCase{{"none (command alone)", "none", nil}, {"supervise exec", "supervise", []string{sup, "exec", "--"}}}
+	for _, c := range []initCase{{"tini -s", "tini", []string{"tini", "-s", "--"}}, {"dumb-init", "dumb-init", []string{"dumb-init"}}} {
 		p, err := exec.LookPath(c.argv[0])
 		if err != nil {
 			return fmt.Errorf("%s is not installed (apt-get install tini dumb-init)", c.argv[0])
@@ -81,6 +86,8 @@ func run(n int, sup string) error {
 	fmt.Printf("pid1 bench: %d runs per case, interleaved; %d CPUs; load %s\n", n, numCPU(), loadavg())
 	fmt.Printf("supervise: %s\n\n", sup)
 
+	date := time.Now().UTC().Format(time.RFC3339)
+	load0 := loadavg()
 	wall := make([][]time.Duration, len(cases))
 	for range n {
 		for i, c := range cases {
@@ -91,6 +98,7 @@ func run(n int, sup string) error {
 			wall[i] = append(wall[i], d)
 		}
 	}
+	load1 := loadavg()
 	fmt.Println("Wall time of INIT -- /bin/true (spawn to reaped):")
 	table(cases, wall, 2)
 
@@ -104,9 +112,58 @@ func run(n int, sup string) error {
 			delay[i] = append(delay[i], d)
 		}
 	}
+	load2 := loadavg()
 	fmt.Println("\nSIGTERM to the init until the command's handler has it (the command is a Go program, its own signal latency is in every row):")
 	table(cases, delay, 2)
-	return nil
+	if tsv == "" {
+		return nil
+	}
+	return writeTSV(tsv, date, cases, []tsvPhase{
+		{"init: exec /bin/true, wall", wall, load0, load1},
+		{"init: SIGTERM to the child", delay, load1, load2},
+	})
+}
+
+type tsvPhase struct {
+	metric             string
+	samples            [][]time.Duration
+	loadStart, loadEnd string
+}
+
+// writeTSV appends the median and p90 of each phase and case to file in
+// the columns of bench/peers (results.go), writing the header first when
+// the file is new.
+func writeTSV(file, date string, cases []initCase, phases []tsvPhase) error {
+	f, err := os.OpenFile(file, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Size() == 0 {
+		fmt.Fprintln(f, "date\tbench\tmetric\timpl\tvalue\tunit\tbetter\tsamples\tload_start\tload_end\tnproc\tkernel\tnote")
+	}
+	var u unix.Utsname
+	_ = unix.Uname(&u)
+	kernel := unix.ByteSliceToString(u.Release[:])
+	for _, ph := range phases {
+		for _, stat := range []struct {
+			name string
+			p    int
+		}{{"median", 50}, {"p90", 90}} {
+			for i, c := range cases {
+				note := ""
+				if c.impl == "tini" {
+					note = "tini -s: a subreaper, as it is not PID 1 here"
+				}
+				v := float64(percentile(ph.samples[i], stat.p)) / 1e6
+				if _, err := fmt.Fprintf(f, "%s\tinit\t%s, %s\t%s\t%g\tms\tlower\t%d\t%s\t%s\t%d\t%s\t%s\n", date, ph.metric, stat.name,
+					c.impl, v, len(ph.samples[i]), ph.loadStart, ph.loadEnd, numCPU(), kernel, note); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return f.Close()
 }
 
 // table prints median and p90 per case, with the difference and ratio of
@@ -267,7 +324,7 @@ func buildSupervise() (string, func(), error) {
 		return "", nil, err
 	}
 	bin := filepath.Join(dir, "supervise")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/supervise")
+	build := exec.Command("go", "build", "-tags", "urfave_cli_no_docs", "-o", bin, "./cmd/supervise")
 	build.Dir = root
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {

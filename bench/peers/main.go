@@ -1,0 +1,302 @@
+//go:build linux
+
+// Command peers measures supervise side by side with the supervisors
+// people use today (supervisord, s6, runit, daemontools), in one run on
+// one machine, and writes the figures as TSV. bench/run drives it; see
+// bench/README.md for what each figure means and how it is taken.
+//
+//	peers -supervise BIN -helper BIN -o OUT.tsv [-quick]
+//	peers report -tsv OUT.tsv -md OUT.md IN.tsv...   merge results, print the table
+//
+// It must run as root: the proc connector, pidfds of other users'
+// processes and the peers' defaults all assume it.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "report" {
+		if err := reportMain(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "peers report:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if err := benchMain(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "peers:", err)
+		os.Exit(1)
+	}
+}
+
+// runner holds what every benchmark needs.
+type runner struct {
+	ctx    context.Context
+	tmp    string // work directories go under it
+	helper string // the helper program (bench/peers/helper)
+	sleep  string // /bin/sleep
+	facts  Facts
+	out    io.Writer // the TSV
+	seq    int       // makes markers and work directories unique
+}
+
+func benchMain(args []string) error {
+	fs := flag.NewFlagSet("peers", flag.ContinueOnError)
+	quick := fs.Bool("quick", false, "the short run: fewer restarts, N=100 only, 10 s idle, 32 MiB of logs")
+	sup := fs.String("supervise", "", "the supervise binary (required)")
+	helper := fs.String("helper", "", "the helper binary, built from bench/peers/helper (required)")
+	out := fs.String("o", "", "write the TSV here (required)")
+	only := fs.String("only", "", "comma-separated benches to run: crash,fleet,log (default all)")
+	impls := fs.String("impls", "", "comma-separated implementations to run (default all installed)")
+	keep := fs.Bool("keep", false, "keep the work directories (configs, logs) and print where they are")
+	work := fs.String("workdir", "", "make the work directories under this directory (default: a new one in $TMPDIR)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *sup == "" || *helper == "" || *out == "" {
+		return fmt.Errorf("-supervise, -helper and -o are required")
+	}
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("run as root (the peers, the proc connector and the pidfds need it)")
+	}
+	for _, p := range []*string{sup, helper} {
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return err
+		}
+		*p = abs
+	}
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		return err
+	}
+	// Everything a supervisor leaves behind is re-parented to us, so
+	// cleanup finds and reaps it.
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("becoming a subreaper: %w", err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+
+	tmp, err := os.MkdirTemp(*work, "benchpeers-")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		killDescendants() // whatever happened, nothing of ours outlives the run
+		if *keep {
+			fmt.Fprintln(os.Stderr, "peers: work directories kept in", tmp)
+		} else {
+			os.RemoveAll(tmp)
+		}
+	}()
+	f, err := os.Create(*out)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+
+	start := time.Now()
+	r := &runner{ctx: ctx, tmp: tmp, helper: *helper, sleep: sleep, out: f,
+		facts: Facts{Date: start.UTC().Format(time.RFC3339), Nproc: runtime.NumCPU(), Kernel: kernel()}}
+	all := []peer{supervisePeer{bin: *sup}, supervisordPeer{}, s6Peer{helper: *helper}, runitPeer{helper: *helper}, daemontoolsPeer{helper: *helper}}
+	var peers []peer
+	var skipped []string
+	for _, p := range all {
+		if *impls != "" && !inList(*impls, p.name()) {
+			continue
+		}
+		if missing := missingBin(p.needs()); missing != "" {
+			skipped = append(skipped, p.name()+" ("+missing+" not found)")
+			continue
+		}
+		peers = append(peers, p)
+	}
+	mode := "full"
+	if *quick {
+		mode = "quick"
+	}
+	comments := [][2]string{
+		{"date", r.facts.Date}, {"mode", mode}, {"nproc", strconv.Itoa(r.facts.Nproc)},
+		{"kernel", r.facts.Kernel}, {"cpu", cpuModel()}, {"loadavg_start", loadavg()},
+		{"versions", versions()},
+	}
+	if len(skipped) > 0 {
+		comments = append(comments, [2]string{"skipped", strings.Join(skipped, ", ")})
+	}
+	if err := writeHeader(f, comments); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "peers: %s run, %d CPUs, kernel %s, load %s; %d implementations\n", mode, r.facts.Nproc, r.facts.Kernel, loadavg(), len(peers))
+
+	// A step runs once per peer per repetition. Repetitions go round the
+	// peers (A B C, A B C …) so that a drift of the machine's load spreads
+	// over all columns; the figures of one line are the median of its runs.
+	type step struct {
+		bench string
+		reps  int
+		f     func(p peer, rep int) ([]Row, error)
+	}
+	var steps []step
+	if *quick {
+		steps = []step{
+			{"crash", 1, func(p peer, _ int) ([]Row, error) { return r.crash(p, 30, 10*time.Second) }},
+			{"fleet", 3, func(p peer, rep int) ([]Row, error) {
+				return r.fleet(p, fleetOpts{n: 100, settle: time.Second, idle: idleOnce(rep, 10*time.Second)})
+			}},
+			{"log", 3, func(p peer, _ int) ([]Row, error) { return r.logs(p, 32<<20) }},
+		}
+	} else {
+		steps = []step{
+			{"crash", 1, func(p peer, _ int) ([]Row, error) { return r.crash(p, 100, 150*time.Second) }},
+			{"fleet", 3, func(p peer, _ int) ([]Row, error) { return r.fleet(p, fleetOpts{n: 100, settle: time.Second}) }},
+			{"fleet", 3, func(p peer, rep int) ([]Row, error) {
+				return r.fleet(p, fleetOpts{n: 1000, settle: 3 * time.Second, idle: idleOnce(rep, 30*time.Second)})
+			}},
+			{"log", 3, func(p peer, _ int) ([]Row, error) { return r.logs(p, 256<<20) }},
+		}
+	}
+	failed := 0
+	for _, s := range steps {
+		if *only != "" && !inList(*only, s.bench) {
+			continue
+		}
+		var runs [][]Row
+		for rep := range s.reps {
+			for _, p := range peers {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				load0 := loadavg()
+				rows, err := s.f(p, rep)
+				load1 := loadavg()
+				if err != nil {
+					failed++
+					fmt.Fprintf(os.Stderr, "peers: %s, %s: %v\n", s.bench, p.name(), err)
+					rows = append(rows, Row{Bench: s.bench, Metric: s.bench + " failed", Value: math.NaN(), Note: firstLine(err.Error())})
+				}
+				for i := range rows {
+					rows[i].Date, rows[i].Impl, rows[i].Nproc, rows[i].Kernel = r.facts.Date, p.name(), r.facts.Nproc, r.facts.Kernel
+					rows[i].LoadStart, rows[i].LoadEnd = load0, load1
+					fmt.Fprintf(os.Stderr, "  %-12s %-58s %12s %s\n", p.name(), rows[i].Metric, formatValue(rows[i].Value), rows[i].Unit)
+				}
+				runs = append(runs, rows)
+			}
+		}
+		for _, row := range aggregate(runs) {
+			if err := writeRow(f, row); err != nil {
+				return err
+			}
+		}
+	}
+	fmt.Fprintf(os.Stderr, "peers: done in %v, load %s\n", time.Since(start).Round(time.Second), loadavg())
+	if failed > 0 {
+		return fmt.Errorf("%d measurements failed (see above; their rows say so)", failed)
+	}
+	return nil
+}
+
+// idleOnce measures idle cost in the first repetition only: it is a long
+// wait, and a cost of nothing happening varies little.
+func idleOnce(rep int, d time.Duration) time.Duration {
+	if rep > 0 {
+		return 0
+	}
+	return d
+}
+
+// workdir makes a fresh directory for one measurement.
+func (r *runner) workdir(name string) (string, error) {
+	r.seq++
+	dir := filepath.Join(r.tmp, fmt.Sprintf("%02d-%s", r.seq, name))
+	return dir, os.Mkdir(dir, 0o755)
+}
+
+// marker is the argument of this measurement's sleep programs: a number
+// nothing else on the machine sleeps for, which tells ours from others.
+func (r *runner) marker() string {
+	r.seq++
+	return strconv.Itoa(86_400_000 + os.Getpid()%10_000*100 + r.seq)
+}
+
+func inList(list, name string) bool {
+	for _, s := range strings.Split(list, ",") {
+		if strings.TrimSpace(s) == name {
+			return true
+		}
+	}
+	return false
+}
+
+func missingBin(bins []string) string {
+	for _, b := range bins {
+		if _, err := exec.LookPath(b); err != nil {
+			return b
+		}
+	}
+	return ""
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
+}
+
+func kernel() string {
+	var u unix.Utsname
+	if unix.Uname(&u) != nil {
+		return "?"
+	}
+	return unix.ByteSliceToString(u.Release[:])
+}
+
+// loadavg is the first three fields of /proc/loadavg.
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func cpuModel() string {
+	b, _ := os.ReadFile("/proc/cpuinfo")
+	for _, l := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "?"
+}
+
+// versions of the Debian packages measured, as dpkg knows them.
+func versions() string {
+	var out []string
+	for _, pkg := range []string{"supervisor", "s6", "runit", "daemontools", "tini", "dumb-init"} {
+		v, err := exec.Command("dpkg-query", "-W", "-f", "${Version}", pkg).Output()
+		if err == nil && len(v) > 0 {
+			out = append(out, pkg+" "+string(v))
+		}
+	}
+	return strings.Join(out, ", ")
+}

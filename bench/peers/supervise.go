@@ -1,0 +1,58 @@
+//go:build linux
+
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// supervisePeer is the supervisor under test: `supervise run -c FILE`.
+type supervisePeer struct{ bin string }
+
+func (s supervisePeer) name() string      { return "supervise" }
+func (s supervisePeer) needs() []string   { return []string{s.bin} }
+func (s supervisePeer) crashNote() string { return `backoff initial = "0s"` }
+
+func (s supervisePeer) setup(dir string, progs []program) ([]string, error) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "[supervisor]\nsocket = %s\n", strconv.Quote(filepath.Join(dir, "supervise.sock")))
+	for _, p := range progs {
+		q := make([]string, len(p.argv))
+		for i, a := range p.argv {
+			q[i] = strconv.Quote(a)
+		}
+		fmt.Fprintf(&b, "\n[program.%s]\ncommand = [%s]\n", p.name, strings.Join(q, ", "))
+		if p.crash {
+			b.WriteString("backoff = { initial = \"0s\" }\n")
+		}
+		if p.logDir != "" {
+			fmt.Fprintf(&b, "stdout = { console = false, file = %s, max_size = %d, max_files = %d }\n",
+				strconv.Quote(filepath.Join(p.logDir, p.name+".log")), logFileSize, logFilesKept)
+		}
+	}
+	conf := filepath.Join(dir, "supervise.toml")
+	if err := os.WriteFile(conf, []byte(b.String()), 0o644); err != nil {
+		return nil, err
+	}
+	return []string{s.bin, "run", "-c", conf}, nil
+}
+
+// stopAll is SIGTERM: the graceful stop of everything, as in a container.
+func (s supervisePeer) stopAll(t *tree, _ []program) error {
+	return syscall.Kill(t.pid, syscall.SIGTERM)
+}
+
+func (s supervisePeer) shutdown(t *tree, _ []program) {
+	if t.alive() {
+		_ = syscall.Kill(t.pid, syscall.SIGTERM)
+		if !t.waitRoot(60 * time.Second) {
+			fmt.Fprintln(os.Stderr, "peers: warning: supervise did not stop within 60 s on SIGTERM; killing it (its cgroups may be left)")
+		}
+	}
+}
