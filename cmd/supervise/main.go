@@ -218,7 +218,11 @@ func runCommand(c *cli.Context) int {
 	if l := c.String("log-level"); l != "" {
 		level = l
 	}
-	log := newLogger(os.Stderr, format, level)
+	// Our own log goes through a queue: the supervisor logs state changes
+	// under its lock, which a slow reader of stderr must not hold up.
+	stderr := newQueuedWriter(os.Stderr, 1<<20)
+	defer stderr.Close() // registered first: runs last, after everything logged
+	log := newLogger(stderr, format, level)
 	slog.SetDefault(log)
 
 	rt, err := proc.New(proc.Options{Logger: log})
