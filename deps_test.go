@@ -125,10 +125,10 @@ func TestModules(t *testing.T) {
 	for m := range strings.FieldsSeq(out) {
 		if !slices.Contains(allowed, m) {
 			if seen[m] {
-			continue
-		}
-		seen[m] = true
-		t.Errorf("module %s is required: every dependency needs a reason in a commit and a place in this list", m)
+				continue
+			}
+			seen[m] = true
+			t.Errorf("module %s is required: every dependency needs a reason in a commit and a place in this list", m)
 		}
 	}
 }
