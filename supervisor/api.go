@@ -30,6 +30,9 @@ func (s *Supervisor) resolveLocked(names []string) ([]string, error) {
 	seen := map[string]bool{}
 	var keys []string
 	add := func(k string) {
+		if s.instances[k].goal == goalRemove {
+			return // gone from the config, on its way out
+		}
 		if !seen[k] {
 			seen[k] = true
 			keys = append(keys, k)
@@ -42,13 +45,13 @@ func (s *Supervisor) resolveLocked(names []string) ([]string, error) {
 			}
 			continue
 		}
-		if _, ok := s.instances[n]; ok {
+		if in, ok := s.instances[n]; ok && in.goal != goalRemove {
 			add(n)
 			continue
 		}
 		found := false
 		for _, k := range s.sortedKeysLocked() {
-			if s.instances[k].spec.Name == n {
+			if in := s.instances[k]; in.spec.Name == n && in.goal != goalRemove {
 				add(k)
 				found = true
 			}

@@ -16,16 +16,17 @@ import (
 type fakeRuntime struct {
 	clock backoff.Clock
 
-	mu        sync.Mutex
-	next      int
-	procs     map[string]*fakeProc
-	sandboxes map[string]bool
-	execs     []string // hook commands, in order
-	resets    int
-	created   map[string]int // sandbox name → sandboxes created
-	execFail  map[string]bool
-	starts    map[string][]time.Time // sandbox name → start times
-	events    chan proc.ExitEvent
+	mu         sync.Mutex
+	next       int
+	procs      map[string]*fakeProc
+	sandboxes  map[string]bool
+	execs      []string // hook commands, in order
+	resets     int
+	ignoreTerm map[string]bool // program name → its processes ignore the stop signal
+	created    map[string]int  // sandbox name → sandboxes created
+	execFail   map[string]bool
+	starts     map[string][]time.Time // sandbox name → start times
+	events     chan proc.ExitEvent
 }
 
 type fakeProc struct {
@@ -95,7 +96,7 @@ func (f *fakeRuntime) Create(ctx context.Context, sid string, cfg proc.ProcessCo
 	f.next++
 	id := fmt.Sprintf("p%d", f.next)
 	name := cfg.Args[0]
-	f.procs[id] = &fakeProc{id: id, sandbox: sid, name: name, state: proc.StateCreated}
+	f.procs[id] = &fakeProc{id: id, sandbox: sid, name: name, state: proc.StateCreated, ignoreStop: f.ignoreTerm[name]}
 	return id, nil
 }
 

@@ -45,9 +45,13 @@ func (s *Supervisor) reconcile(ctx context.Context, key string) error {
 	s.mu.Unlock()
 	switch g {
 	case goalStop:
-		return s.reconcileStop(ctx, in, Stopped)
+		_, err := s.reconcileStop(ctx, in, Stopped)
+		return err
 	case goalRemove:
-		if err := s.reconcileStop(ctx, in, Stopped); err != nil {
+		// Forgotten only once its process is gone: the exit, or the end
+		// of its grace, brings the key back; forgetting it earlier left
+		// the process running and its sandbox behind (found by the soak).
+		if done, err := s.reconcileStop(ctx, in, Stopped); err != nil || !done {
 			return err
 		}
 		s.mu.Lock()
@@ -64,9 +68,11 @@ func (s *Supervisor) reconcile(ctx context.Context, key string) error {
 	}
 }
 
-func (s *Supervisor) reconcileStop(ctx context.Context, in *instance, final State) error {
+// reconcileStop drives in down to final; done is false while its process
+// is still stopping.
+func (s *Supervisor) reconcileStop(ctx context.Context, in *instance, final State) (done bool, err error) {
 	if s.stopping(ctx, in) {
-		return nil // the exit, or the end of the grace period, brings the key back
+		return false, nil // the exit, or the end of the grace period, brings the key back
 	}
 	s.mu.Lock()
 	sid := in.sandboxID
@@ -79,10 +85,10 @@ func (s *Supervisor) reconcileStop(ctx context.Context, in *instance, final Stat
 	s.mu.Unlock()
 	if sid != "" {
 		if err := s.rt.DeleteSandbox(ctx, sid); err != nil {
-			return fmt.Errorf("deleting sandbox of %q: %w", in.key, err)
+			return true, fmt.Errorf("deleting sandbox of %q: %w", in.key, err)
 		}
 	}
-	return nil
+	return true, nil
 }
 
 func (s *Supervisor) reconcileRun(ctx context.Context, in *instance) error {

@@ -37,6 +37,19 @@ func (s *Supervisor) applyLocked(cfg *config.Config) {
 				s.queue.Add(key)
 				continue
 			}
+			if in.goal == goalRemove {
+				// Put back while its removal is under way: it stays, as
+				// the new config asks.
+				// A stop begun is finished (the stop signal went out),
+				// then it starts anew.
+				in.goal = goalStop
+				if p.Autostart {
+					in.goal = goalRun
+					in.restartRequested = in.procID != ""
+				}
+				in.settled = false
+				s.queue.Add(key)
+			}
 			if in.spec.Equal(p) {
 				continue
 			}
@@ -45,9 +58,6 @@ func (s *Supervisor) applyLocked(cfg *config.Config) {
 			// A changed spec starts a fresh backoff.
 			in.backoff = newCrashBackoff(p, s.clock)
 			in.logs = s.logs.forKey(p, key)
-			if in.goal == goalRemove {
-				in.goal = goalRun
-			}
 			if newProcess && in.goal == goalRun {
 				in.restartRequested = true
 				in.settled = false

@@ -401,8 +401,12 @@ func (s *Supervisor) checkDoneLocked() {
 		if in.procID != "" || in.state == Stopping || in.state == Starting {
 			return
 		}
-		if in.goal == goalStop && in.lastExit == nil {
-			return // never started (autostart = false): the user may still start it
+		if in.goal != goalRun {
+			// Stopped by a command (or never started, autostart = false):
+			// the user may start it again. Only programs that ended on
+			// their own end supervise; stopping the last running one
+			// must not take a container down (found by the soak).
+			return
 		}
 	}
 	s.doneOnce.Do(func() { close(s.done) })
