@@ -344,13 +344,15 @@ func (s *Supervisor) statusSummary() string {
 	return strings.Join(parts, " ")
 }
 
+// probeResults is the status view of a runner's last results, keyed by
+// probe kind ("startup", "readiness", "liveness").
 func probeResults(ps probe.Status) map[string]ctl.ProbeResult {
 	if len(ps.Last) == 0 {
 		return nil
 	}
 	out := make(map[string]ctl.ProbeResult, len(ps.Last))
 	for kind, r := range ps.Last {
-		out[strings.ToLower(kind)] = ctl.ProbeResult{OK: r.OK, Message: r.Message, Time: r.Time}
+		out[kind] = ctl.ProbeResult{OK: r.OK, Message: r.Message, Time: r.Time}
 	}
 	return out
 }

@@ -537,15 +537,15 @@ func (s *Supervisor) runHook(ctx context.Context, in *instance, phase hooks.Phas
 	return s.hooks.Run(ctx, spec2, call)
 }
 
-// programEnv is the environment of a program's process and hooks: the
-// supervisor's own, the program's env over it, then ours over both. Each
-// name appears once: getenv takes the first of duplicates, and the last
-// word must win.
 // ownNotifyVar are what systemd (or a parent supervisor) gave us to report
 // our own readiness: a program that inherited them could speak for us, and
 // an sd_notify program must find only its own socket.
 var ownNotifyVar = map[string]bool{"NOTIFY_SOCKET": true, "WATCHDOG_USEC": true, "WATCHDOG_PID": true}
 
+// programEnv is the environment of a program's process and hooks: the
+// supervisor's own, the program's env over it, then ours over both. Each
+// name appears once: getenv takes the first of duplicates, and the last
+// word must win.
 func programEnv(spec *config.Program, in *instance, last *exitInfo) []string {
 	vars := map[string]string{}
 	var order []string

@@ -39,9 +39,8 @@ func (s *Supervisor) applyLocked(cfg *config.Config) {
 			}
 			if in.goal == goalRemove {
 				// Put back while its removal is under way: it stays, as
-				// the new config asks.
-				// A stop begun is finished (the stop signal went out),
-				// then it starts anew.
+				// the new config asks; a stop begun is finished (the stop
+				// signal went out), then it starts anew.
 				in.goal = goalStop
 				if p.Autostart {
 					in.goal = goalRun
