@@ -59,7 +59,8 @@ type Config struct {
 	PreserveFDs, ListenFDs int
 
 	// SingleChild forwards signals to the command alone instead of its
-	// process group.
+	// process group, and leaves what the command left behind alone when
+	// it exits (dumb-init's --single-child).
 	SingleChild bool
 	// Rewrite maps a received signal to the one forwarded; a 0 target
 	// drops it. Signals not in the map are forwarded as they are.

@@ -43,6 +43,11 @@ func runSandboxed(ctx context.Context, cfg *Config) (int, error) {
 	if !cfg.Dedicated {
 		defer signal.Stop(sigs)
 	}
+	untap, err := subscribeTap(sigs)
+	if err != nil {
+		cfg.Logger.Debug("SIGPIPE, SIGURG and SIGPROF sent to the init are not forwarded", "err", err)
+	}
+	defer untap()
 
 	rt, err := proc.New(proc.Options{Logger: cfg.Logger})
 	if err != nil {
@@ -107,7 +112,7 @@ func (s *sandboxed) runOnce(ctx context.Context) (exit, error) {
 			s.log.Debug("command exited", "exit_code", code, "reason", string(ev.Reason))
 			return exit{code: successCode(code, s.cfg.SuccessExitCodes), at: ev.FinishedAt}, nil
 		case sig := <-s.sigs:
-			s.forward(id, sig.(syscall.Signal))
+			s.forward(id, sig)
 		case <-done:
 			done = nil
 			s.stop = true
@@ -116,8 +121,9 @@ func (s *sandboxed) runOnce(ctx context.Context) (exit, error) {
 	}
 }
 
-func (s *sandboxed) forward(id string, sig syscall.Signal) {
-	if !forwardable(sig) {
+func (s *sandboxed) forward(id string, sg os.Signal) {
+	sig, tapped := received(sg)
+	if !forwardable(sig, tapped) {
 		return
 	}
 	if isStopRequest(sig) {
@@ -146,7 +152,7 @@ func (s *sandboxed) waitRestart(ctx context.Context, c <-chan time.Time) bool {
 			s.stop = true
 			return false
 		case sig := <-s.sigs:
-			if isStopRequest(sig.(syscall.Signal)) {
+			if sig, _ := received(sig); isStopRequest(sig) {
 				s.stop = true
 				return false
 			}

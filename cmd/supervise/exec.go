@@ -43,12 +43,17 @@ type execOptions struct {
 	args                                     []string
 }
 
-const execDescription = `Runs CMD in its own session and process group and forwards every signal it
-gets to that group (--single-child: to CMD alone). It reaps every zombie (as
-PID 1, or as a child subreaper otherwise) and exits with CMD's exit code, or
-128+N when signal N killed it; 127 when CMD is not found, 126 when it cannot
-be run. When CMD exits, what it left behind gets --stop-signal, then SIGKILL
-after --grace; supervise exits as soon as the last of it is gone.`
+const execDescription = `Runs CMD in its own session and process group and forwards every signal sent
+to it (SIGPIPE, SIGURG and SIGPROF included) to that group (--single-child: to
+CMD alone). It reaps every zombie (as PID 1, or as a child subreaper
+otherwise) and exits with CMD's exit code, or 128+N when signal N killed it;
+127 when CMD is not found, 126 when it cannot be run. When CMD exits, what it
+left behind gets --stop-signal, then SIGKILL after --grace; supervise exits
+as soon as the last of it is gone. With --single-child, as dumb-init's, the
+rest is left alone and supervise exits at once (as PID 1, the kernel ends
+what is left with the pid namespace). Inherited descriptors beyond stdio are
+closed for CMD but those of socket activation ($LISTEN_FDS) and
+--preserve-fds.`
 
 // execCommand is the CLI's `exec`: help and usage errors. Its action ends
 // the process itself (os.Exit with the command's code): the code is the

@@ -29,7 +29,7 @@ type execFlag struct {
 
 func execFlags() []execFlag {
 	return []execFlag{
-		{name: "single-child", usage: "forward signals to CMD alone, not to its process group",
+		{name: "single-child", usage: "forward signals to CMD alone, not to its process group; when CMD exits, leave the rest alone",
 			value: false, field: func(o *execOptions) any { return &o.singleChild }},
 		{name: "rewrite", usage: "rewrite a received signal before forwarding it, FROM:TO (TERM:QUIT); TO 0 drops it (repeatable)",
 			value: []string(nil), field: func(o *execOptions) any { return &o.rewrite }},
