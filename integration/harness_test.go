@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -20,6 +21,13 @@ import (
 var binary string // the supervise binary built for this run
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		// Real processes on a loaded machine take minutes: `go test
+		// -short ./...` is the quick pass over the unit tests.
+		fmt.Println("integration: skipped under -short (real processes, minutes)")
+		os.Exit(0)
+	}
 	dir, err := os.MkdirTemp("", "supervise-it-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

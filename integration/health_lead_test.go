@@ -70,8 +70,11 @@ command = ["sleep", "1000"]
 command = ["test", "!", "-f", "dead"]
 period = "100ms"
 failure_threshold = 2
+# Short: should the new process's probe still find "dead" (the test
+# removes it once it saw the restart) it is restarted again, not parked.
 [program.live.backoff]
-initial = "1h"
+initial = "200ms"
+max = "1s"
 `)
 	d := startDaemon(t, dir, file)
 	eventually(t, "all three running, none ready, dependent waiting", 30*time.Second, func() bool {
@@ -79,7 +82,11 @@ initial = "1h"
 		return s["logready"].State == "Running" && s["notified"].State == "Running" && s["probed"].State == "Running" &&
 			s["dependent"].State == "Waiting"
 	})
-	time.Sleep(500 * time.Millisecond) // several probe periods: still nothing may be ready
+	// The readiness probe has run and failed: still nothing may be ready.
+	eventually(t, "probed's readiness probe failing", 30*time.Second, func() bool {
+		p, ok := d.healthStatus()["probed"].Probes["readiness"]
+		return ok && !p.OK
+	})
 	s := d.healthStatus()
 	for _, n := range []string{"logready", "notified", "probed"} {
 		if s[n].Ready == nil || *s[n].Ready {

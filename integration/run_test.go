@@ -25,6 +25,25 @@ func startTimes(t *testing.T, file string) []time.Time {
 	return out
 }
 
+// backoffLateness is how late a restart may come after its back-off on a
+// loaded machine (forking a shell, the program's own start-up). Only
+// lateness is widened: a restart is never allowed early, and the delays
+// themselves are read from the supervisor's events, exactly.
+const backoffLateness = 5 * time.Second
+
+// backoffs waits for n back-offs of program and returns the delays the
+// supervisor chose ("back-off 200ms" events), in order.
+func backoffs(f *eventFeed, program string, n int) []string {
+	var out []string
+	for range n {
+		ev := f.waitEvent(program+" into CrashLoopBackOff", 120*time.Second, func(ev event) bool {
+			return ev.Program == program && ev.To == "CrashLoopBackOff"
+		})
+		out = append(out, strings.TrimPrefix(ev.Message, "back-off "))
+	}
+	return out
+}
+
 func TestCrashBackoffTiming(t *testing.T) {
 	dir, file := writeConfig(t, `
 [program.crash]
@@ -36,18 +55,34 @@ max = "1600ms"
 reset_after = "1h"
 `)
 	d := startDaemon(t, dir, file)
-	starts := filepath.Join(dir, "starts")
-	eventually(t, "7 starts", 30*time.Second, func() bool { return len(startTimes(t, starts)) >= 7 })
-	st := startTimes(t, starts)
+	f := d.followEvents()
+	// The first restart is at once (no back-off), then 200ms doubling to
+	// the 1.6s cap.
 	want := []time.Duration{0, 200, 400, 800, 1600, 1600}
+	got := backoffs(f, "crash", len(want)-1)
+	if strings.Join(got, " ") != "200ms 400ms 800ms 1.6s 1.6s" {
+		t.Errorf("back-offs %q, want 200ms 400ms 800ms 1.6s 1.6s\n%s", got, f.dump())
+	}
+	tr := f.transitions("crash")
+	for i, s := range tr {
+		if strings.HasPrefix(s, "Running→Exited") {
+			if i+1 >= len(tr) || !strings.HasPrefix(tr[i+1], "Exited→Starting") {
+				t.Errorf("the first restart must come at once, without a back-off: %q", tr)
+			}
+			break
+		}
+	}
+	starts := filepath.Join(dir, "starts")
+	eventually(t, "7 starts", 120*time.Second, func() bool { return len(startTimes(t, starts)) >= 7 })
+	st := startTimes(t, starts)
 	for i, w := range want {
+		// Each start's stamp comes before that run's exit, from which
+		// the back-off counts: the next stamp may not come earlier than
+		// the back-off after it.
 		gap := st[i+1].Sub(st[i])
 		w *= time.Millisecond
-		// Never early: the backoff window must pass. Late only by what a
-		// loaded 2-core machine costs to fork a shell; the exact-expiry
-		// requeue itself is checked on a fake clock in supervisor/.
-		if gap < w-10*time.Millisecond || gap > w+250*time.Millisecond {
-			t.Errorf("gap %d = %v, want %v (-10ms/+250ms)", i+1, gap.Round(time.Millisecond), w)
+		if gap < w || gap > w+backoffLateness {
+			t.Errorf("gap %d = %v, want %v (never earlier, at most %v later)", i+1, gap.Round(time.Millisecond), w, backoffLateness)
 		}
 	}
 	if !strings.Contains(d.stderr.String(), "to=CrashLoopBackOff") {
@@ -69,23 +104,38 @@ initial = "300ms"
 max = "600ms"
 reset_after = "1s"
 `)
-	startDaemon(t, dir, file)
+	d := startDaemon(t, dir, file)
+	f := d.followEvents()
 	starts := filepath.Join(dir, "starts")
-	eventually(t, "5 starts", 30*time.Second, func() bool { return len(startTimes(t, starts)) >= 5 })
+	// run 1 → at once; run 2 → 300ms; run 3 lasts 1.5s > reset_after →
+	// the next crash restarts at once; run 4 → 300ms again, not 600ms.
+	// The supervisor's events say which delay it chose after each exit.
+	after := make([]string, 0, 4) // per exit: "at once" or the back-off
+	for len(after) < 4 {
+		f.waitEvent("flaky exits", 120*time.Second, func(ev event) bool { return ev.Program == "flaky" && ev.To == "Exited" })
+		ev := f.waitEvent("flaky's next step", 120*time.Second, func(ev event) bool {
+			return ev.Program == "flaky" && (ev.To == "CrashLoopBackOff" || ev.To == "Starting")
+		})
+		if ev.To == "Starting" {
+			after = append(after, "at once")
+		} else {
+			after = append(after, strings.TrimPrefix(ev.Message, "back-off "))
+		}
+	}
+	if got, want := strings.Join(after, ", "), "at once, 300ms, at once, 300ms"; got != want {
+		t.Errorf("after each exit: %s; want %s\n%s", got, want, f.dump())
+	}
+	eventually(t, "5 starts", 120*time.Second, func() bool { return len(startTimes(t, starts)) >= 5 })
 	st := startTimes(t, starts)
-	// run 1 → at once; run 2 → 300ms; run 3 lasts 1.5s > reset_after → the
-	// next crash restarts at once; run 4 → 300ms again.
 	gap := func(i int) time.Duration { return st[i].Sub(st[i-1]) }
-	if g := gap(1); g > 250*time.Millisecond {
-		t.Errorf("first restart after %v, want at once", g)
+	// Never early; late by what the machine costs at most.
+	if g := gap(2); g < 300*time.Millisecond || g > 300*time.Millisecond+backoffLateness {
+		t.Errorf("second restart after %v, want 300ms", g)
 	}
-	if g := gap(2); g < 290*time.Millisecond {
-		t.Errorf("second restart after %v, want >= 300ms", g)
+	if g := gap(3); g < 1500*time.Millisecond {
+		t.Errorf("the stable run lasted %v, want its 1.5s", g)
 	}
-	if g := gap(3) - 1500*time.Millisecond; g > 250*time.Millisecond {
-		t.Errorf("restart after a stable run came %v after its exit, want at once", g)
-	}
-	if g := gap(4); g < 290*time.Millisecond || g > 600*time.Millisecond {
+	if g := gap(4); g < 300*time.Millisecond || g > 300*time.Millisecond+backoffLateness {
 		t.Errorf("backoff did not start over: gap %v, want 300ms", g)
 	}
 }

@@ -49,8 +49,18 @@ type Config struct {
 	// When Stdin is our controlling terminal the command takes it over.
 	Stdin, Stdout, Stderr *os.File
 
+	// PreserveFDs is how many descriptors from 3 up the command gets on
+	// top of stdio (socket activation's and --preserve-fds): the caller
+	// leaves them open and marks everything above close-on-exec. The
+	// first ListenFDs of them are socket-activation descriptors: the
+	// command then gets LISTEN_FDS and a LISTEN_PID that names it (it is
+	// started through a shim that sets it, as its pid is not known
+	// before the fork).
+	PreserveFDs, ListenFDs int
+
 	// SingleChild forwards signals to the command alone instead of its
-	// process group.
+	// process group, and leaves what the command left behind alone when
+	// it exits (dumb-init's --single-child).
 	SingleChild bool
 	// Rewrite maps a received signal to the one forwarded; a 0 target
 	// drops it. Signals not in the map are forwarded as they are.
@@ -164,6 +174,9 @@ func (c *Config) validate() error {
 	}
 	if c.Grace < 0 {
 		return fmt.Errorf("grace %v must not be negative", c.Grace)
+	}
+	if c.PreserveFDs < 0 || c.ListenFDs < 0 || c.ListenFDs > c.PreserveFDs {
+		return fmt.Errorf("%d descriptors to pass with %d for socket activation: want 0 ≤ listen ≤ preserved", c.PreserveFDs, c.ListenFDs)
 	}
 	return nil
 }

@@ -11,12 +11,16 @@
 //     command gets its own process group and is put in the foreground. So
 //     an interactive shell under the init has job control and Ctrl-C goes
 //     to the foreground job, never through the init.
-//   - Every catchable signal the init receives is forwarded to the
+//   - Every catchable signal sent to the init is forwarded to the
 //     command's process group (Config.SingleChild: to the command alone),
-//     after Config.Rewrite. Not forwarded: SIGCHLD (ours), SIGURG (the Go
-//     scheduler's), SIGPIPE (only about our own stderr), SIGTTIN and
-//     SIGTTOU (the kernel's job control of our own terminal use), and the
-//     C library's 32 and 33. All of them are handled, so the init never
+//     after Config.Rewrite, as tini and dumb-init do. SIGPIPE, SIGURG and
+//     SIGPROF included: a tap in front of the Go runtime's handler reads
+//     their siginfo and passes on only those another process sent, never
+//     the scheduler's preemption SIGURGs nor the kernel's SIGPIPE for our
+//     own writes (sigtap_linux.go; amd64 only, elsewhere those three are
+//     not forwarded). Not forwarded: SIGCHLD (ours), SIGTTIN and SIGTTOU
+//     (the kernel's job control of our own terminal use), and the C
+//     library's 32 and 33. All of them are handled, so the init never
 //     stops (SIGTSTP is forwarded, not obeyed) and never dies of one.
 //   - One goroutine owns every wait4 of the process: it reaps the command
 //     and every orphan re-parented to us (we are PID 1, else we become a
@@ -26,6 +30,9 @@
 //     and every other descendant) gets Config.StopSignal, then SIGKILL
 //     once Config.Grace has passed; the init returns the moment the last
 //     descendant is gone (the last SIGCHLD), never sleeping out the grace.
+//     With Config.SingleChild the rest is left alone, as dumb-init's
+//     --single-child does: the init returns at once (as PID 1, the kernel
+//     ends what is left with the pid namespace).
 //   - Run returns the command's exit code, or 128+N when a signal N killed
 //     it (also when not PID 1: re-raising would not kill a PID 1), with
 //     Config.SuccessExitCodes mapped to 0. A command that is not found

@@ -55,6 +55,7 @@ type direct struct {
 	isPID1 bool
 	tty    ttyMode
 	sigs   chan os.Signal
+	untap  func()  // stops the signal tap's deliveries to sigs
 	pin    *cpuPin // released; nil unless Config.Dedicated
 
 	unsetSubreaper bool
@@ -80,6 +81,10 @@ func newDirect(cfg *Config) *direct {
 	// harmless (one reaps everything), others only get lost in a flood.
 	d.sigs = make(chan os.Signal, 128)
 	signal.Notify(d.sigs, handledSignals()...)
+	var err error
+	if d.untap, err = subscribeTap(d.sigs); err != nil {
+		d.log.Debug("SIGPIPE, SIGURG and SIGPROF sent to the init are not forwarded", "err", err)
+	}
 	d.pin.release()
 	if !d.isPID1 {
 		var was int32
@@ -103,6 +108,7 @@ func (d *direct) close() {
 	if d.tty == ttyForeground {
 		giveForegroundBack(d.cfg.Stdin)
 	}
+	d.untap()
 	if d.cfg.Dedicated {
 		return
 	}
@@ -112,9 +118,10 @@ func (d *direct) close() {
 	}
 }
 
-// handledSignals are all the signals the init takes: every catchable one
-// but SIGURG, which the Go scheduler sends itself all the time (and whose
-// default is to be ignored), and the C library's 32 and 33.
+// handledSignals are the signals the init takes through os/signal: every
+// catchable one but SIGURG, which the Go scheduler sends itself all the
+// time, and the C library's 32 and 33. SIGPIPE, SIGURG and SIGPROF sent
+// by others come through the tap (sigtap_linux.go).
 func handledSignals() []os.Signal {
 	var sigs []os.Signal
 	for s := syscall.Signal(1); s <= 64; s++ {
@@ -127,13 +134,16 @@ func handledSignals() []os.Signal {
 	return sigs
 }
 
-// forwardable: SIGPIPE is about our own stderr, SIGTTIN and SIGTTOU about
-// our own use of the terminal; the command has nothing to do with them
-// (and obeying the latter would stop the init).
-func forwardable(sig syscall.Signal) bool {
+// forwardable: SIGTTIN and SIGTTOU are about our own use of the
+// terminal; the command has nothing to do with them (and obeying them
+// would stop the init). SIGPIPE, SIGURG and SIGPROF only when the tap saw
+// another process send them: os/signal mixes in the ones we caused.
+func forwardable(sig syscall.Signal, tapped bool) bool {
 	switch sig {
-	case unix.SIGCHLD, unix.SIGURG, unix.SIGPIPE, unix.SIGTTIN, unix.SIGTTOU:
+	case unix.SIGCHLD, unix.SIGTTIN, unix.SIGTTOU:
 		return false
+	case unix.SIGPIPE, unix.SIGURG, unix.SIGPROF:
+		return tapped
 	}
 	return true
 }
@@ -155,7 +165,7 @@ func (d *direct) runOnce(ctx context.Context) (exit, error) {
 	for d.pid != 0 {
 		select {
 		case s := <-d.sigs:
-			d.handle(s.(syscall.Signal))
+			d.handle(s)
 		case <-done:
 			done = nil
 			d.stop = true
@@ -168,19 +178,26 @@ func (d *direct) runOnce(ctx context.Context) (exit, error) {
 	} else {
 		d.log.Debug("command exited", "pid", pid, "exit_code", ex.code)
 	}
-	d.cleanup()
+	if d.cfg.SingleChild {
+		// As dumb-init's --single-child: the rest of the group is left
+		// alone (as PID 1, the kernel ends it with the namespace).
+		d.reap()
+	} else {
+		d.cleanup()
+	}
 	d.pgid = 0
 	return ex, nil
 }
 
 // handle answers one received signal while a command runs (or its
 // leftovers do).
-func (d *direct) handle(sig syscall.Signal) {
-	if sig == unix.SIGCHLD {
+func (d *direct) handle(s os.Signal) {
+	sig, tapped := received(s)
+	if sig == unix.SIGCHLD && !tapped {
 		d.reap()
 		return
 	}
-	if !forwardable(sig) {
+	if !forwardable(sig, tapped) {
 		d.log.Debug("signal not forwarded", "signal", proc.SignalName(sig))
 		return
 	}
@@ -271,9 +288,8 @@ func (d *direct) cleanup() {
 	for {
 		select {
 		case s := <-d.sigs:
-			sig := s.(syscall.Signal)
-			if sig != unix.SIGCHLD {
-				d.handle(sig)
+			if sig, tapped := received(s); sig != unix.SIGCHLD || tapped {
+				d.handle(s)
 				continue
 			}
 			if !d.reap() {
@@ -337,8 +353,8 @@ func (d *direct) waitRestart(ctx context.Context, c <-chan time.Time) bool {
 			d.stop = true
 			return false
 		case s := <-d.sigs:
-			switch sig := s.(syscall.Signal); {
-			case sig == unix.SIGCHLD:
+			switch sig, tapped := received(s); {
+			case sig == unix.SIGCHLD && !tapped:
 				d.reap()
 			case isStopRequest(sig):
 				d.stop = true

@@ -11,3 +11,7 @@ import (
 func Run(ctx context.Context, cfg Config) (int, error) {
 	return 1, errors.ErrUnsupported
 }
+
+func IsListenShim() bool                   { return false }
+func ListenShimMain() int                  { return 127 }
+func ListenFDs([]string, int) (int, error) { return 0, nil }

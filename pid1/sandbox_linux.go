@@ -8,8 +8,11 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strconv"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/supervise-dev/supervise/proc"
 )
@@ -19,12 +22,13 @@ import (
 // makes us a subreaper), so this side only signals and reads exit events.
 // All of it runs on Run's goroutine.
 type sandboxed struct {
-	cfg  *Config
-	log  *slog.Logger
-	rt   *proc.Runtime
-	sid  string
-	sigs chan os.Signal
-	stop bool
+	cfg   *Config
+	log   *slog.Logger
+	rt    *proc.Runtime
+	sid   string
+	sigs  chan os.Signal
+	stop  bool
+	extra map[int]*os.File // Config.PreserveFDs, handed over explicitly
 }
 
 func runSandboxed(ctx context.Context, cfg *Config) (int, error) {
@@ -39,6 +43,11 @@ func runSandboxed(ctx context.Context, cfg *Config) (int, error) {
 	if !cfg.Dedicated {
 		defer signal.Stop(sigs)
 	}
+	untap, err := subscribeTap(sigs)
+	if err != nil {
+		cfg.Logger.Debug("SIGPIPE, SIGURG and SIGPROF sent to the init are not forwarded", "err", err)
+	}
+	defer untap()
 
 	rt, err := proc.New(proc.Options{Logger: cfg.Logger})
 	if err != nil {
@@ -52,7 +61,12 @@ func runSandboxed(ctx context.Context, cfg *Config) (int, error) {
 	if err != nil {
 		return 1, err
 	}
-	s := &sandboxed{cfg: cfg, log: cfg.Logger, rt: rt, sid: sid, sigs: sigs}
+	s := &sandboxed{cfg: cfg, log: cfg.Logger, rt: rt, sid: sid, sigs: sigs, extra: preserved(cfg.PreserveFDs)}
+	defer func() {
+		for _, f := range s.extra {
+			f.Close()
+		}
+	}()
 	return loop(ctx, cfg, s)
 }
 
@@ -68,7 +82,7 @@ func (s *sandboxed) runOnce(ctx context.Context) (exit, error) {
 	args := append(slices.Clone(s.cfg.Sandbox.InitArgs), s.cfg.Args...)
 	id, err := s.rt.Create(ctx, s.sid, proc.ProcessConfig{
 		Args: args, Env: s.cfg.Env, Stdout: s.cfg.Stdout, Stderr: s.cfg.Stderr,
-		StopSignal: s.cfg.StopSignal, Umask: -1,
+		StopSignal: s.cfg.StopSignal, Umask: -1, ExtraFiles: s.extra,
 	})
 	if err != nil {
 		return exit{}, err
@@ -98,7 +112,7 @@ func (s *sandboxed) runOnce(ctx context.Context) (exit, error) {
 			s.log.Debug("command exited", "exit_code", code, "reason", string(ev.Reason))
 			return exit{code: successCode(code, s.cfg.SuccessExitCodes), at: ev.FinishedAt}, nil
 		case sig := <-s.sigs:
-			s.forward(id, sig.(syscall.Signal))
+			s.forward(id, sig)
 		case <-done:
 			done = nil
 			s.stop = true
@@ -107,8 +121,9 @@ func (s *sandboxed) runOnce(ctx context.Context) (exit, error) {
 	}
 }
 
-func (s *sandboxed) forward(id string, sig syscall.Signal) {
-	if !forwardable(sig) {
+func (s *sandboxed) forward(id string, sg os.Signal) {
+	sig, tapped := received(sg)
+	if !forwardable(sig, tapped) {
 		return
 	}
 	if isStopRequest(sig) {
@@ -137,10 +152,25 @@ func (s *sandboxed) waitRestart(ctx context.Context, c <-chan time.Time) bool {
 			s.stop = true
 			return false
 		case sig := <-s.sigs:
-			if isStopRequest(sig.(syscall.Signal)) {
+			if sig, _ := received(sig); isStopRequest(sig) {
 				s.stop = true
 				return false
 			}
 		}
 	}
+}
+
+// preserved dups the open ones of descriptors 3 … 2+n, for a runtime
+// that passes only what it is given; the caller closes the copies.
+func preserved(n int) map[int]*os.File {
+	if n == 0 {
+		return nil
+	}
+	m := make(map[int]*os.File, n)
+	for fd := 3; fd < 3+n; fd++ {
+		if c, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 3); err == nil {
+			m[fd] = os.NewFile(uintptr(c), "fd"+strconv.Itoa(fd))
+		}
+	}
+	return m
 }

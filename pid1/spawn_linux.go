@@ -83,20 +83,31 @@ func startError(file string, err error) *StartError {
 }
 
 // spawn forks and execs the command in its own session (or, run from a
-// shell's terminal, its own foreground process group). Inherited file
-// descriptors beyond stdio pass through, as with tini and dumb-init.
+// shell's terminal, its own foreground process group). Of the descriptors
+// beyond stdio, only those the caller left without close-on-exec pass
+// (Config.PreserveFDs); with socket activation the command is started
+// through the shim that sets LISTEN_PID.
 func (d *direct) spawn(path string) (int, error) {
 	attr := &syscall.ProcAttr{
 		Env:   d.cfg.Env,
 		Files: []uintptr{d.cfg.Stdin.Fd(), d.cfg.Stdout.Fd(), d.cfg.Stderr.Fd()},
 		Sys:   d.tty.sysProcAttr(d.cfg.Stdin),
 	}
-	pid, err := d.pin.forkExec(path, d.cfg.Args, attr)
+	exe, argv := path, d.cfg.Args
+	if d.cfg.ListenFDs > 0 {
+		self, err := os.Executable()
+		if err != nil {
+			return 0, &StartError{Code: 126, Err: fmt.Errorf("finding our own binary for the socket-activation shim: %w", err)}
+		}
+		exe, argv = self, append([]string{listenShimArgv0, path}, d.cfg.Args...)
+		attr.Env = append(withoutVar(d.cfg.Env, "LISTEN_FDS"), "LISTEN_FDS="+strconv.Itoa(d.cfg.ListenFDs))
+	}
+	pid, err := d.pin.forkExec(exe, argv, attr)
 	if err != nil && d.tty != ttyNone && ttyError(err) {
 		d.log.Warn("cannot hand the terminal to the command; running it without one", "err", err)
 		d.tty = ttyNone
 		attr.Sys = d.tty.sysProcAttr(d.cfg.Stdin)
-		pid, err = d.pin.forkExec(path, d.cfg.Args, attr)
+		pid, err = d.pin.forkExec(exe, argv, attr)
 	}
 	if err != nil {
 		if errors.Is(err, unix.ENOENT) {
@@ -165,4 +176,15 @@ func children(pid string) ([]int, error) {
 		}
 	}
 	return out, nil
+}
+
+// withoutVar returns env without any name=… entry.
+func withoutVar(env []string, name string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, name+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }

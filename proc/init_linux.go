@@ -50,8 +50,18 @@ func InitMain() int {
 		runtime.LockOSThread()
 		return shimMain()
 	case roleSandbox:
+		// What the runtime's process inherited must not reach the
+		// programs; the control socket on fd 3 is dup'ed before use.
+		if err := CloseOnExecFrom(3); err != nil {
+			fmt.Fprintln(os.Stderr, "supervise-init:", err)
+			return 1
+		}
 		return sandboxInitMain()
 	case roleRun:
+		if err := CloseOnExecFrom(3); err != nil {
+			fmt.Fprintln(os.Stderr, "supervise-init:", err)
+			return 127
+		}
 		if len(os.Args) < 3 {
 			fmt.Fprintln(os.Stderr, "supervise-init run: no command")
 			return 127

@@ -40,3 +40,5 @@ func (*Runtime) List(ListFilter) []ProcessStatus                   { return nil 
 func (*Runtime) Exec(context.Context, string, ExecConfig) (ExecResult, error) {
 	return ExecResult{}, errors.ErrUnsupported
 }
+
+func CloseOnExecFrom(int) error { return errors.ErrUnsupported }

@@ -38,16 +38,22 @@ type execOptions struct {
 	memoryMax                                string
 	pidsMax                                  int64
 	ns                                       []string
+	preserveFDs, listenFDs                   int64
 	verbose                                  bool
 	args                                     []string
 }
 
-const execDescription = `Runs CMD in its own session and process group and forwards every signal it
-gets to that group (--single-child: to CMD alone). It reaps every zombie (as
-PID 1, or as a child subreaper otherwise) and exits with CMD's exit code, or
-128+N when signal N killed it; 127 when CMD is not found, 126 when it cannot
-be run. When CMD exits, what it left behind gets --stop-signal, then SIGKILL
-after --grace; supervise exits as soon as the last of it is gone.`
+const execDescription = `Runs CMD in its own session and process group and forwards every signal sent
+to it (SIGPIPE, SIGURG and SIGPROF included) to that group (--single-child: to
+CMD alone). It reaps every zombie (as PID 1, or as a child subreaper
+otherwise) and exits with CMD's exit code, or 128+N when signal N killed it;
+127 when CMD is not found, 126 when it cannot be run. When CMD exits, what it
+left behind gets --stop-signal, then SIGKILL after --grace; supervise exits
+as soon as the last of it is gone. With --single-child, as dumb-init's, the
+rest is left alone and supervise exits at once (as PID 1, the kernel ends
+what is left with the pid namespace). Inherited descriptors beyond stdio are
+closed for CMD but those of socket activation ($LISTEN_FDS) and
+--preserve-fds.`
 
 // execCommand is the CLI's `exec`: help and usage errors. Its action ends
 // the process itself (os.Exit with the command's code): the code is the
@@ -103,8 +109,15 @@ func execMain(args []string) (code int, ok bool) {
 	return runExec(cfg), true
 }
 
-// runExec runs the init and returns the code to exit with.
+// runExec runs the init and returns the code to exit with. What we
+// inherited beyond stdio and the descriptors to pass is closed at every
+// exec: it must not reach CMD (which may drop privileges) nor anything
+// it starts.
 func runExec(cfg pid1.Config) int {
+	if err := proc.CloseOnExecFrom(3 + cfg.PreserveFDs); err != nil {
+		fmt.Fprintln(os.Stderr, "supervise: exec:", err)
+		return exitFailed
+	}
 	code, err := pid1.Run(context.Background(), cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "supervise:", oneLine(err.Error()))
@@ -137,6 +150,19 @@ func execConfig(o execOptions) (pid1.Config, error) {
 	if cfg.Grace < 0 {
 		return cfg, fmt.Errorf("exec: --grace %v: must not be negative", cfg.Grace)
 	}
+	if o.preserveFDs < 0 || o.preserveFDs > maxPassedFDs {
+		return cfg, fmt.Errorf("exec: --preserve-fds %d: want 0 to %d", o.preserveFDs, maxPassedFDs)
+	}
+	listen := int(o.listenFDs)
+	if listen < 0 {
+		if listen, err = pid1.ListenFDs(os.Environ(), os.Getpid()); err != nil {
+			return cfg, fmt.Errorf("exec: socket activation: %w", err)
+		}
+	}
+	if listen > maxPassedFDs-int(o.preserveFDs) {
+		return cfg, fmt.Errorf("exec: %d socket-activation descriptors and --preserve-fds %d: at most %d in all", listen, o.preserveFDs, maxPassedFDs)
+	}
+	cfg.ListenFDs, cfg.PreserveFDs = listen, listen+int(o.preserveFDs)
 	for _, r := range o.rewrite {
 		from, to, err := pid1.ParseRewrite(r)
 		if err != nil {
@@ -153,7 +179,7 @@ func execConfig(o execOptions) (pid1.Config, error) {
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})).With("init", "exec")
 
-	sb, err := execSandbox(o)
+	sb, err := execSandbox(o, cfg.PreserveFDs, cfg.ListenFDs)
 	if err != nil {
 		return cfg, err
 	}
@@ -166,7 +192,7 @@ func execConfig(o execOptions) (pid1.Config, error) {
 // the wait4s of this process, so the reaping and the grace-bounded
 // cleanup in there is that init's job); it gets the flags that concern
 // it, the rewrite and the restart stay out here.
-func execSandbox(o execOptions) (*pid1.Sandbox, error) {
+func execSandbox(o execOptions, preserve, listen int) (*pid1.Sandbox, error) {
 	var sb pid1.Sandbox
 	if o.memoryMax != "" {
 		n, err := config.ParseSize(o.memoryMax)
@@ -201,9 +227,18 @@ func execSandbox(o execOptions) (*pid1.Sandbox, error) {
 	if o.verbose {
 		sb.InitArgs = append(sb.InitArgs, "--verbose")
 	}
+	if preserve > 0 {
+		// The runtime hands them over at the same numbers; the init in
+		// there passes them on (and sets LISTEN_PID for CMD).
+		sb.InitArgs = append(sb.InitArgs, "--preserve-fds", strconv.Itoa(preserve-listen), "--listen-fds", strconv.Itoa(listen))
+	}
 	sb.InitArgs = append(sb.InitArgs, "--")
 	return &sb, nil
 }
+
+// maxPassedFDs bounds the descriptors exec passes on (3 … 1024, as the
+// sandbox runtime's extra files).
+const maxPassedFDs = 1022
 
 // mustSignal is for a signal execConfig has already validated.
 func mustSignal(s string) syscall.Signal {

@@ -24,11 +24,12 @@ type execFlag struct {
 	usage   string
 	value   any // the default and the kind: bool, string, time.Duration, int64, []string, []int
 	field   func(*execOptions) any
+	hidden  bool // not in --help: for the init inside a sandbox
 }
 
 func execFlags() []execFlag {
 	return []execFlag{
-		{name: "single-child", usage: "forward signals to CMD alone, not to its process group",
+		{name: "single-child", usage: "forward signals to CMD alone, not to its process group; when CMD exits, leave the rest alone",
 			value: false, field: func(o *execOptions) any { return &o.singleChild }},
 		{name: "rewrite", usage: "rewrite a received signal before forwarding it, FROM:TO (TERM:QUIT); TO 0 drops it (repeatable)",
 			value: []string(nil), field: func(o *execOptions) any { return &o.rewrite }},
@@ -52,6 +53,10 @@ func execFlags() []execFlag {
 			value: int64(0), field: func(o *execOptions) any { return &o.pidsMax }},
 		{name: "ns", usage: "run CMD in new namespaces: pid, mount, uts, ipc, net, user (comma-separated)",
 			value: []string(nil), field: func(o *execOptions) any { return &o.ns }},
+		{name: "preserve-fds", usage: "pass `N` more descriptors after stdio (and after $LISTEN_FDS) to CMD: 3, 4, …; every other inherited one is closed at exec",
+			value: int64(0), field: func(o *execOptions) any { return &o.preserveFDs }},
+		{name: "listen-fds", usage: "the first N passed descriptors are socket-activation ones (default: $LISTEN_FDS when $LISTEN_PID is ours)",
+			value: int64(-1), field: func(o *execOptions) any { return &o.listenFDs }, hidden: true},
 		{name: "verbose", aliases: []string{"v"}, usage: "log what the init does to stderr",
 			value: false, field: func(o *execOptions) any { return &o.verbose }},
 	}
@@ -61,17 +66,17 @@ func execFlags() []execFlag {
 func (f execFlag) cli() cli.Flag {
 	switch v := f.value.(type) {
 	case bool:
-		return &cli.BoolFlag{Name: f.name, Aliases: f.aliases, Usage: f.usage, Value: v}
+		return &cli.BoolFlag{Name: f.name, Aliases: f.aliases, Usage: f.usage, Value: v, Hidden: f.hidden}
 	case string:
-		return &cli.StringFlag{Name: f.name, Aliases: f.aliases, Usage: f.usage, Value: v}
+		return &cli.StringFlag{Name: f.name, Aliases: f.aliases, Usage: f.usage, Value: v, Hidden: f.hidden}
 	case time.Duration:
-		return &cli.DurationFlag{Name: f.name, Aliases: f.aliases, Usage: f.usage, Value: v}
+		return &cli.DurationFlag{Name: f.name, Aliases: f.aliases, Usage: f.usage, Value: v, Hidden: f.hidden}
 	case int64:
-		return &cli.Int64Flag{Name: f.name, Aliases: f.aliases, Usage: f.usage, Value: v}
+		return &cli.Int64Flag{Name: f.name, Aliases: f.aliases, Usage: f.usage, Value: v, Hidden: f.hidden}
 	case []string:
-		return &cli.StringSliceFlag{Name: f.name, Aliases: f.aliases, Usage: f.usage}
+		return &cli.StringSliceFlag{Name: f.name, Aliases: f.aliases, Usage: f.usage, Hidden: f.hidden}
 	case []int:
-		return &cli.IntSliceFlag{Name: f.name, Aliases: f.aliases, Usage: f.usage}
+		return &cli.IntSliceFlag{Name: f.name, Aliases: f.aliases, Usage: f.usage, Hidden: f.hidden}
 	}
 	panic("exec flag " + f.name + ": unknown kind")
 }

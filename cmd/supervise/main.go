@@ -21,6 +21,7 @@ import (
 
 	"github.com/supervise-dev/supervise/config"
 	"github.com/supervise-dev/supervise/ctl"
+	"github.com/supervise-dev/supervise/pid1"
 	"github.com/supervise-dev/supervise/proc"
 	"github.com/supervise-dev/supervise/supervisor"
 	"github.com/supervise-dev/supervise/watch"
@@ -39,6 +40,9 @@ func main() {
 	// before anything else in this process.
 	if proc.IsInit() {
 		os.Exit(proc.InitMain())
+	}
+	if pid1.IsListenShim() {
+		os.Exit(pid1.ListenShimMain())
 	}
 	if filepath.Base(os.Args[0]) == "supervisectl" {
 		os.Exit(ctlMain(os.Args))
@@ -195,6 +199,12 @@ func isTerminal(f *os.File) bool {
 }
 
 func runCommand(c *cli.Context) int {
+	// What we inherited (a descriptor of the shell that started us) must
+	// not reach the programs, which may run as other users.
+	if err := proc.CloseOnExecFrom(3); err != nil {
+		fmt.Fprintln(os.Stderr, "supervise:", err)
+		return exitFailed
+	}
 	file, err := findConfig(c)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "supervise:", err)

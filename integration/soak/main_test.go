@@ -42,6 +42,9 @@ var binary, ctlBinary string
 
 // soakDuration says how long to run, and whether to run at all.
 func soakDuration() (time.Duration, bool) {
+	if testing.Short() { // go test -short ./... is the quick pass
+		return 0, false
+	}
 	if *durationFlag > 0 {
 		return *durationFlag, true
 	}

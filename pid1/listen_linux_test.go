@@ -1,0 +1,36 @@
+package pid1
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestListenFDs(t *testing.T) {
+	for _, c := range []struct {
+		env  []string
+		want int
+		err  bool
+	}{
+		{[]string{"LISTEN_FDS=2", "LISTEN_PID=42"}, 2, false},
+		{[]string{"LISTEN_PID=42", "LISTEN_FDS=1"}, 1, false},
+		{[]string{"LISTEN_FDS=2", "LISTEN_PID=7"}, 0, false}, // for another process
+		{[]string{"LISTEN_FDS=2"}, 0, false},                 // no owner: sd_listen_fds ignores it too
+		{[]string{"LISTEN_PID=42"}, 0, false},
+		{[]string{"LISTEN_FDS=x", "LISTEN_PID=42"}, 0, true},
+		{[]string{"LISTEN_FDS=-1", "LISTEN_PID=42"}, 0, true},
+		{[]string{"LISTEN_FDS=5000", "LISTEN_PID=42"}, 0, true},
+	} {
+		got, err := ListenFDs(c.env, 42)
+		if got != c.want || (err != nil) != c.err {
+			t.Errorf("ListenFDs(%q) = %d, %v; want %d, error %v", c.env, got, err, c.want, c.err)
+		}
+	}
+}
+
+func TestWithListenPID(t *testing.T) {
+	got := withListenPID([]string{"A=1", "LISTEN_PID=1", "LISTEN_FDS=2", "LISTEN_PID=3"}, 99)
+	want := []string{"A=1", "LISTEN_FDS=2", "LISTEN_PID=99"}
+	if !slices.Equal(got, want) {
+		t.Errorf("withListenPID = %q, want %q", got, want)
+	}
+}
