@@ -2,6 +2,7 @@ package config
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -105,5 +106,14 @@ func (s *errorSet) err() error {
 	slices.SortStableFunc(s.list, func(a, b *Error) int {
 		return cmp.Or(cmp.Compare(a.Line, b.Line), strings.Compare(a.Key, b.Key), strings.Compare(a.Msg, b.Msg))
 	})
+	if n := len(s.list) - maxErrors; n > 0 {
+		// A file of thousands of mistakes is one mistake repeated: the
+		// first ones say what it is, and the reply stays small.
+		last := s.list[maxErrors-1]
+		s.list = append(s.list[:maxErrors:maxErrors], &Error{File: last.File, Line: last.Line, Msg: fmt.Sprintf("and %d more problems", n)})
+	}
 	return s.list
 }
+
+// maxErrors bounds the problems one ErrorList reports.
+const maxErrors = 100

@@ -16,10 +16,6 @@ import (
 	"github.com/BurntSushi/toml"
 )
 
-// maxFileSize bounds what Load and LoadEnvFile read: a config is small, and
-// a path like /dev/zero must not hang the supervisor.
-const maxFileSize = 4 << 20
-
 // Load reads and validates the file at path: a Procfile when its base name
 // is "Procfile" or starts with "Procfile." (then a ".env" beside it, if any,
 // is loaded too), TOML otherwise. A file that cannot be read gives a wrapped
@@ -109,6 +105,12 @@ func Parse(file string, data []byte) (*Config, error) {
 }
 
 func parse(file string, data []byte, lookup func(string) (string, bool)) (*Config, error) {
+	if err := checkSize(file, data); err != nil {
+		return nil, err
+	}
+	if err := checkTOMLBounds(file, data); err != nil {
+		return nil, err
+	}
 	var raw map[string]any
 	md, err := toml.Decode(string(data), &raw)
 	if err != nil {

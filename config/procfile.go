@@ -85,6 +85,12 @@ var procNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompil
 // the console, the directory of file, opts.Env plus PORT. Every problem is
 // reported at once as an ErrorList.
 func ParseProcfile(file string, data []byte, opts ProcfileOptions) (*Config, error) {
+	if err := checkSize(file, data); err != nil {
+		return nil, err
+	}
+	if err := checkLineBounds(file, data); err != nil {
+		return nil, err
+	}
 	errs := &errorSet{}
 	bad := func(line int, key, format string, args ...any) {
 		errs.add(&Error{File: file, Line: line, Key: key, Msg: fmt.Sprintf(format, args...)})
@@ -236,6 +242,12 @@ func errText(err error) string {
 }
 
 func parseEnv(file, data string) (map[string]string, error) {
+	if err := checkSize(file, []byte(data)); err != nil {
+		return nil, err
+	}
+	if err := checkLineBounds(file, []byte(data)); err != nil {
+		return nil, err
+	}
 	errs := &errorSet{}
 	env := map[string]string{}
 	lines := strings.Split(strings.ReplaceAll(data, "\r\n", "\n"), "\n")

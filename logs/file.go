@@ -4,18 +4,20 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+
+	"golang.org/x/sys/unix"
 )
 
 // Defaults of FileConfig.
 const (
 	DefaultMaxFiles   = 5
 	DefaultFileBuffer = 64 << 10
-	DefaultFilePerm   = 0o644
 )
 
 // FileConfig configures a File. Zero fields get defaults.
@@ -29,8 +31,20 @@ type FileConfig struct {
 	// Path, Path.1 (the newest rotated) … Path.<MaxFiles-1>. Default
 	// DefaultMaxFiles; 1 keeps only the current file, emptied on rotation.
 	MaxFiles int
-	// Perm is the mode of new files; default DefaultFilePerm.
+	// Perm is the mode of new files; default 0640, or 0600 when every user
+	// can list the directory.
 	Perm fs.FileMode
+	// Owner, when set, owns the files the supervisor creates (it runs as
+	// root); nil leaves them to the supervisor's user.
+	Owner *Ident
+	// User is the program's user, when it runs as another one: a log
+	// directory it owns (or whose group is its group) is accepted, and so
+	// are the files in it that it owns. Any other directory that someone
+	// but root can write is refused.
+	User *Ident
+	// Logger reports a write failure once per episode (a full disk) and
+	// its end with the bytes lost; default discards.
+	Logger *slog.Logger
 	// BufferSize is how many bytes are collected before a write; default
 	// DefaultFileBuffer.
 	BufferSize int
@@ -42,13 +56,23 @@ type FileConfig struct {
 // chunks is stored as several lines. Safe for concurrent use; lines of
 // several streams sharing the file never interleave inside a line.
 //
-// On a write error the lines of that write are dropped and the error is
-// returned, so a full disk does not stall the program; a file that could
-// not be opened is opened again at the next write.
+// On a write error the lines of that write are dropped, so a full disk
+// does not stall the program; the first error of an episode is returned
+// and logged, the bytes lost are counted and reported when writes work
+// again. A file that could not be opened is opened again at the next write.
+//
+// The supervisor may run as root and write where the program can write, so
+// nothing the program can put at a name is followed: the directory is
+// opened once (see openDir), and the file is opened, rotated and cleaned
+// up relative to that descriptor, never through a path again.
 type File struct {
-	cfg FileConfig
+	cfg  FileConfig
+	dir  int    // descriptor of the directory, for the life of the File
+	base string // the file's name in dir
 
 	mu      sync.Mutex
+	lost    int64    // bytes dropped since the current failure began; guarded by mu
+	failing bool     // inside a failure episode; guarded by mu
 	f       *os.File // nil while not open; guarded by mu
 	size    int64    // bytes in the file, buf included; guarded by mu
 	buf     []byte   // guarded by mu
@@ -65,29 +89,68 @@ func OpenFile(cfg FileConfig) (*File, error) {
 	if cfg.MaxFiles <= 0 {
 		cfg.MaxFiles = DefaultMaxFiles
 	}
-	if cfg.Perm == 0 {
-		cfg.Perm = DefaultFilePerm
-	}
 	if cfg.BufferSize <= 0 {
 		cfg.BufferSize = DefaultFileBuffer
 	}
-	if err := os.MkdirAll(filepath.Dir(cfg.Path), 0o755); err != nil {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	path, err := filepath.Abs(cfg.Path)
+	if err != nil {
 		return nil, fmt.Errorf("log file %s: %w", cfg.Path, err)
 	}
-	f := &File{cfg: cfg, buf: make([]byte, 0, cfg.BufferSize)}
+	dir, err := openDir(filepath.Dir(path))
+	if err != nil {
+		return nil, err
+	}
+	if err := checkDir(dir, filepath.Dir(path), cfg.User); err != nil {
+		unix.Close(dir)
+		return nil, err
+	}
+	if cfg.Perm == 0 {
+		cfg.Perm = dirPerm(dir)
+	}
+	f := &File{cfg: cfg, dir: dir, base: filepath.Base(path), buf: make([]byte, 0, cfg.BufferSize)}
 	if err := f.openLocked(); err != nil {
+		unix.Close(dir)
 		return nil, err
 	}
 	return f, nil
+}
+
+func (f *File) absPath() string {
+	if p, err := filepath.Abs(f.cfg.Path); err == nil {
+		return p
+	}
+	return f.cfg.Path
 }
 
 // Path returns the path of the current file.
 func (f *File) Path() string { return f.cfg.Path }
 
 func (f *File) openLocked() error {
-	fd, err := os.OpenFile(f.cfg.Path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, f.cfg.Perm)
+	if removed(f.dir) {
+		// Someone removed the directory (and may have made it again):
+		// open and check what stands at its path now, as at the start.
+		path := filepath.Dir(f.absPath())
+		dir, err := openDir(path)
+		if err == nil {
+			if err = checkDir(dir, path, f.cfg.User); err != nil {
+				unix.Close(dir)
+			}
+		}
+		if err != nil {
+			return err
+		}
+		unix.Close(f.dir)
+		f.dir = dir
+	}
+	fd, was, err := openLog(f.dir, f.base, f.cfg.Perm, f.cfg.Owner, f.cfg.User)
+	if was != "" {
+		f.cfg.Logger.Warn("log file: removed what stood at its name", "path", f.cfg.Path, "was", was)
+	}
 	if err != nil {
-		return fmt.Errorf("log file: %w", err)
+		return fmt.Errorf("log file %s: %w", f.cfg.Path, err)
 	}
 	st, err := fd.Stat()
 	if err != nil {
@@ -134,49 +197,80 @@ func (f *File) flushLocked() error {
 		return nil
 	}
 	var err error
+	if f.f != nil && unlinked(f.f) {
+		// Its name was removed (by the program, or a cleanup): writing
+		// on would put the lines where no one can read them.
+		f.f.Close()
+		f.f = nil
+	}
 	if f.f == nil {
 		err = f.openLocked()
 	}
+	lost := len(f.buf)
 	if err == nil {
 		var n int
 		n, err = f.f.Write(f.buf)
+		lost -= n
 		if err != nil {
-			f.size -= int64(len(f.buf) - n)
-			err = fmt.Errorf("log file: %w (%d bytes lost)", err, len(f.buf)-n)
+			err = fmt.Errorf("log file %s: %w", f.cfg.Path, err)
 		}
-	} else {
-		f.size -= int64(len(f.buf))
-		err = fmt.Errorf("%w (%d bytes lost)", err, len(f.buf))
 	}
+	f.size -= int64(lost)
 	f.buf = f.buf[:0]
 	if cap(f.buf) > 4*f.cfg.BufferSize {
 		f.buf = make([]byte, 0, f.cfg.BufferSize) // one huge line grew it
 	}
+	return f.account(err, lost)
+}
+
+// account keeps a failure episode to one report: its first error is
+// returned (and logged), later ones only add to the bytes lost, and the
+// first write that works again logs the total.
+func (f *File) account(err error, lost int) error {
+	if err == nil {
+		if f.failing {
+			f.cfg.Logger.Warn("log file: writes work again", "path", f.cfg.Path, "lost_bytes", f.lost)
+			f.failing, f.lost = false, 0
+		}
+		return nil
+	}
+	f.lost += int64(lost)
+	if f.failing {
+		return nil
+	}
+	f.failing = true
+	f.cfg.Logger.Warn("log file: writes failing; lines are dropped until they work again", "path", f.cfg.Path, "err", err)
 	return err
 }
 
 // rotateLocked shifts Path.i to Path.i+1, Path to Path.1, dropping the
-// oldest, and starts an empty Path. The buffer must be empty.
+// oldest, and starts an empty Path, all by name inside the directory's
+// descriptor. The buffer must be empty. When Path cannot be moved away
+// (the program put a directory at Path.1), the current file is emptied
+// instead, so max_size holds whatever stands at the names; the name Path
+// is never opened again through anything the program made.
 func (f *File) rotateLocked() error {
 	var errs []error
-	if f.f != nil {
-		errs = append(errs, f.f.Close())
-		f.f = nil
-	}
-	p := f.cfg.Path
-	if f.cfg.MaxFiles == 1 {
-		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			errs = append(errs, err)
-		}
-	}
+	p := f.base
+	moved := false
+	// Only our own file is moved to Path.1: whatever else stands at Path
+	// now (the program swapped it) is left for openLocked to replace.
+	ours := f.f != nil && atName(f.dir, f.base, f.f)
 	for i := f.cfg.MaxFiles - 1; i >= 1; i-- {
+		if i == 1 && !ours {
+			break
+		}
 		from := p
 		if i > 1 {
 			from = p + "." + strconv.Itoa(i-1)
 		}
 		// Renaming onto Path.<MaxFiles-1> replaces the oldest file.
-		if err := os.Rename(from, p+"."+strconv.Itoa(i)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			errs = append(errs, err)
+		err := unix.Renameat(f.dir, from, f.dir, p+"."+strconv.Itoa(i))
+		if err != nil && !errors.Is(err, unix.ENOENT) {
+			errs = append(errs, fmt.Errorf("renaming %s: %w", from, err))
+		}
+		if i == 1 && err == nil {
+			moved = true
 		}
 	}
 	if !f.cleaned {
@@ -185,9 +279,21 @@ func (f *File) rotateLocked() error {
 		f.cleaned = true
 	}
 	f.size = 0
-	errs = append(errs, f.openLocked())
+	switch {
+	case moved || !ours:
+		if f.f != nil {
+			errs = append(errs, f.f.Close())
+			f.f = nil
+		}
+		errs = append(errs, f.openLocked())
+	default:
+		// MaxFiles is 1, or Path could not be moved: start it over.
+		if err := f.f.Truncate(0); err != nil {
+			errs = append(errs, fmt.Errorf("emptying: %w", err))
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("rotating %s: %w", p, err)
+		return fmt.Errorf("rotating %s: %w", f.cfg.Path, err)
 	}
 	return nil
 }
@@ -195,22 +301,18 @@ func (f *File) rotateLocked() error {
 // removeExtraLocked removes rotated files numbered MaxFiles or more, left
 // by an earlier, larger MaxFiles.
 func (f *File) removeExtraLocked() error {
-	dir, base := filepath.Split(f.cfg.Path)
-	if dir == "" {
-		dir = "."
-	}
-	entries, err := os.ReadDir(dir)
+	names, err := readNames(f.dir)
 	if err != nil {
 		return err
 	}
 	var errs []error
-	for _, e := range entries {
-		suffix, ok := strings.CutPrefix(e.Name(), base+".")
+	for _, name := range names {
+		suffix, ok := strings.CutPrefix(name, f.base+".")
 		if !ok {
 			continue
 		}
 		if i, err := strconv.Atoi(suffix); err == nil && i >= f.cfg.MaxFiles && strconv.Itoa(i) == suffix {
-			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if err := unix.Unlinkat(f.dir, name, 0); err != nil && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.EISDIR) {
 				errs = append(errs, err)
 			}
 		}
@@ -253,5 +355,9 @@ func (f *File) Close() error {
 		}
 		f.f = nil
 	}
+	if f.failing {
+		f.cfg.Logger.Warn("log file: closed while writes were failing", "path", f.cfg.Path, "lost_bytes", f.lost)
+	}
+	unix.Close(f.dir)
 	return err
 }

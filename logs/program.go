@@ -85,6 +85,9 @@ func NewProgram(cfg ProgramConfig) (_ *Program, retErr error) {
 			f, ok := byPath[o.File.Path]
 			if !ok {
 				var err error
+				if o.File.Logger == nil {
+					o.File.Logger = cfg.Logger.With("program", cfg.Name)
+				}
 				if f, err = OpenFile(o.File); err != nil {
 					return nil, fmt.Errorf("logs of %q: %w", cfg.Name, err)
 				}

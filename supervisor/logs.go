@@ -5,8 +5,10 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/user"
 	"reflect"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -53,8 +55,37 @@ func newLogSet(w io.Writer, color bool, log *slog.Logger, programs []*config.Pro
 	}
 }
 
-func output(o config.Output) logs.Output {
-	return logs.Output{Console: o.Console, File: logs.FileConfig{Path: o.File, MaxSize: o.MaxSize, MaxFiles: o.MaxFiles}}
+func output(o config.Output, user *logs.Ident) logs.Output {
+	return logs.Output{Console: o.Console, File: logs.FileConfig{Path: o.File, MaxSize: o.MaxSize, MaxFiles: o.MaxFiles, User: user}}
+}
+
+// programIdent is the user p runs as, when it is another one than the
+// supervisor's: a log directory it owns is accepted, any other it can
+// write is refused. An unknown name gives nil (the start will fail and
+// say so).
+func programIdent(p *config.Program) *logs.Ident {
+	if p.User == "" {
+		return nil
+	}
+	u, err := user.Lookup(p.User)
+	if err != nil {
+		if u, err = user.LookupId(p.User); err != nil {
+			return nil
+		}
+	}
+	uid, err1 := strconv.Atoi(u.Uid)
+	gid, err2 := strconv.Atoi(u.Gid)
+	if err1 != nil || err2 != nil || uid == os.Geteuid() {
+		return nil
+	}
+	if p.Group != "" {
+		if g, err := user.LookupGroup(p.Group); err == nil {
+			gid, _ = strconv.Atoi(g.Gid)
+		} else if g, err := user.LookupGroupId(p.Group); err == nil {
+			gid, _ = strconv.Atoi(g.Gid)
+		}
+	}
+	return &logs.Ident{UID: uid, GID: gid}
 }
 
 // forKey returns the router of key for spec p: the current one when the
@@ -73,7 +104,8 @@ func (l *logSet) forKey(p *config.Program, key string) *instLogs {
 		ring = logs.NewRing(logs.RingConfig{Program: key})
 		l.rings[key] = ring
 	}
-	cfg := logs.ProgramConfig{Name: key, Console: l.console, Ring: ring, Stdout: output(p.Stdout), Stderr: output(p.Stderr), Logger: l.log}
+	id := programIdent(p)
+	cfg := logs.ProgramConfig{Name: key, Console: l.console, Ring: ring, Stdout: output(p.Stdout, id), Stderr: output(p.Stderr, id), Logger: l.log}
 	prog, err := logs.NewProgram(cfg)
 	if err != nil {
 		// A log file that cannot be opened must not keep the program down:
