@@ -21,6 +21,7 @@ import (
 // router of its output.
 type logSet struct {
 	console *logs.Console
+	files   *logs.Files // one writer per log path, shared by instances and programs
 	log     *slog.Logger
 
 	mu    sync.Mutex
@@ -49,6 +50,7 @@ func newLogSet(w io.Writer, color bool, log *slog.Logger, programs []*config.Pro
 	}
 	return &logSet{
 		console: logs.NewConsole(w, logs.ConsoleConfig{Color: mode, Names: names}),
+		files:   logs.NewFiles(),
 		log:     log,
 		rings:   map[string]*logs.Ring{},
 		progs:   map[string]*instLogs{},
@@ -105,7 +107,7 @@ func (l *logSet) forKey(p *config.Program, key string) *instLogs {
 		l.rings[key] = ring
 	}
 	id := programIdent(p)
-	cfg := logs.ProgramConfig{Name: key, Console: l.console, Ring: ring, Stdout: output(p.Stdout, id), Stderr: output(p.Stderr, id), Logger: l.log}
+	cfg := logs.ProgramConfig{Name: key, Console: l.console, Ring: ring, Stdout: output(p.Stdout, id), Stderr: output(p.Stderr, id), Files: l.files, Logger: l.log}
 	prog, err := logs.NewProgram(cfg)
 	if err != nil {
 		// A log file that cannot be opened must not keep the program down:
