@@ -7,7 +7,7 @@ import (
 )
 
 // Files shares one File per path among every Program writing to it: the
-// instances of a program, or several programs told to log to one file.
+// instances of a program, and a reload's new Program with the old one.
 // Separate Files on one path would each rotate on their own count of the
 // bytes and keep appending to a file another had rotated away, losing the
 // newest lines. A File lives while a Program holds it. Safe for concurrent
