@@ -24,9 +24,10 @@ type logSet struct {
 	files   *logs.Files // one writer per log path, shared by instances and programs
 	log     *slog.Logger
 
-	mu    sync.Mutex
-	rings map[string]*logs.Ring
-	progs map[string]*instLogs
+	mu        sync.Mutex
+	ringBytes int // MaxBytes of each ring; guarded by mu
+	rings     map[string]*logs.Ring
+	progs     map[string]*instLogs
 }
 
 // instLogs is the output routing of one instance.
@@ -103,7 +104,7 @@ func (l *logSet) forKey(p *config.Program, key string) *instLogs {
 	}
 	ring := l.rings[key]
 	if ring == nil {
-		ring = logs.NewRing(logs.RingConfig{Program: key})
+		ring = logs.NewRing(logs.RingConfig{Program: key, MaxBytes: l.ringBytes})
 		l.rings[key] = ring
 	}
 	id := programIdent(p)
@@ -158,6 +159,16 @@ func (l *logSet) remove(key string) {
 	if il != nil {
 		il.close()
 		il.ring.Close()
+	}
+}
+
+// setRingBytes bounds every ring, present and future, to n bytes.
+func (l *logSet) setRingBytes(n int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.ringBytes = n
+	for _, r := range l.rings {
+		r.SetMaxBytes(n)
 	}
 }
 
