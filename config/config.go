@@ -15,7 +15,8 @@ const (
 	DefaultBackoffInitial  = 10 * time.Second
 	DefaultBackoffMax      = 5 * time.Minute
 	DefaultHookTimeout     = 30 * time.Second
-	DefaultLogMaxSize      = 10 << 20 // bytes
+	DefaultLogMaxSize      = 10 << 20  // bytes
+	DefaultLogRing         = 256 << 10 // bytes of recent lines kept per instance
 	DefaultLogMaxFiles     = 5
 	DefaultLogFormat       = "text"
 	DefaultLogLevel        = "info"
@@ -68,6 +69,9 @@ type Supervisor struct {
 	// WatchConfig reloads the config when its file changes (default
 	// true); SIGHUP and `supervisectl reload` reload either way.
 	WatchConfig bool
+	// LogRing bounds the memory of each instance's recent lines, kept for
+	// `supervisectl logs` (bytes).
+	LogRing int
 	// Line of the [supervisor] table; 0 when the file has none.
 	Line int
 }

@@ -58,7 +58,7 @@ command = "server --port 80"
 	if cfg.File != "/etc/sv/test.toml" || cfg.Dir != "/etc/sv" || cfg.Procfile {
 		t.Errorf("File, Dir, Procfile = %q, %q, %v", cfg.File, cfg.Dir, cfg.Procfile)
 	}
-	wantSup := Supervisor{Workers: 2, ShutdownTimeout: 30 * time.Second, LogFormat: "text", LogLevel: "info", WatchConfig: true}
+	wantSup := Supervisor{Workers: 2, ShutdownTimeout: 30 * time.Second, LogFormat: "text", LogLevel: "info", WatchConfig: true, LogRing: 256 << 10}
 	if !reflect.DeepEqual(cfg.Supervisor, wantSup) {
 		t.Errorf("Supervisor = %+v, want %+v", cfg.Supervisor, wantSup)
 	}
@@ -647,5 +647,18 @@ debounce = "0s"
 	}
 	if p := mustParse(t, "[program.a]\ncommand = \"a\"\n").Programs[0]; p.Watch != nil {
 		t.Errorf("no watch table: Watch = %+v, want nil", p.Watch)
+	}
+}
+
+func TestParseLogRing(t *testing.T) {
+	cfg := mustParse(t, "[supervisor]\nlog_ring = \"1MiB\"\n[program.w]\ncommand = \"w\"\n")
+	if cfg.Supervisor.LogRing != 1<<20 {
+		t.Errorf("LogRing = %d, want 1 MiB", cfg.Supervisor.LogRing)
+	}
+	for _, bad := range []string{`"1KiB"`, `"1GiB"`, `"lots"`, `true`} {
+		_, err := Parse("/etc/sv/test.toml", []byte("[supervisor]\nlog_ring = "+bad+"\n[program.w]\ncommand = \"w\"\n"))
+		if err == nil || !strings.Contains(err.Error(), "test.toml:2: supervisor.log_ring:") {
+			t.Errorf("log_ring = %s: got %v, want an error at test.toml:2", bad, err)
+		}
 	}
 }

@@ -29,13 +29,14 @@ func (d *decoder) supervisor(n *node) Supervisor {
 		LogFormat:       DefaultLogFormat,
 		LogLevel:        DefaultLogLevel,
 		WatchConfig:     true,
+		LogRing:         DefaultLogRing,
 	}
 	if n == nil {
 		return s
 	}
 	s.Line = d.ix.line(n.path)
 	t := d.table(n, "a table: [supervisor]")
-	d.known(t, "socket", "socket_group", "workers", "shutdown_timeout", "log_format", "log_level", "exit_on", "watch_config")
+	d.known(t, "socket", "socket_group", "workers", "shutdown_timeout", "log_format", "log_level", "exit_on", "watch_config", "log_ring")
 	if v := t["socket"]; v != nil {
 		s.Socket, _ = d.path(v)
 	}
@@ -72,6 +73,15 @@ func (d *decoder) supervisor(n *node) Supervisor {
 	if v := t["watch_config"]; v != nil {
 		if b, ok := d.boolean(v); ok {
 			s.WatchConfig = b
+		}
+	}
+	if v := t["log_ring"]; v != nil {
+		if size, ok := d.size(v); ok {
+			if size < 4<<10 || size > 64<<20 {
+				d.errorf(v.path, "must be between 4KiB and 64MiB (got %d bytes)", size)
+			} else {
+				s.LogRing = int(size)
+			}
 		}
 	}
 	return s

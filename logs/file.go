@@ -125,6 +125,19 @@ func (f *File) absPath() string {
 	return f.cfg.Path
 }
 
+// setLimits changes the rotation limits from the next line on.
+func (f *File) setLimits(maxSize int64, maxFiles int) {
+	if maxFiles <= 0 {
+		maxFiles = DefaultMaxFiles
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if maxFiles != f.cfg.MaxFiles {
+		f.cleaned = false // fewer files now: remove the extra at the next rotation
+	}
+	f.cfg.MaxSize, f.cfg.MaxFiles = maxSize, maxFiles
+}
+
 // Path returns the path of the current file.
 func (f *File) Path() string { return f.cfg.Path }
 

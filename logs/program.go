@@ -38,6 +38,10 @@ type ProgramConfig struct {
 	MaxLineLength int
 	Now           func() time.Time
 	Logger        *slog.Logger
+	// Files, when set, shares each file with every other Program of the
+	// same Files writing to its path; nil opens the files for this
+	// Program alone.
+	Files *Files
 	// PipeSize, when positive, asks the kernel for a pipe buffer of this
 	// many bytes (best effort); 0 keeps the kernel's default, 64 KiB on
 	// Linux. A bigger pipe lets a program run further ahead of its pump,
@@ -74,7 +78,7 @@ func NewProgram(cfg ProgramConfig) (_ *Program, retErr error) {
 	defer func() {
 		if retErr != nil {
 			for _, f := range p.files {
-				f.Close()
+				p.closeFile(f)
 			}
 		}
 	}()
@@ -88,7 +92,12 @@ func NewProgram(cfg ProgramConfig) (_ *Program, retErr error) {
 				if o.File.Logger == nil {
 					o.File.Logger = cfg.Logger.With("program", cfg.Name)
 				}
-				if f, err = OpenFile(o.File); err != nil {
+				if cfg.Files != nil {
+					f, err = cfg.Files.open(o.File)
+				} else {
+					f, err = OpenFile(o.File)
+				}
+				if err != nil {
 					return nil, fmt.Errorf("logs of %q: %w", cfg.Name, err)
 				}
 				byPath[o.File.Path] = f
@@ -242,7 +251,14 @@ func (p *Program) Close(ctx context.Context) error {
 		errs = append(errs, p.cfg.Console.Flush())
 	}
 	for _, f := range p.files {
-		errs = append(errs, f.Close())
+		errs = append(errs, p.closeFile(f))
 	}
 	return errors.Join(errs...)
+}
+
+func (p *Program) closeFile(f *File) error {
+	if p.cfg.Files != nil {
+		return p.cfg.Files.release(f)
+	}
+	return f.Close()
 }

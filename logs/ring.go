@@ -5,13 +5,19 @@ import (
 	"fmt"
 	"sync"
 	"time"
+	"unsafe"
 )
 
 // Defaults of RingConfig.
 const (
 	DefaultRingSize     = 1000
+	DefaultRingBytes    = 256 << 10
 	DefaultFollowBuffer = 1000
 )
+
+// lineOverhead is what a held line costs besides its text (the Line
+// value), counted so that a flood of empty lines is bounded too.
+const lineOverhead = int(unsafe.Sizeof(Line{}))
 
 // RingConfig configures a Ring. Zero fields get defaults.
 type RingConfig struct {
@@ -19,6 +25,11 @@ type RingConfig struct {
 	Program string
 	// Size is how many lines the ring keeps; default DefaultRingSize.
 	Size int
+	// MaxBytes bounds the memory the kept lines take (texts plus a small
+	// overhead per line); the oldest lines go first. The newest line is
+	// always kept. Default DefaultRingBytes. A follower's queue is bounded
+	// by the same figure.
+	MaxBytes int
 	// FollowBuffer is how many new lines a follower may fall behind before
 	// it is ended with a lag marker; default DefaultFollowBuffer.
 	FollowBuffer int
@@ -37,6 +48,7 @@ type Ring struct {
 	lines     []Line                 // circular; guarded by mu
 	head      int                    // index of the oldest line; guarded by mu
 	n         int                    // lines held; guarded by mu
+	bytes     int                    // cost of the held lines; guarded by mu
 	followers map[*follower]struct{} // guarded by mu
 	closed    bool                   // guarded by mu
 	wg        sync.WaitGroup         // follower goroutines
@@ -50,30 +62,68 @@ func NewRing(cfg RingConfig) *Ring {
 	if cfg.FollowBuffer <= 0 {
 		cfg.FollowBuffer = DefaultFollowBuffer
 	}
+	if cfg.MaxBytes <= 0 {
+		cfg.MaxBytes = DefaultRingBytes
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
 	return &Ring{cfg: cfg, followers: make(map[*follower]struct{})}
 }
 
-// WriteLine stores l, dropping the oldest line when full, and queues it to
-// every follower. It never blocks on a follower and never fails.
+func lineCost(l Line) int { return len(l.Text) + lineOverhead }
+
+// WriteLine stores l, dropping the oldest lines while more than Size lines
+// or MaxBytes are held, and queues it to every follower. It never blocks
+// on a follower and never fails.
 func (r *Ring) WriteLine(l Line) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.n < r.cfg.Size {
-		// Not full yet: head is 0 and the slice grows with the lines, so
-		// an idle program's ring costs nothing.
+	switch {
+	case r.n < len(r.lines):
+		r.lines[(r.head+r.n)%len(r.lines)] = l
+		r.n++
+	case len(r.lines) < r.cfg.Size:
+		// Grow with the lines, so that an idle program's ring costs
+		// nothing; in order first when the bytes bound wrapped it.
+		if r.head != 0 {
+			r.lines = r.lastLocked(-1)
+			r.head = 0
+		}
 		r.lines = append(r.lines, l)
 		r.n++
-	} else {
+	default:
+		r.bytes -= lineCost(r.lines[r.head])
 		r.lines[r.head] = l
 		r.head = (r.head + 1) % len(r.lines)
 	}
+	r.bytes += lineCost(l)
+	r.trimLocked()
 	for f := range r.followers {
 		f.pushLocked(l)
 	}
 	return nil
+}
+
+func (r *Ring) trimLocked() {
+	for r.n > 1 && r.bytes > r.cfg.MaxBytes {
+		r.bytes -= lineCost(r.lines[r.head])
+		r.lines[r.head] = Line{} // let the text go now
+		r.head = (r.head + 1) % len(r.lines)
+		r.n--
+	}
+}
+
+// SetMaxBytes changes the bound on the bytes held (0 for the default),
+// dropping the oldest lines at once when they no longer fit.
+func (r *Ring) SetMaxBytes(n int) {
+	if n <= 0 {
+		n = DefaultRingBytes
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.cfg.MaxBytes = n
+	r.trimLocked()
 }
 
 // Last returns a copy of the last n lines held, oldest first; all of them
@@ -110,11 +160,12 @@ func (r *Ring) Follow(ctx context.Context, n int) (lines <-chan Line, cancel fun
 	defer r.mu.Unlock()
 	hist := r.lastLocked(n)
 	f := &follower{
-		out:   make(chan Line),
-		wake:  make(chan struct{}, 1),
-		limit: r.cfg.FollowBuffer + len(hist),
-		queue: hist,
-		ended: r.closed,
+		out:      make(chan Line),
+		wake:     make(chan struct{}, 1),
+		limit:    r.cfg.FollowBuffer + len(hist),
+		maxBytes: r.cfg.MaxBytes + costOf(hist),
+		queue:    hist,
+		ended:    r.closed,
 	}
 	if !r.closed {
 		r.followers[f] = struct{}{}
@@ -146,12 +197,14 @@ type follower struct {
 	wake chan struct{} // capacity 1: a line or an end is waiting
 
 	// All guarded by the ring's mu.
-	queue   []Line
-	spare   []Line // the feeder's last batch, reused as the next queue
-	limit   int
-	lagged  bool // the queue overflowed; lines are counted, not queued
-	skipped int
-	ended   bool // the ring was closed
+	queue    []Line
+	spare    []Line // the feeder's last batch, reused as the next queue
+	limit    int    // lines the queue may hold
+	bytes    int    // cost of the queued lines
+	maxBytes int    // cost the queue may reach
+	lagged   bool   // the queue overflowed; lines are counted, not queued
+	skipped  int
+	ended    bool // the ring was closed
 }
 
 func (f *follower) signal() {
@@ -162,12 +215,13 @@ func (f *follower) signal() {
 }
 
 func (f *follower) pushLocked(l Line) {
-	if f.lagged || len(f.queue) >= f.limit {
+	if f.lagged || len(f.queue) >= f.limit || f.bytes+lineCost(l) > f.maxBytes {
 		f.lagged = true
 		f.skipped++
 		return
 	}
 	f.queue = append(f.queue, l)
+	f.bytes += lineCost(l)
 	f.signal()
 }
 
@@ -179,7 +233,7 @@ func (r *Ring) feed(ctx context.Context, f *follower) {
 	for {
 		r.mu.Lock()
 		batch := f.queue
-		f.queue, f.spare = f.spare[:0], nil
+		f.queue, f.spare, f.bytes = f.spare[:0], nil, 0
 		lagged, ended := f.lagged, f.ended
 		var skipped int
 		if len(batch) == 0 && lagged {
@@ -225,6 +279,14 @@ func (r *Ring) feed(ctx context.Context, f *follower) {
 			return
 		}
 	}
+}
+
+func costOf(lines []Line) int {
+	n := 0
+	for _, l := range lines {
+		n += lineCost(l)
+	}
+	return n
 }
 
 func (r *Ring) remove(f *follower) {

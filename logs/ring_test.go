@@ -216,3 +216,60 @@ func TestRingFastAndSlowFollowers(t *testing.T) {
 	}
 	r.Wait()
 }
+
+// The ring keeps lines while they fit in MaxBytes: big lines push the
+// oldest out, the newest line stays even when it is bigger than the
+// bound, and small lines fill the ring again up to its line count.
+func TestRingBoundedByBytes(t *testing.T) {
+	const maxBytes = 10 << 10
+	r := NewRing(RingConfig{Size: 50, MaxBytes: maxBytes})
+	big := func(i int) Line { return Line{Text: fmt.Sprintf("%04d%01020d", i, 0)} } // 1 KiB
+	for i := range 100 {
+		r.WriteLine(big(i))
+	}
+	got := r.Last(-1)
+	if cost := costOf(got); cost > maxBytes {
+		t.Errorf("ring holds %d bytes, bound %d", cost, maxBytes)
+	}
+	if len(got) < 8 || got[len(got)-1].Text[:4] != "0099" {
+		t.Fatalf("ring holds %d lines ending %q, want the newest 8 or more", len(got), got[len(got)-1].Text[:4])
+	}
+	for i, l := range got {
+		if want := fmt.Sprintf("%04d", 100-len(got)+i); l.Text[:4] != want {
+			t.Fatalf("line %d is %s, want %s: not the newest lines in order", i, l.Text[:4], want)
+		}
+	}
+	huge := Line{Text: string(make([]byte, 64<<10))}
+	r.WriteLine(huge)
+	if got := r.Last(-1); len(got) != 1 || len(got[0].Text) != 64<<10 {
+		t.Fatalf("after a line over the bound the ring holds %d lines, want that line alone", len(got))
+	}
+	for i := range 200 {
+		r.WriteLine(Line{Text: strconv.Itoa(i)})
+	}
+	if got := texts(r.Last(-1)); !slices.Equal(got, numbers(150, 199)) {
+		t.Errorf("small lines after: ring holds %q, want 150…199", got)
+	}
+}
+
+// A follower that does not read is ended once its queue would pass the
+// ring's byte bound, not after FollowBuffer lines of any size.
+func TestRingFollowerQueueBoundedByBytes(t *testing.T) {
+	const maxBytes = 10 << 10
+	r := NewRing(RingConfig{Program: "web", MaxBytes: maxBytes, FollowBuffer: 1000})
+	lines, cancel := r.Follow(t.Context(), 0)
+	defer cancel()
+	for i := range 100 {
+		r.WriteLine(Line{Text: fmt.Sprintf("%04d%01020d", i, 0)})
+	}
+	var got []Line
+	for l := range lines {
+		got = append(got, l)
+	}
+	if len(got) == 0 || got[len(got)-1].Stream != StreamLagged {
+		t.Fatalf("follower got %d lines and no lag marker", len(got))
+	}
+	if n := len(got) - 1; n > 2*maxBytes/1024+1 {
+		t.Errorf("follower was queued %d lines of 1 KiB, bound %d bytes", n, maxBytes)
+	}
+}

@@ -21,11 +21,13 @@ import (
 // router of its output.
 type logSet struct {
 	console *logs.Console
+	files   *logs.Files // one writer per log path, shared by instances and programs
 	log     *slog.Logger
 
-	mu    sync.Mutex
-	rings map[string]*logs.Ring
-	progs map[string]*instLogs
+	mu        sync.Mutex
+	ringBytes int // MaxBytes of each ring; guarded by mu
+	rings     map[string]*logs.Ring
+	progs     map[string]*instLogs
 }
 
 // instLogs is the output routing of one instance.
@@ -49,6 +51,7 @@ func newLogSet(w io.Writer, color bool, log *slog.Logger, programs []*config.Pro
 	}
 	return &logSet{
 		console: logs.NewConsole(w, logs.ConsoleConfig{Color: mode, Names: names}),
+		files:   logs.NewFiles(),
 		log:     log,
 		rings:   map[string]*logs.Ring{},
 		progs:   map[string]*instLogs{},
@@ -101,11 +104,11 @@ func (l *logSet) forKey(p *config.Program, key string) *instLogs {
 	}
 	ring := l.rings[key]
 	if ring == nil {
-		ring = logs.NewRing(logs.RingConfig{Program: key})
+		ring = logs.NewRing(logs.RingConfig{Program: key, MaxBytes: l.ringBytes})
 		l.rings[key] = ring
 	}
 	id := programIdent(p)
-	cfg := logs.ProgramConfig{Name: key, Console: l.console, Ring: ring, Stdout: output(p.Stdout, id), Stderr: output(p.Stderr, id), Logger: l.log}
+	cfg := logs.ProgramConfig{Name: key, Console: l.console, Ring: ring, Stdout: output(p.Stdout, id), Stderr: output(p.Stderr, id), Files: l.files, Logger: l.log}
 	prog, err := logs.NewProgram(cfg)
 	if err != nil {
 		// A log file that cannot be opened must not keep the program down:
@@ -156,6 +159,16 @@ func (l *logSet) remove(key string) {
 	if il != nil {
 		il.close()
 		il.ring.Close()
+	}
+}
+
+// setRingBytes bounds every ring, present and future, to n bytes.
+func (l *logSet) setRingBytes(n int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.ringBytes = n
+	for _, r := range l.rings {
+		r.SetMaxBytes(n)
 	}
 }
 

@@ -22,6 +22,7 @@ func (s *Supervisor) applyLocked(cfg *config.Config) {
 	old := s.cfg
 	s.cfg = cfg
 	s.level = levels(cfg.Programs)
+	s.logs.setRingBytes(cfg.Supervisor.LogRing)
 
 	wanted := map[string]bool{}
 	for _, p := range cfg.Programs {
