@@ -662,3 +662,23 @@ func TestParseLogRing(t *testing.T) {
 		}
 	}
 }
+
+// check refuses what run would refuse: a socket path too long for a unix
+// socket address, a socket group this machine does not have.
+func TestParseSocketCheckedAsRunWould(t *testing.T) {
+	long := "/run/" + strings.Repeat("s", 110) + ".sock"
+	for _, tc := range []struct{ src, want string }{
+		{"socket = \"" + long + "\"", "test.toml:2: supervisor.socket: " + long + " is 120 bytes long"},
+		{`socket_group = "no-such-group-here"`, `test.toml:2: supervisor.socket_group: no group "no-such-group-here"`},
+	} {
+		_, err := Parse("/etc/sv/test.toml", []byte("[supervisor]\n"+tc.src+"\n[program.w]\ncommand = \"w\"\n"))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want %q", tc.src, err, tc.want)
+		}
+	}
+	for _, ok := range []string{`socket_group = "0"`, `socket_group = "root"`, `socket = "/run/sv.sock"`} {
+		if _, err := Parse("/etc/sv/test.toml", []byte("[supervisor]\n"+ok+"\n[program.w]\ncommand = \"w\"\n")); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+}

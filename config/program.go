@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"net/url"
+	"os/user"
 	"regexp"
 	"slices"
 	"strconv"
@@ -13,6 +14,9 @@ import (
 
 	"github.com/supervise-dev/supervise/watch/glob"
 )
+
+// maxSocketPath is the room in sockaddr_un.sun_path, less the NUL.
+const maxSocketPath = 107
 
 // programKeys are the keys of [program.NAME] and [defaults].
 var programKeys = []string{
@@ -38,10 +42,24 @@ func (d *decoder) supervisor(n *node) Supervisor {
 	t := d.table(n, "a table: [supervisor]")
 	d.known(t, "socket", "socket_group", "workers", "shutdown_timeout", "log_format", "log_level", "exit_on", "watch_config", "log_ring")
 	if v := t["socket"]; v != nil {
-		s.Socket, _ = d.path(v)
+		if p, ok := d.path(v); ok {
+			if len(p) > maxSocketPath {
+				d.errorf(v.path, "%s is %d bytes long; a unix socket address holds at most %d", p, len(p), maxSocketPath)
+			}
+			s.Socket = p
+		}
 	}
 	if v := t["socket_group"]; v != nil {
-		s.SocketGroup, _ = d.str(v)
+		if g, ok := d.str(v); ok {
+			// As the server takes it: a gid as is, a name from the group
+			// database, so that check refuses what run would.
+			if n, err := strconv.Atoi(g); err != nil || n < 0 {
+				if _, err := user.LookupGroup(g); err != nil {
+					d.errorf(v.path, "no group %q on this machine", g)
+				}
+			}
+			s.SocketGroup = g
+		}
 	}
 	if v := t["workers"]; v != nil {
 		if i, ok := d.integer(v, 1, 1024); ok {

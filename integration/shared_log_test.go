@@ -20,11 +20,18 @@ func TestInstancesShareOneLogFile(t *testing.T) {
 	log := filepath.Join(logDir, "out.log")
 	// Each line: "i<instance> <n> " and padding to 40 bytes, so the files
 	// can hold about 2450 of the 6000 lines.
-	// Both start when the test says go, and pace themselves with a
-	// process per line, so that their lines interleave as a real app's do.
+	// Both start when the test says go and keep in step, 50 lines at a
+	// time (each waits for the other's previous block), so that their
+	// lines interleave as a real app's instances' do, whatever the load.
 	gate := filepath.Join(logDir, "go")
-	script := fmt.Sprintf(`while [ ! -e %s ]; do sleep 0.05; done
-i=0; while [ $i -lt %d ]; do i=$((i+1)); printf 'i%%s %%05d %%030d\n' "$SUPERVISE_INSTANCE" $i 0; /bin/true; done; exec sleep 1000`, gate, lines)
+	script := fmt.Sprintf(`cd %s; while [ ! -e go ]; do sleep 0.05; done
+me=$SUPERVISE_INSTANCE; other=$((1 - me)); i=0; b=0
+while [ $i -lt %d ]; do
+  while [ $b -gt 0 ] && [ ! -e step.$other.$((b - 1)) ]; do sleep 0.01; done
+  j=0; while [ $j -lt 50 ]; do i=$((i+1)); j=$((j+1)); printf 'i%%s %%05d %%030d\n' $me $i 0; done
+  : > step.$me.$b; b=$((b+1))
+done
+exec sleep 1000`, logDir, lines)
 	dir, file := writeConfig(t, fmt.Sprintf(`
 [program.w]
 command = ["sh", "-c", %q]

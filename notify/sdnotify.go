@@ -91,6 +91,7 @@ const maxDatagram = 4096
 type Socket struct {
 	conn     *net.UnixConn
 	path     string
+	dir      string // the private directory made for it, removed on Close
 	messages chan Message
 	closing  chan struct{}
 	wg       sync.WaitGroup
@@ -100,8 +101,9 @@ type Socket struct {
 
 // ListenSocket binds a unixgram socket at path and starts reading it. A
 // path starting with '@' is an abstract socket (Linux); any other path is
-// a file, created mode 0600 (a stale socket file left there is replaced):
-// chown it to the program's user when the program runs as another one.
+// a file, created mode 0600 (a stale socket file left there is replaced).
+// The mode is set by path after bind: path's directory must be one no one
+// else can write (ListenPrivate makes one).
 // The kernel attaches each sender's credentials (SO_PASSCRED); file
 // descriptors sent along (sd_notify_barrier's, FDSTORE=1's) are closed at
 // once, which is what releases a barrier.
@@ -157,6 +159,11 @@ func (s *Socket) Close() error {
 		s.wg.Wait()
 		if s.path[0] != '@' {
 			if err := os.Remove(s.path); err != nil && !errors.Is(err, fs.ErrNotExist) && s.closeErr == nil {
+				s.closeErr = err
+			}
+		}
+		if s.dir != "" {
+			if err := os.Remove(s.dir); err != nil && !errors.Is(err, fs.ErrNotExist) && s.closeErr == nil {
 				s.closeErr = err
 			}
 		}

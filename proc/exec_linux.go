@@ -25,6 +25,9 @@ func (r *Runtime) Exec(ctx context.Context, sandboxID string, cfg ExecConfig) (E
 	if err != nil {
 		return ExecResult{}, fmt.Errorf("exec %q: %w", cfg.Args[0], err)
 	}
+	if err := checkWorkDir(spec.Dir); err != nil {
+		return ExecResult{}, err
+	}
 	if spec.Path, err = lookPath(spec.Args[0], spec.Env, spec.Dir); err != nil {
 		return ExecResult{}, err
 	}

@@ -136,6 +136,9 @@ func (p *process) stateLocked() State {
 
 func (r *Runtime) start(ctx context.Context, p *process) (pid int, oom uint64, err error) {
 	spec := *p.spec
+	if err := checkWorkDir(spec.Dir); err != nil {
+		return 0, 0, err
+	}
 	if spec.Path, err = lookPath(spec.Args[0], spec.Env, spec.Dir); err != nil {
 		return 0, 0, err
 	}

@@ -80,6 +80,24 @@ func resolveRlimits(rls []Rlimit) ([]rlimitSpec, error) {
 
 const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
+// checkWorkDir says that the working directory is missing, rather than
+// letting chdir's ENOENT come back from the exec as if the command were.
+func checkWorkDir(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("working directory %s does not exist", dir)
+	case err != nil:
+		return fmt.Errorf("working directory: %w", err)
+	case !st.IsDir():
+		return fmt.Errorf("working directory %s is not a directory", dir)
+	}
+	return nil
+}
+
 // lookPath finds file in the PATH of env (not ours: the program's), the
 // way a shell would. Relative names with a slash are taken from dir.
 func lookPath(file string, env []string, dir string) (string, error) {

@@ -3,7 +3,6 @@ package supervisor
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/supervise-dev/supervise/config"
@@ -54,30 +53,21 @@ func toProbeSpec(p *config.Probe) *probe.Spec {
 	return s
 }
 
-// notifySocketPath is where the sd_notify socket of key lives.
-func (s *Supervisor) notifySocketPath(key string) string {
-	dir := os.Getenv("XDG_RUNTIME_DIR")
-	if dir == "" {
-		dir = os.TempDir()
-	}
-	return filepath.Join(dir, "supervise-notify", strings.ReplaceAll(key, ":", "-")+"-"+randomSuffix()+".sock")
-}
-
 // prepareHealth runs before the process is created: the sd_notify socket
 // must exist, and its path be in the environment, before exec.
 func (s *Supervisor) prepareHealth(in *instance, env []string) (*health, []string, error) {
 	h := &health{done: make(chan struct{})}
 	if in.spec.Notify == config.NotifySdNotify {
-		path := s.notifySocketPath(in.key)
-		if err := os.MkdirAll(filepath.Dir(path), 0o711); err != nil {
-			return nil, env, err
+		var owner *notify.Owner
+		if id := programIdent(in.spec); id != nil {
+			owner = &notify.Owner{UID: id.UID, GID: id.GID}
 		}
-		sock, err := notify.ListenSocket(path)
+		sock, err := notify.ListenPrivate(notify.DefaultBase(), strings.ReplaceAll(in.key, ":", "-"), owner)
 		if err != nil {
 			return nil, env, err
 		}
 		h.sock = sock
-		env = append(env, notify.Env(path, in.spec.Watchdog)...)
+		env = append(env, notify.Env(sock.Path(), in.spec.Watchdog)...)
 	}
 	if in.spec.Notify == config.NotifyFD {
 		fd, w, err := notify.NewFD()
@@ -145,8 +135,24 @@ func (s *Supervisor) startHealth(in *instance, h *health, sid string, pcfgEnv []
 	var wg []func()
 	if h.sock != nil {
 		sock, wd := h.sock, h.watchdog
+		var cgroupDir string
+		var initPid int
+		if st, err := s.rt.SandboxStatus(sid); err == nil {
+			cgroupDir, initPid = st.CgroupPath, st.InitPid
+		}
+		mainPid := in.pid
 		wg = append(wg, func() {
+			warned := false
 			for m := range sock.Messages() {
+				if !notify.FromProgram(m.Pid, cgroupDir, mainPid, initPid) {
+					// Only the program speaks for itself; once per run is
+					// enough to say someone else tried.
+					if !warned {
+						s.log.Warn("sd_notify message from outside the program ignored", "program", key, "sender_pid", m.Pid, "sender_uid", m.Uid)
+						warned = true
+					}
+					continue
+				}
 				s.mu.Lock()
 				if m.Ready {
 					h.notifyReady = true

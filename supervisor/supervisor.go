@@ -8,8 +8,6 @@ package supervisor
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"io"
 	"log/slog"
@@ -325,12 +323,6 @@ func (s *Supervisor) setStateLocked(in *instance, st State, msg string) {
 func (s *Supervisor) notifyChangedLocked() {
 	close(s.changed)
 	s.changed = make(chan struct{})
-}
-
-func randomSuffix() string {
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
 
 // wakeDependentsLocked queues every instance that waits for program name.
