@@ -302,6 +302,13 @@ func (s *Supervisor) stopping(ctx context.Context, in *instance) bool {
 		deadline = s.clock.Now().Add(grace)
 		s.mu.Lock()
 		in.stopDeadline = deadline
+		health := in.health
+		s.mu.Unlock()
+		// Nothing asks a stopping program about its health: a probe
+		// would only disturb its shutdown, and no verdict matters now.
+		// Done before it shows Stopping, which the stop's waiters see.
+		health.stopWatching()
+		s.mu.Lock()
 		s.setStateLocked(in, Stopping, "")
 		s.mu.Unlock()
 		if h := spec.Hooks.PreStop; h != nil && sid != "" {
