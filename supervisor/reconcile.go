@@ -187,6 +187,13 @@ func (s *Supervisor) start(ctx context.Context, in *instance) error {
 			return s.startFailed(ctx, in, "", ReasonHookError, err)
 		}
 	}
+	if s.startCancelled(in) {
+		// A stop (or the shutdown) came during the sequence: what is left
+		// of it is not done. The stop queued the key again; its reconcile
+		// settles the state and removes the sandbox.
+		s.log.Info("start cancelled by a stop", "program", in.key)
+		return nil
+	}
 
 	h, env, err := s.prepareHealth(in, env)
 	if err != nil {
@@ -252,6 +259,13 @@ func (s *Supervisor) start(ctx context.Context, in *instance) error {
 	s.mu.Unlock()
 	s.log.Info("started", "program", in.key, "pid", st.Pid)
 	return nil
+}
+
+// startCancelled reports whether the instance is no longer meant to run.
+func (s *Supervisor) startCancelled(in *instance) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return in.goal != goalRun || s.shuttingDown
 }
 
 // startFailed records a start that did not get to Running as a crash, so
