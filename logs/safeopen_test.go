@@ -92,9 +92,9 @@ func TestLogSymlinkSwapIsNotFollowed(t *testing.T) {
 			t.Fatalf("round %d: %s is %v (%v), want a regular file", round, path, st.Mode(), err)
 		}
 	}
-	// What the program did is said, so that an operator learns of it.
-	if n := strings.Count(warnings.String(), `"log file: removed what stood at its name" path=`+path+" was=\"a symlink\""); n < 3 {
-		t.Errorf("%d warnings of a removed symlink, want one per swap:\n%s", n, warnings.String())
+	// What the program did is said (the 1st, 2nd, 4th … time).
+	if n := strings.Count(warnings.String(), `"log file: removed what stood at its name" path=`+path+" was=\"a symlink\""); n < 2 {
+		t.Errorf("%d warnings of a removed symlink, want at least 2 for 3 swaps:\n%s", n, warnings.String())
 	}
 }
 
