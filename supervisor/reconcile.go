@@ -138,7 +138,9 @@ func (s *Supervisor) reconcileRun(ctx context.Context, in *instance) error {
 			return nil
 		}
 	}
-	if in.afterExit || restart {
+	// As the kubelet's restartCount: restarts after an exit of the
+	// program's own, not the ones asked for (supervisectl restart).
+	if in.afterExit {
 		in.restarts++
 	}
 	in.afterExit = false
