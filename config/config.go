@@ -69,6 +69,9 @@ type Supervisor struct {
 	// WatchConfig reloads the config when its file changes (default
 	// true); SIGHUP and `supervisectl reload` reload either way.
 	WatchConfig bool
+	// StrictShutdown makes a shutdown that had to SIGKILL a program (at
+	// its stop_timeout or the shutdown_timeout) exit ExitForcedShutdown.
+	StrictShutdown bool
 	// LogRing bounds the memory of each instance's recent lines, kept for
 	// `supervisectl logs` (bytes).
 	LogRing int

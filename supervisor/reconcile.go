@@ -351,6 +351,9 @@ func (s *Supervisor) stopping(ctx context.Context, in *instance) bool {
 	// Grace is over: SIGKILL to everything in the sandbox; proc returns
 	// once the process has exited.
 	s.log.Warn("stop timeout reached; killing", "program", in.key, "stop_timeout", spec.StopTimeout)
+	s.mu.Lock()
+	s.forcedLocked(in.key)
+	s.mu.Unlock()
 	if err := s.rt.Stop(ctx, id, 0); err != nil && !errors.Is(err, proc.ErrNotFound) {
 		s.log.Warn("killing", "program", in.key, "err", err)
 	}
