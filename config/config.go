@@ -148,6 +148,10 @@ type Program struct {
 	// DependCompleted; nil for the array form. Read it through
 	// DependsOnCondition, whose default is DependReady.
 	DependsOnCond map[string]string
+	// NoRestartWith names the dependencies whose stop (or end for good)
+	// leaves this program running: restart_with = false in the table form.
+	// Read it through RestartWith.
+	NoRestartWith map[string]bool
 	// Probes are the kubelet's three probes.
 	Probes Probes
 	// Notify is how the program says it is ready: NotifyNone, NotifySdNotify

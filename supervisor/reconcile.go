@@ -257,6 +257,7 @@ func (s *Supervisor) start(ctx context.Context, in *instance) error {
 		s.setStateLocked(in, Running, "")
 		s.startHealth(in, h, sid, env)
 		s.checkHealthLocked(in)
+		s.startDependentsLocked(spec.Name)
 	}
 	s.mu.Unlock()
 	s.log.Info("started", "program", in.key, "pid", st.Pid)
@@ -525,6 +526,20 @@ func (s *Supervisor) recordExit(in *instance, exit exitInfo, requested bool) {
 	} else {
 		s.setStateLocked(in, Completed, msg)
 	}
+	if !s.shuttingDown && s.endedForGoodLocked(in.spec.Name) {
+		s.stopDependentsLocked(in.spec.Name)
+	}
+}
+
+// endedForGoodLocked reports whether no instance of program is running or
+// meant to run again.
+func (s *Supervisor) endedForGoodLocked(program string) bool {
+	for _, other := range s.instances {
+		if other.spec.Name == program && (other.procID != "" || other.goal == goalRun && !other.settled) {
+			return false
+		}
+	}
+	return true
 }
 
 func exitMessage(e *exitInfo) string {
