@@ -69,6 +69,9 @@ type Supervisor struct {
 	// WatchConfig reloads the config when its file changes (default
 	// true); SIGHUP and `supervisectl reload` reload either way.
 	WatchConfig bool
+	// StrictShutdown makes a shutdown that had to SIGKILL a program (at
+	// its stop_timeout or the shutdown_timeout) exit ExitForcedShutdown.
+	StrictShutdown bool
 	// LogRing bounds the memory of each instance's recent lines, kept for
 	// `supervisectl logs` (bytes).
 	LogRing int
@@ -145,6 +148,10 @@ type Program struct {
 	// DependCompleted; nil for the array form. Read it through
 	// DependsOnCondition, whose default is DependReady.
 	DependsOnCond map[string]string
+	// NoRestartWith names the dependencies whose stop (or end for good)
+	// leaves this program running: restart_with = false in the table form.
+	// Read it through RestartWith.
+	NoRestartWith map[string]bool
 	// Probes are the kubelet's three probes.
 	Probes Probes
 	// Notify is how the program says it is ready: NotifyNone, NotifySdNotify

@@ -60,7 +60,7 @@
 //
 // Keys (see config.example.toml for every one, commented):
 //
-//	[supervisor]  socket socket_group workers shutdown_timeout log_format log_ring
+//	[supervisor]  socket socket_group workers shutdown_timeout log_format log_ring strict_shutdown
 //	              log_level exit_on watch_config
 //	[defaults] and [program.NAME]
 //	              command dir env env_file user group groups restart

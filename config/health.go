@@ -322,15 +322,43 @@ func (d *decoder) dependsOnTable(p *Program, t map[string]*node) {
 	cond := map[string]string{}
 	for _, name := range names {
 		v := t[name]
-		c, ok := d.enum(v, DependReady, DependRunning, DependCompleted)
-		if !ok {
-			continue
+		c := DependReady
+		if sub, isTable := v.v.(map[string]*node); isTable {
+			// { condition = "ready", restart_with = false }
+			d.known(sub, "condition", "restart_with")
+			if cv := sub["condition"]; cv != nil {
+				var ok bool
+				if c, ok = d.enum(cv, DependReady, DependRunning, DependCompleted); !ok {
+					continue
+				}
+			}
+			if rv := sub["restart_with"]; rv != nil {
+				if b, ok := d.boolean(rv); ok && !b {
+					if p.NoRestartWith == nil {
+						p.NoRestartWith = map[string]bool{}
+					}
+					p.NoRestartWith[name] = true
+				}
+			}
+		} else {
+			var ok bool
+			if c, ok = d.enum(v, DependReady, DependRunning, DependCompleted); !ok {
+				continue
+			}
 		}
 		cond[name] = c
 		p.DependsOn = append(p.DependsOn, name)
 		d.deps[p] = append(d.deps[p], v.path)
 	}
 	p.DependsOnCond = cond
+}
+
+// RestartWith reports whether p is stopped, and started again, with its
+// dependency dep: true unless the config says restart_with = false, and
+// never for a dependency it waits to complete (a one-shot that ended as
+// it should).
+func (p *Program) RestartWith(dep string) bool {
+	return !p.NoRestartWith[dep] && p.DependsOnCondition(dep) != DependCompleted
 }
 
 // checkCompleted reports "completed" conditions on programs that never

@@ -682,3 +682,31 @@ func TestParseSocketCheckedAsRunWould(t *testing.T) {
 		}
 	}
 }
+
+func TestParseDependsOnRestartWith(t *testing.T) {
+	cfg := mustParse(t, `
+[program.db]
+command = "db"
+[program.cache]
+command = "cache"
+[program.migrate]
+command = "migrate"
+restart = "never"
+[program.web]
+command = "web"
+depends_on = { db = { condition = "running", restart_with = false }, cache = "ready", migrate = { condition = "completed" } }
+`)
+	web := cfg.Program("web")
+	for dep, want := range map[string]struct {
+		cond string
+		with bool
+	}{"db": {DependRunning, false}, "cache": {DependReady, true}, "migrate": {DependCompleted, false}} {
+		if c, w := web.DependsOnCondition(dep), web.RestartWith(dep); c != want.cond || w != want.with {
+			t.Errorf("%s: condition %q restart_with %v, want %q %v", dep, c, w, want.cond, want.with)
+		}
+	}
+	_, err := Parse("/etc/sv/test.toml", []byte("[program.db]\ncommand = \"db\"\n[program.web]\ncommand = \"web\"\ndepends_on = { db = { restart = true } }\n"))
+	if err == nil || !strings.Contains(err.Error(), "test.toml:5: program.web.depends_on.db.restart: unknown key") {
+		t.Errorf("an unknown key in a dependency's table: got %v", err)
+	}
+}

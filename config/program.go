@@ -40,7 +40,7 @@ func (d *decoder) supervisor(n *node) Supervisor {
 	}
 	s.Line = d.ix.line(n.path)
 	t := d.table(n, "a table: [supervisor]")
-	d.known(t, "socket", "socket_group", "workers", "shutdown_timeout", "log_format", "log_level", "exit_on", "watch_config", "log_ring")
+	d.known(t, "socket", "socket_group", "workers", "shutdown_timeout", "log_format", "log_level", "exit_on", "watch_config", "log_ring", "strict_shutdown")
 	if v := t["socket"]; v != nil {
 		if p, ok := d.path(v); ok {
 			if len(p) > maxSocketPath {
@@ -92,6 +92,9 @@ func (d *decoder) supervisor(n *node) Supervisor {
 		if b, ok := d.boolean(v); ok {
 			s.WatchConfig = b
 		}
+	}
+	if v := t["strict_shutdown"]; v != nil {
+		s.StrictShutdown, _ = d.boolean(v)
 	}
 	if v := t["log_ring"]; v != nil {
 		if size, ok := d.size(v); ok {

@@ -10,6 +10,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/user"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -219,6 +221,27 @@ func stream[T any](c *Client, ctx context.Context, req request, fn func(T) error
 	}
 }
 
+// socketAccess says who may use the socket at path, from its owner and
+// mode: with socket_group set, the group has read and write.
+func socketAccess(path string) string {
+	st, err := os.Stat(path)
+	if err != nil {
+		return "the socket is for root and the supervisor's user"
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return "the socket is for root and the supervisor's user"
+	}
+	if st.Mode().Perm()&0o060 == 0o060 {
+		group := strconv.Itoa(int(sys.Gid))
+		if g, err := user.LookupGroupId(group); err == nil {
+			group = g.Name
+		}
+		return fmt.Sprintf("the socket is for root, uid %d and the members of group %s", sys.Uid, group)
+	}
+	return fmt.Sprintf("the socket is for root and uid %d only; [supervisor] socket_group lets a group in", sys.Uid)
+}
+
 // transportError says why a request got no reply: the caller gave up,
 // the socket refuses us, or nobody is there.
 func (c *Client) transportError(ctx context.Context, err error) error {
@@ -226,8 +249,7 @@ func (c *Client) transportError(ctx context.Context, err error) error {
 		return ctx.Err()
 	}
 	if errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM) {
-		return fmt.Errorf("%w: uid %d cannot connect to %s (the socket is for root, the supervisor's user and its group)",
-			ErrPermissionDenied, os.Getuid(), c.path)
+		return fmt.Errorf("%w: uid %d cannot connect to %s (%s)", ErrPermissionDenied, os.Getuid(), c.path, socketAccess(c.path))
 	}
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "dial" {

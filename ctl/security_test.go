@@ -105,10 +105,11 @@ func TestPeerCredentials(t *testing.T) {
 		// want: admitted, or refused with a message containing refusal
 		admitted bool
 		refusal  string
-		logged   bool // the server logged the refusal (it saw the peer)
+		says     string // and this, about who may connect
+		logged   bool   // the server logged the refusal (it saw the peer)
 	}{
 		{name: "socket 0600 keeps other uids out", cred: syscall.Credential{Uid: nobody, Gid: nobody},
-			refusal: "uid 65534 cannot connect to " + dir},
+			refusal: "uid 65534 cannot connect to " + dir, says: "(the socket is for root and uid 0 only; [supervisor] socket_group lets a group in)"},
 		{name: "SO_PEERCRED refuses another uid", mode: 0o666, cred: syscall.Credential{Uid: nobody, Gid: nobody},
 			refusal: "uid 65534 may not control the supervisor on " + dir, logged: true},
 		{name: "another group is refused", mode: 0o666, group: "4242",
@@ -134,8 +135,8 @@ func TestPeerCredentials(t *testing.T) {
 					t.Fatalf("peer %+v: %+v, want admitted with 2 programs", tc.cred, r)
 				}
 			} else {
-				if r.OK || !r.Permission || r.Unreachable || !strings.Contains(r.Error, tc.refusal) {
-					t.Fatalf("peer %+v: %+v, want a permission error containing %q", tc.cred, r, tc.refusal)
+				if r.OK || !r.Permission || r.Unreachable || !strings.Contains(r.Error, tc.refusal) || !strings.Contains(r.Error, tc.says) {
+					t.Fatalf("peer %+v: %+v, want a permission error containing %q and %q", tc.cred, r, tc.refusal, tc.says)
 				}
 			}
 			if got := strings.Contains(logBuf.String(), "client refused"); got != tc.logged {

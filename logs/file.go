@@ -78,6 +78,8 @@ type File struct {
 	buf     []byte   // guarded by mu
 	closed  bool     // guarded by mu
 	cleaned bool     // extra rotated files removed; guarded by mu
+	// removals counts what was removed at the name; guarded by mu.
+	removals int
 }
 
 // OpenFile opens (creating it and its directory if needed) the file cfg
@@ -160,7 +162,12 @@ func (f *File) openLocked() error {
 	}
 	fd, was, err := openLog(f.dir, f.base, f.cfg.Perm, f.cfg.Owner, f.cfg.User)
 	if was != "" {
-		f.cfg.Logger.Warn("log file: removed what stood at its name", "path", f.cfg.Path, "was", was)
+		// A program that keeps doing it must not flood our log: the 1st,
+		// 2nd, 4th, 8th … time is reported, with the count.
+		f.removals++
+		if f.removals&(f.removals-1) == 0 {
+			f.cfg.Logger.Warn("log file: removed what stood at its name", "path", f.cfg.Path, "was", was, "times", f.removals)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("log file %s: %w", f.cfg.Path, err)

@@ -181,7 +181,8 @@ func openLog(dir int, name string, perm fs.FileMode, owner, user *Ident) (f *os.
 				unix.Close(fd)
 				return nil, removed, err
 			}
-			return newLogFile(fd, name)
+			f, err := newLogFile(fd, name)
+			return f, removed, err
 		}
 		if !errors.Is(err, unix.EEXIST) {
 			return nil, removed, err
@@ -191,7 +192,8 @@ func openLog(dir int, name string, perm fs.FileMode, owner, user *Ident) (f *os.
 		case err == nil:
 			what := foreign(fd, owner, user)
 			if what == "" {
-				return newLogFile(fd, name)
+				f, err := newLogFile(fd, name)
+				return f, removed, err
 			}
 			unix.Close(fd)
 			removed = what
@@ -213,14 +215,14 @@ func openLog(dir int, name string, perm fs.FileMode, owner, user *Ident) (f *os.
 	return nil, removed, fmt.Errorf("%s: replaced again and again while being opened", name)
 }
 
-func newLogFile(fd int, name string) (*os.File, string, error) {
+func newLogFile(fd int, name string) (*os.File, error) {
 	// Regular files ignore O_NONBLOCK; clear it all the same so that
 	// os.File treats the descriptor as the plain blocking file it is.
 	if err := unix.SetNonblock(fd, false); err != nil {
 		unix.Close(fd)
-		return nil, "", err
+		return nil, err
 	}
-	return os.NewFile(uintptr(fd), name), "", nil
+	return os.NewFile(uintptr(fd), name), nil
 }
 
 // setupNew gives a file just created its exact mode (the umask may have

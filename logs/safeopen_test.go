@@ -70,7 +70,9 @@ func unchanged(t *testing.T, path string) {
 func TestLogSymlinkSwapIsNotFollowed(t *testing.T) {
 	dir, secret := programDir(t)
 	path := filepath.Join(dir, "out.log")
-	f, err := OpenFile(FileConfig{Path: path, MaxSize: 100, MaxFiles: 2, User: nobody, BufferSize: 1})
+	var warnings bytes.Buffer
+	f, err := OpenFile(FileConfig{Path: path, MaxSize: 100, MaxFiles: 2, User: nobody, BufferSize: 1,
+		Logger: slog.New(slog.NewTextHandler(&warnings, nil))})
 	must(t, err)
 	defer f.Close()
 	for round := range 3 {
@@ -89,6 +91,10 @@ func TestLogSymlinkSwapIsNotFollowed(t *testing.T) {
 		if st, err := os.Lstat(path); err != nil || !st.Mode().IsRegular() {
 			t.Fatalf("round %d: %s is %v (%v), want a regular file", round, path, st.Mode(), err)
 		}
+	}
+	// What the program did is said (the 1st, 2nd, 4th … time).
+	if n := strings.Count(warnings.String(), `"log file: removed what stood at its name" path=`+path+" was=\"a symlink\""); n < 2 {
+		t.Errorf("%d warnings of a removed symlink, want at least 2 for 3 swaps:\n%s", n, warnings.String())
 	}
 }
 

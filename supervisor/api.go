@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -175,7 +176,7 @@ func (c *statsCache) get(rt Runtime, sid string, now time.Time) (proc.Stats, boo
 // ended again (a one-shot, a crash).
 func (s *Supervisor) Start(ctx context.Context, names []string) error {
 	keys, err := s.command(names, func(in *instance) {
-		in.goal = goalRun
+		in.goal, in.stoppedFor = goalRun, ""
 		in.settled = false
 		if in.state == CrashLoopBackOff {
 			return // the backoff still decides; start does not jump the queue
@@ -191,20 +192,83 @@ func (s *Supervisor) Start(ctx context.Context, names []string) error {
 	})
 }
 
-// Stop stops named instances and waits until they are down.
+// Stop stops named instances and waits until they are down, the deepest
+// dependents first (as the shutdown does). The programs bound to them
+// (restart_with) stop before them, and run again when these do.
 func (s *Supervisor) Stop(ctx context.Context, names []string) error {
-	keys, err := s.command(names, func(in *instance) { in.goal = goalStop })
+	keys, programs, err := s.resolve(names)
 	if err != nil {
 		return err
 	}
-	return s.waitSettled(ctx, keys, func(in *instance) bool {
-		return in.procID == "" && in.state != Stopping && in.state != Starting
+	if err := s.stopDependents(ctx, programs); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	slices.SortStableFunc(keys, func(a, b string) int {
+		return s.level[s.instances[b].spec.Name] - s.level[s.instances[a].spec.Name]
 	})
+	s.mu.Unlock()
+	for len(keys) > 0 {
+		var batch []string
+		s.mu.Lock()
+		if s.shuttingDown {
+			s.mu.Unlock()
+			return errors.New("supervise is shutting down")
+		}
+		level := -1
+		for len(keys) > 0 {
+			in := s.instances[keys[0]]
+			if in == nil {
+				keys = keys[1:]
+				continue
+			}
+			l := s.level[in.spec.Name]
+			if level >= 0 && l != level {
+				break
+			}
+			level = l
+			in.goal, in.stoppedFor = goalStop, ""
+			s.queue.Add(in.key)
+			batch = append(batch, in.key)
+			keys = keys[1:]
+		}
+		s.mu.Unlock()
+		if err := s.waitSettled(ctx, batch, stoppedDone); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// resolve names the instances names resolve to, and their programs.
+func (s *Supervisor) resolve(names []string) (keys, programs []string, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.shuttingDown {
+		return nil, nil, errors.New("supervise is shutting down")
+	}
+	if keys, err = s.resolveLocked(names); err != nil {
+		return nil, nil, err
+	}
+	for _, k := range keys {
+		if p := s.instances[k].spec.Name; !slices.Contains(programs, p) {
+			programs = append(programs, p)
+		}
+	}
+	return keys, programs, nil
 }
 
 // Restart stops (if running) and starts named instances at once, clearing
 // their crash backoff; it waits until each has a new process.
 func (s *Supervisor) Restart(ctx context.Context, names []string) error {
+	_, programs, err := s.resolve(names)
+	if err != nil {
+		return err
+	}
+	// What is bound to them goes down first and comes back once they run.
+	if err := s.stopDependents(ctx, programs); err != nil {
+		return err
+	}
 	before := map[string]string{}
 	keys, err := s.command(names, func(in *instance) {
 		before[in.key] = in.procID

@@ -227,6 +227,21 @@ func (s *Supervisor) followReadyLine(ctx context.Context, h *health, ring *logs.
 	}
 }
 
+// stopWatching ends the probes and the watchdog (a stop has begun); the
+// socket stays open, so a program saying STOPPING=1 is not refused. Safe
+// on a nil health, and more than once.
+func (h *health) stopWatching() {
+	if h == nil {
+		return
+	}
+	if h.probes != nil {
+		h.probes.Stop()
+	}
+	if h.watchdog != nil {
+		h.watchdog.Stop()
+	}
+}
+
 // stop tears the watchers down; safe on a nil health.
 func (h *health) stop() {
 	if h == nil {

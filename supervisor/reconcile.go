@@ -138,7 +138,9 @@ func (s *Supervisor) reconcileRun(ctx context.Context, in *instance) error {
 			return nil
 		}
 	}
-	if in.afterExit || restart {
+	// As the kubelet's restartCount: restarts after an exit of the
+	// program's own, not the ones asked for (supervisectl restart).
+	if in.afterExit {
 		in.restarts++
 	}
 	in.afterExit = false
@@ -186,6 +188,13 @@ func (s *Supervisor) start(ctx context.Context, in *instance) error {
 		if err := s.runHook(ctx, in, hooks.PreStart, h, env); err != nil {
 			return s.startFailed(ctx, in, "", ReasonHookError, err)
 		}
+	}
+	if s.startCancelled(in) {
+		// A stop (or the shutdown) came during the sequence: what is left
+		// of it is not done. The stop queued the key again; its reconcile
+		// settles the state and removes the sandbox.
+		s.log.Info("start cancelled by a stop", "program", in.key)
+		return nil
 	}
 
 	h, env, err := s.prepareHealth(in, env)
@@ -248,10 +257,18 @@ func (s *Supervisor) start(ctx context.Context, in *instance) error {
 		s.setStateLocked(in, Running, "")
 		s.startHealth(in, h, sid, env)
 		s.checkHealthLocked(in)
+		s.startDependentsLocked(spec.Name)
 	}
 	s.mu.Unlock()
 	s.log.Info("started", "program", in.key, "pid", st.Pid)
 	return nil
+}
+
+// startCancelled reports whether the instance is no longer meant to run.
+func (s *Supervisor) startCancelled(in *instance) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return in.goal != goalRun || s.shuttingDown
 }
 
 // startFailed records a start that did not get to Running as a crash, so
@@ -302,6 +319,13 @@ func (s *Supervisor) stopping(ctx context.Context, in *instance) bool {
 		deadline = s.clock.Now().Add(grace)
 		s.mu.Lock()
 		in.stopDeadline = deadline
+		health := in.health
+		s.mu.Unlock()
+		// Nothing asks a stopping program about its health: a probe
+		// would only disturb its shutdown, and no verdict matters now.
+		// Done before it shows Stopping, which the stop's waiters see.
+		health.stopWatching()
+		s.mu.Lock()
 		s.setStateLocked(in, Stopping, "")
 		s.mu.Unlock()
 		if h := spec.Hooks.PreStop; h != nil && sid != "" {
@@ -328,6 +352,9 @@ func (s *Supervisor) stopping(ctx context.Context, in *instance) bool {
 	// Grace is over: SIGKILL to everything in the sandbox; proc returns
 	// once the process has exited.
 	s.log.Warn("stop timeout reached; killing", "program", in.key, "stop_timeout", spec.StopTimeout)
+	s.mu.Lock()
+	s.forcedLocked(in.key)
+	s.mu.Unlock()
 	if err := s.rt.Stop(ctx, id, 0); err != nil && !errors.Is(err, proc.ErrNotFound) {
 		s.log.Warn("killing", "program", in.key, "err", err)
 	}
@@ -499,6 +526,20 @@ func (s *Supervisor) recordExit(in *instance, exit exitInfo, requested bool) {
 	} else {
 		s.setStateLocked(in, Completed, msg)
 	}
+	if !s.shuttingDown && s.endedForGoodLocked(in.spec.Name) {
+		s.stopDependentsLocked(in.spec.Name)
+	}
+}
+
+// endedForGoodLocked reports whether no instance of program is running or
+// meant to run again.
+func (s *Supervisor) endedForGoodLocked(program string) bool {
+	for _, other := range s.instances {
+		if other.spec.Name == program && (other.procID != "" || other.goal == goalRun && !other.settled) {
+			return false
+		}
+	}
+	return true
 }
 
 func exitMessage(e *exitInfo) string {

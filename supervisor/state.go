@@ -91,6 +91,9 @@ type instance struct {
 	goal             goal
 	restartRequested bool // a manual restart: stop if running, start at once
 	settled          bool // exited and the restart policy says: stay down
+	// stoppedFor names the dependency whose stop (or end) stopped this
+	// instance; it runs again once that program runs. "" otherwise.
+	stoppedFor string
 
 	// actual state
 	state     State

@@ -9,11 +9,14 @@ package supervisor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -90,9 +93,10 @@ type Supervisor struct {
 	level        map[string]int // dependency depth per program name
 	changed      chan struct{}  // closed and replaced on every state change
 	shuttingDown bool
-	firstFail    *int // exit status of the first program that failed for good
-	exitOnCode   *int // status of the exit_on program whose end ends the supervisor
-	systemdReady bool // READY=1 was sent to systemd
+	firstFail    *int     // exit status of the first program that failed for good
+	forced       []string // instances SIGKILLed during the shutdown, in order
+	exitOnCode   *int     // status of the exit_on program whose end ends the supervisor
+	systemdReady bool     // READY=1 was sent to systemd
 
 	done     chan struct{} // closed when every program has ended for good and none restarts
 	doneOnce sync.Once
@@ -217,6 +221,7 @@ func (s *Supervisor) Run(ctx context.Context) int {
 	}
 	s.stopWatchers()
 	s.shutdownAll()
+	s.reportForced()
 	close(stop)
 	s.queue.ShutDown()
 	wg.Wait()
@@ -230,7 +235,35 @@ func (s *Supervisor) Run(ctx context.Context) int {
 	if s.firstFail != nil {
 		return *s.firstFail
 	}
+	if len(s.forced) > 0 && s.cfg.Supervisor.StrictShutdown {
+		return ExitForcedShutdown
+	}
 	return 0
+}
+
+// ExitForcedShutdown is the exit status, with [supervisor] strict_shutdown,
+// of a shutdown that had to SIGKILL a program (the status timeout(1) uses
+// when its command timed out).
+const ExitForcedShutdown = 124
+
+// forcedLocked records that key was SIGKILLed by the shutdown.
+func (s *Supervisor) forcedLocked(key string) {
+	if s.shuttingDown && !slices.Contains(s.forced, key) {
+		s.forced = append(s.forced, key)
+	}
+}
+
+// reportForced says, once the shutdown is over, who had to be killed.
+func (s *Supervisor) reportForced() {
+	s.mu.Lock()
+	forced := slices.Clone(s.forced)
+	s.mu.Unlock()
+	if len(forced) == 0 {
+		return
+	}
+	msg := fmt.Sprintf("shutdown forced: SIGKILL for %d program(s) that did not stop in time: %s", len(forced), strings.Join(forced, ", "))
+	s.log.Warn(msg, "programs", forced)
+	s.events.add("", "", "", msg)
 }
 
 // worker processes restart intents until the queue shuts down. It never
@@ -525,6 +558,7 @@ func (s *Supervisor) Kill() {
 	for _, in := range s.instances {
 		if in.procID != "" {
 			ids = append(ids, in.procID)
+			s.forcedLocked(in.key)
 		}
 	}
 	s.mu.Unlock()

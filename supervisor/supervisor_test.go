@@ -267,6 +267,32 @@ func TestManualRestartClearsBackoff(t *testing.T) {
 	h.waitState("web", Running)
 }
 
+// RESTARTS counts what the kubelet's restartCount does: restarts after the
+// program's own exits, not the ones an operator asked for.
+func TestRestartCountLeavesOutManualRestarts(t *testing.T) {
+	h := newHarness(t, program("web"))
+	h.waitState("web", Running)
+	restarts := func() int {
+		h.sup.mu.Lock()
+		defer h.sup.mu.Unlock()
+		return h.sup.instances["web"].restarts
+	}
+	for range 2 {
+		if err := h.sup.Restart(context.Background(), []string{"web"}); err != nil {
+			t.Fatal(err)
+		}
+		h.waitState("web", Running)
+	}
+	if n := restarts(); n != 0 {
+		t.Errorf("after 2 manual restarts RESTARTS = %d, want 0", n)
+	}
+	h.exit("web", 1)
+	h.waitState("web", Running)
+	if n := restarts(); n != 1 {
+		t.Errorf("after a crash RESTARTS = %d, want 1", n)
+	}
+}
+
 func TestReloadTouchesOnlyChanged(t *testing.T) {
 	h := newHarness(t, program("keep"), program("change"), program("tune"), program("drop"))
 	for _, n := range []string{"keep", "change", "tune", "drop"} {

@@ -66,14 +66,15 @@ func State(st ctl.ProgramStatus) string {
 	return s
 }
 
-// LastExit is the LAST EXIT column: "exit 1", "signal KILL", "OOMKilled",
-// "-" when it never ended.
+// LastExit is the LAST EXIT column: "exit 1", "signal KILL", or the reason
+// when it says more than the status ("OOMKilled", "StartError",
+// "LivenessProbeFailed"); "-" when it never ended.
 func LastExit(e *ctl.ExitInfo) string {
 	switch {
 	case e == nil:
 		return "-"
-	case e.Reason == "OOMKilled":
-		return "OOMKilled"
+	case e.Reason != "" && e.Reason != "Completed" && e.Reason != "Error" && e.Reason != "Signaled":
+		return e.Reason
 	case e.Signal != "":
 		return "signal " + e.Signal
 	}

@@ -66,6 +66,8 @@ func TestStateAndLastExit(t *testing.T) {
 		{&ctl.ExitInfo{Code: 1, Reason: "Error"}, "exit 1"},
 		{&ctl.ExitInfo{Code: 137, Signal: "KILL", Reason: "Signaled"}, "signal KILL"},
 		{&ctl.ExitInfo{Code: 137, Signal: "KILL", Reason: "OOMKilled"}, "OOMKilled"},
+		{&ctl.ExitInfo{Code: -1, Reason: "StartError"}, "StartError"},
+		{&ctl.ExitInfo{Code: -1, Signal: "KILL", Reason: "LivenessProbeFailed"}, "LivenessProbeFailed"},
 	} {
 		if got := LastExit(tc.e); got != tc.want {
 			t.Errorf("LastExit(%+v) = %q, want %q", tc.e, got, tc.want)

@@ -21,7 +21,30 @@ const (
 	kindOneShot  kind = "oneshot"  // restart = "never": writes 20 blocks of numbered lines and exits 0
 	kindStubborn kind = "stubborn" // ignores SIGTERM (its whole group does): every stop waits out stop_timeout
 	kindHUP      kind = "hup"      // traps HUP, USR1 and USR2 and lives on
+	kindHostile  kind = "hostile"  // as nobody, turns its own log against root: symlinks, FIFOs, huge lines
 )
+
+// Hostile programs run as nobody in a log directory of their own
+// (logs/NAME/, nobody's), and keep swapping their log for a symlink to
+// the canary (a root file that must never change) and for a FIFO, and
+// writing lines longer than the pumps' maximum, with no newline.
+const (
+	hostileMaxSize = 64 << 10 // max_size of their logs
+	canaryName     = "canary"
+	canaryText     = "root's file: supervise must never write here\n"
+)
+
+const hostileScript = `cd logs/%[1]s; n=0
+while :; do
+  n=$((n + 1))
+  echo "hostile line $n"
+  case $((n %% 10)) in
+    3) rm -f out.log; ln -s ../../%[2]s out.log ;;
+    6) rm -f out.log; mkfifo out.log ;;
+    9) head -c 200000 /dev/zero | tr '\0' h ;;
+  esac
+  sleep 0.05
+done`
 
 // Numbered lines: every writer writes blocks "B id", "L id 1" … "L id n",
 // "E id n", where id is unique to the block (pid, start time, counter).
@@ -79,7 +102,7 @@ func (p *program) steady() bool {
 // changeable programs are the ones a reload may modify (writers and
 // one-shots keep their shape: their logs are checked).
 func (p *program) changeable() bool {
-	return p.kind != kindWriter && p.kind != kindOneShot
+	return p.kind != kindWriter && p.kind != kindOneShot && p.kind != kindHostile
 }
 
 func (p *program) clone() *program {
@@ -136,6 +159,8 @@ func (p *program) command() []string {
 		return sh("trap '' TERM; while :; do sleep 1; done")
 	case kindHUP:
 		return sh("trap 'echo hup' HUP; trap 'echo usr1' USR1; trap 'echo usr2' USR2; while :; do sleep 1; done")
+	case kindHostile:
+		return sh(fmt.Sprintf(hostileScript, p.name, canaryName))
 	}
 	panic("unknown kind " + p.kind)
 }
@@ -180,6 +205,9 @@ func (p *program) toml(b *strings.Builder) {
 		if p.pidsMax > 0 {
 			fmt.Fprintf(b, "pids_max = %d\n", p.pidsMax)
 		}
+	}
+	if p.kind == kindHostile {
+		fmt.Fprintf(b, "user = \"nobody\"\n[program.%s.stdout]\nfile = \"logs/%s/out.log\"\nmax_size = \"64KiB\"\nmax_files = 3\n", p.name, p.name)
 	}
 	if p.logFile {
 		fmt.Fprintf(b, "[program.%s.stdout]\nfile = \"logs/%s.log\"\n", p.name, p.name)
@@ -284,11 +312,12 @@ func basePrograms() map[string]*program {
 	add(kindOneShot, 8, func(i int, p *program) { p.logFile = true })
 	add(kindStubborn, 6, nil)
 	add(kindHUP, 6, nil)
+	add(kindHostile, 2, nil)
 	// keeper runs throughout: the supervisor ends by itself once every
 	// program has ended (see keeperName), and the quiet phases stop all
 	// the others.
 	ps[keeperName] = &program{name: keeperName, kind: kindSleep, autostart: true}
-	add(kindSleep, 100, func(i int, p *program) {
+	add(kindSleep, 98, func(i int, p *program) {
 		switch {
 		case i < 6:
 			p.hooks = true

@@ -103,6 +103,9 @@ func TestSoak(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(dir, "logs"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	if err := setUpHostile(dir, basePrograms()); err != nil {
+		t.Fatal(err)
+	}
 	cg, err := newSoakCgroup(fmt.Sprintf("supervise-soak-%d", os.Getpid()))
 	if err != nil {
 		t.Fatal(err)
@@ -202,6 +205,9 @@ func TestSoak(t *testing.T) {
 	logs := checkLogs(e.logDir)
 	for _, err := range logs.errs {
 		t.Errorf("log: %s", err)
+	}
+	for _, err := range checkHostile(dir, basePrograms()) {
+		t.Errorf("hostile: %s", err)
 	}
 
 	peaks, series := meter.close()
