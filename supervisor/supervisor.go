@@ -95,6 +95,7 @@ type Supervisor struct {
 	shuttingDown bool
 	firstFail    *int     // exit status of the first program that failed for good
 	forced       []string // instances SIGKILLed during the shutdown, in order
+	illegal      int      // state transitions refused as illegal
 	exitOnCode   *int     // status of the exit_on program whose end ends the supervisor
 	systemdReady bool     // READY=1 was sent to systemd
 
@@ -332,6 +333,12 @@ func (s *Supervisor) setStateLocked(in *instance, st State, msg string) {
 		return
 	}
 	from := in.state
+	if !legal(from, st) {
+		// A bug of ours: say it loudly, keep the state we know is true.
+		s.illegal++
+		s.log.Error("illegal state transition refused", "program", in.key, "from", from, "to", st, "msg", msg, "illegal_total", s.illegal)
+		return
+	}
 	in.state, in.message = st, msg
 	s.events.add(in.key, string(from), string(st), msg)
 	if st != Running {
