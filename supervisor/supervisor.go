@@ -269,7 +269,8 @@ func (s *Supervisor) reportForced() {
 
 // worker processes restart intents until the queue shuts down. It never
 // returns on a reconcile error: a failed key goes back rate-limited, and the
-// worker takes the next one (seed 004 shows what returning costs).
+// worker takes the next one (returning would leave the key to wait.Until's
+// period: see workqueue's TestWorkerReturnsOnError).
 func (s *Supervisor) worker() {
 	for s.processNext() {
 	}
