@@ -10,7 +10,7 @@ func kubelet(c Clock) *Crash {
 	return NewCrash(CrashConfig{Initial: 10 * time.Second, Max: 5 * time.Minute, Clock: c})
 }
 
-// TestCrashKubeletSequence replays seed 003: a process that crashes right
+// TestCrashKubeletSequence replays the kubelet's sequence: a process that crashes right
 // after every start is restarted after 0, 10, 20, 40, 80, 160, 300, 300 s.
 func TestCrashKubeletSequence(t *testing.T) {
 	c := NewFakeClock(t0)

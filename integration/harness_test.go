@@ -117,6 +117,11 @@ func startDaemon(t *testing.T, dir, file string, extra ...string) *daemon {
 				<-d.done
 			}
 		}
+		// The controller refuses (and logs) a move its lifecycle table
+		// does not allow: any of them is a bug, whatever the test checked.
+		if strings.Contains(d.stderr.String(), "illegal state transition") {
+			t.Errorf("supervise refused an illegal state transition")
+		}
 		if t.Failed() {
 			t.Logf("supervise stderr:\n%s", tail(d.stderr.String(), 60))
 		}

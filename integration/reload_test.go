@@ -14,7 +14,7 @@ import (
 	"time"
 )
 
-// Issue 7: the running config follows its file (edits, ConfigMap symlink
+// The running config follows its file (edits, ConfigMap symlink
 // swaps, SIGHUP, supervisectl reload), programs restart when their watched
 // files change, and a Procfile runs like foreman.
 //

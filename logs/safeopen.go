@@ -35,7 +35,7 @@ func openDir(path string) (int, error) {
 	if !filepath.IsAbs(path) {
 		return -1, fmt.Errorf("log directory %s: not an absolute path", path)
 	}
-	fd, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	fd, err := unix.Open("/", oPath|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return -1, fmt.Errorf("log directory %s: opening /: %w", path, err)
 	}
@@ -64,7 +64,7 @@ func openDir(path string) (int, error) {
 			}
 			if filepath.IsAbs(target) {
 				unix.Close(fd)
-				if fd, err = unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
+				if fd, err = unix.Open("/", oPath|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
 					return -1, fmt.Errorf("log directory %s: opening /: %w", path, err)
 				}
 			}
@@ -87,7 +87,7 @@ func openDir(path string) (int, error) {
 
 func openatDir(fd int, name string) (int, error) {
 	for {
-		next, err := unix.Openat(fd, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		next, err := unix.Openat(fd, name, oPath|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}
@@ -99,7 +99,7 @@ func openatDir(fd int, name string) (int, error) {
 // that root did not make: it is read through a descriptor of the link
 // itself, so the owner checked is the owner of the target read.
 func readRootLink(dir int, name string) (string, error) {
-	lfd, err := unix.Openat(dir, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	lfd, err := unix.Openat(dir, name, oPath|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return "", err
 	}

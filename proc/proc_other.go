@@ -5,6 +5,7 @@ package proc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"syscall"
 	"time"
@@ -13,7 +14,10 @@ import (
 // Runtime is unsupported outside Linux; New fails.
 type Runtime struct{}
 
-func New(Options) (*Runtime, error)        { return nil, errors.ErrUnsupported }
+// errLinuxOnly is what every call says outside Linux.
+var errLinuxOnly = fmt.Errorf("the sandbox runtime (cgroups, namespaces, the reaper) is Linux only: %w", errors.ErrUnsupported)
+
+func New(Options) (*Runtime, error)        { return nil, errLinuxOnly }
 func IsInit() bool                         { return false }
 func InitMain() int                        { return 127 }
 func SignalName(sig syscall.Signal) string { return strconv.Itoa(int(sig)) }
@@ -24,6 +28,7 @@ func (*Runtime) CreateSandbox(context.Context, SandboxConfig) (string, error) {
 	return "", errors.ErrUnsupported
 }
 func (*Runtime) DeleteSandbox(context.Context, string) error { return errors.ErrUnsupported }
+func (*Runtime) ResetSandbox(context.Context, string) error  { return errors.ErrUnsupported }
 func (*Runtime) SandboxStatus(string) (SandboxStatus, error) {
 	return SandboxStatus{}, errors.ErrUnsupported
 }

@@ -24,6 +24,64 @@ const (
 	Failed           State = "Failed"
 )
 
+// transitions is the lifecycle: the states an instance may move to from
+// each state. A move to the same state (a new message) is always allowed;
+// any other move is refused and reported (see setStateLocked).
+// docs/ARCHITECTURE.md shows this table; a test keeps the two in step.
+var transitions = map[State][]State{
+	Stopped:          {Starting, Waiting},
+	Waiting:          {Starting, Stopped},
+	Starting:         {Running, Exited, Stopped},
+	Running:          {Stopping, Exited},
+	Stopping:         {Exited},
+	Exited:           {Starting, Waiting, CrashLoopBackOff, Completed, Failed, Stopped},
+	CrashLoopBackOff: {Starting, Waiting, Stopped},
+	Completed:        {Starting, Waiting, Stopped},
+	Failed:           {Starting, Waiting, Stopped},
+}
+
+// why says, for the table in the docs, what makes each move.
+var why = map[[2]State]string{
+	{Stopped, Starting}:          "start (autostart, a command, a dependent brought back)",
+	{Stopped, Waiting}:           "start, while a dependency is not there",
+	{Waiting, Starting}:          "the dependencies are there",
+	{Waiting, Stopped}:           "stop",
+	{Starting, Running}:          "started, post_start passed",
+	{Starting, Exited}:           "the start failed (StartError, HookError) or the process ended at once",
+	{Starting, Stopped}:          "a stop came during the start sequence",
+	{Running, Stopping}:          "stop, restart, a failed liveness probe or watchdog, shutdown",
+	{Running, Exited}:            "the process ended by itself",
+	{Stopping, Exited}:           "the process ended (on the stop signal, or SIGKILL after the grace)",
+	{Exited, Starting}:           "restart at once (first crash, a requested restart)",
+	{Exited, Waiting}:            "restart, while a dependency is not there",
+	{Exited, CrashLoopBackOff}:   "restart after the crash backoff",
+	{Exited, Completed}:          "ended successfully; the policy says stay down",
+	{Exited, Failed}:             "ended in failure; the policy says stay down",
+	{Exited, Stopped}:            "the exit of a stop",
+	{CrashLoopBackOff, Starting}: "the backoff is over, or a restart",
+	{CrashLoopBackOff, Waiting}:  "the backoff is over, a dependency is not there",
+	{CrashLoopBackOff, Stopped}:  "stop",
+	{Completed, Starting}:        "start, restart, reload",
+	{Completed, Waiting}:         "start, while a dependency is not there",
+	{Completed, Stopped}:         "stop, removal",
+	{Failed, Starting}:           "start, restart, reload",
+	{Failed, Waiting}:            "start, while a dependency is not there",
+	{Failed, Stopped}:            "stop, removal",
+}
+
+// legal reports whether an instance may move from one state to another.
+func legal(from, to State) bool {
+	if from == to {
+		return true
+	}
+	for _, s := range transitions[from] {
+		if s == to {
+			return true
+		}
+	}
+	return false
+}
+
 // Reasons of exits that proc cannot report, because no process ran to its end.
 const (
 	ReasonHookError  = "HookError"

@@ -95,6 +95,7 @@ type Supervisor struct {
 	shuttingDown bool
 	firstFail    *int     // exit status of the first program that failed for good
 	forced       []string // instances SIGKILLed during the shutdown, in order
+	illegal      int      // state transitions refused as illegal
 	exitOnCode   *int     // status of the exit_on program whose end ends the supervisor
 	systemdReady bool     // READY=1 was sent to systemd
 
@@ -268,7 +269,8 @@ func (s *Supervisor) reportForced() {
 
 // worker processes restart intents until the queue shuts down. It never
 // returns on a reconcile error: a failed key goes back rate-limited, and the
-// worker takes the next one (seed 004 shows what returning costs).
+// worker takes the next one (returning would leave the key to wait.Until's
+// period: see workqueue's TestWorkerReturnsOnError).
 func (s *Supervisor) worker() {
 	for s.processNext() {
 	}
@@ -332,6 +334,12 @@ func (s *Supervisor) setStateLocked(in *instance, st State, msg string) {
 		return
 	}
 	from := in.state
+	if !legal(from, st) {
+		// A bug of ours: say it loudly, keep the state we know is true.
+		s.illegal++
+		s.log.Error("illegal state transition refused", "program", in.key, "from", from, "to", st, "msg", msg, "illegal_total", s.illegal)
+		return
+	}
 	in.state, in.message = st, msg
 	s.events.add(in.key, string(from), string(st), msg)
 	if st != Running {

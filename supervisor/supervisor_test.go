@@ -73,6 +73,11 @@ func newHarnessSetup(t *testing.T, setup func(*fakeRuntime), programs ...*config
 		case <-time.After(10 * time.Second):
 			t.Error("Run did not return after cancel")
 		}
+		sup.mu.Lock()
+		defer sup.mu.Unlock()
+		if sup.illegal != 0 {
+			t.Errorf("%d illegal state transitions were refused (see the log)", sup.illegal)
+		}
 	})
 	return h
 }

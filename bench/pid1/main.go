@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command pid1 benchmarks `supervise exec` against tini and dumb-init:
 //
 //   - wall time to run `/bin/true` under each init (fork, exec, the init

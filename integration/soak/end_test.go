@@ -291,10 +291,11 @@ func (e *end) runProcesses() []task {
 	return out
 }
 
-var panicRE = regexp.MustCompile(`(?i)panic|fatal error|data race`)
+var panicRE = regexp.MustCompile(`(?i)panic|fatal error|data race|illegal state transition`)
 
 // checkLog looks through the supervisor's own log for panics (a handler's
-// or a reconcile's panic is recovered and logged, so it shows only there).
+// or a reconcile's panic is recovered and logged, so it shows only there)
+// and for moves the lifecycle table refused.
 func (e *end) checkLog() {
 	b, err := os.ReadFile(e.sup.logPath)
 	if err != nil {
@@ -311,7 +312,7 @@ func (e *end) checkLog() {
 		if len(hits) > 10 {
 			hits = hits[:10]
 		}
-		e.t.Errorf("supervise.log reports panics:\n%s", strings.Join(hits, "\n"))
+		e.t.Errorf("supervise.log reports panics or illegal state transitions:\n%s", strings.Join(hits, "\n"))
 	}
 }
 

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command init is PID 1 of the cgroup v2 test VM (scripts/v2vm.sh): it
 // mounts proc, sys, devtmpfs, a tmpfs on /tmp and cgroup2 at /sys/fs/cgroup,
 // enables memory, pids and cpu for the root's children, runs every test

@@ -14,7 +14,7 @@ import (
 
 var t0 = time.Date(2020, 6, 30, 8, 14, 38, 0, time.UTC)
 
-// simulate runs seed 004's controller: one worker under a 1 s wait.Until,
+// simulate runs a controller that always fails: one worker under a 1 s wait.Until,
 // the default rate limiter, and a reconcile that always fails. It returns
 // the times of the first n failures. Everything runs on a FakeClock inside a
 // synctest bubble: the driver steps the clock to the next timer only once
@@ -42,7 +42,7 @@ func simulate(t *testing.T, returnOnError bool, n int) []time.Time {
 			defer q.Done(key)
 			if err := reconcile(key); err != nil {
 				q.AddRateLimited(key)
-				return !returnOnError // the bug seed 004 is about: returning on error
+				return !returnOnError // the mistake measured here: returning on error
 			}
 			q.Forget(key)
 			return true
@@ -94,10 +94,10 @@ func checkIntervals(t *testing.T, times []time.Time, want func(i int) time.Durat
 	}
 }
 
-// TestSeed004WorkerReturnsOnError reproduces seed 004's table: ~1 s retries
-// for the first 8 failures (the wait.Until period hides the limiter), then
-// 1.28, 2.56, 5.12 … s, capped at 1000 s.
-func TestSeed004WorkerReturnsOnError(t *testing.T) {
+// TestWorkerReturnsOnError measures what a worker that returns on error
+// gets: ~1 s retries for the first 8 failures (the wait.Until period hides
+// the limiter), then 1.28, 2.56, 5.12 … s, capped at 1000 s.
+func TestWorkerReturnsOnError(t *testing.T) {
 	times := simulate(t, true, 22)
 	checkIntervals(t, times, func(i int) time.Duration { return max(time.Second, exp(i)) })
 	if got := times[9].Sub(times[8]); got != 1280*time.Millisecond {
@@ -105,10 +105,10 @@ func TestSeed004WorkerReturnsOnError(t *testing.T) {
 	}
 }
 
-// TestSeed004WorkerKeepsGoing: a worker that does not return on error
+// TestWorkerKeepsGoing: a worker that does not return on error
 // retries exactly on the limiter's curve, 5, 10, 20, 40 … ms. This is why
 // the supervisor's workers never return on an error.
-func TestSeed004WorkerKeepsGoing(t *testing.T) {
+func TestWorkerKeepsGoing(t *testing.T) {
 	times := simulate(t, false, 22)
 	checkIntervals(t, times, exp)
 	if got := times[1].Sub(times[0]); got != 5*time.Millisecond {
