@@ -111,6 +111,9 @@ func (s *Server) Listen() error {
 	if s.closed || s.ln != nil {
 		return errors.New("control socket: Listen called twice or after Close")
 	}
+	if err := preparePrivateDir(s.cfg.Path); err != nil {
+		return err
+	}
 	ln, info, err := listenUnix(s.cfg.Path, s.cfg.Mode, gid)
 	if err != nil {
 		return err
