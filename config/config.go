@@ -17,6 +17,8 @@ const (
 	DefaultHookTimeout     = 30 * time.Second
 	DefaultLogMaxSize      = 10 << 20  // bytes
 	DefaultLogRing         = 256 << 10 // bytes of recent lines kept per instance
+	DefaultMaxConnections  = 256       // control connections open at once
+	DefaultMaxFollowers    = 64        // `logs -f` and `events -f` streams at once
 	DefaultLogMaxFiles     = 5
 	DefaultLogFormat       = "text"
 	DefaultLogLevel        = "info"
@@ -75,6 +77,13 @@ type Supervisor struct {
 	// LogRing bounds the memory of each instance's recent lines, kept for
 	// `supervisectl logs` (bytes).
 	LogRing int
+	// MaxConnections bounds the control connections open at once; more
+	// are answered "too many connections" and closed, so that clients
+	// cannot take the descriptors that starting programs needs.
+	MaxConnections int
+	// MaxFollowers bounds the following streams (`logs -f`, `events -f`)
+	// at once, below MaxConnections.
+	MaxFollowers int
 	// Line of the [supervisor] table; 0 when the file has none.
 	Line int
 }

@@ -663,6 +663,27 @@ func TestParseLogRing(t *testing.T) {
 	}
 }
 
+func TestParseConnectionLimits(t *testing.T) {
+	cfg := mustParse(t, "[program.w]\ncommand = \"w\"\n")
+	if cfg.Supervisor.MaxConnections != DefaultMaxConnections || cfg.Supervisor.MaxFollowers != DefaultMaxFollowers {
+		t.Errorf("defaults: %d %d", cfg.Supervisor.MaxConnections, cfg.Supervisor.MaxFollowers)
+	}
+	cfg = mustParse(t, "[supervisor]\nmax_connections = 32\nmax_followers = 8\n[program.w]\ncommand = \"w\"\n")
+	if cfg.Supervisor.MaxConnections != 32 || cfg.Supervisor.MaxFollowers != 8 {
+		t.Errorf("set: %d %d", cfg.Supervisor.MaxConnections, cfg.Supervisor.MaxFollowers)
+	}
+	for _, tc := range []struct{ src, want string }{
+		{"max_connections = 0", "test.toml:2: supervisor.max_connections: must be between 4 and 65536"},
+		{"max_followers = \"x\"", "test.toml:2: supervisor.max_followers: must be an integer"},
+		{"max_connections = 8\nmax_followers = 8", "test.toml:3: supervisor.max_followers: must be below max_connections (8)"},
+	} {
+		_, err := Parse("/etc/sv/test.toml", []byte("[supervisor]\n"+tc.src+"\n[program.w]\ncommand = \"w\"\n"))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want %q", tc.src, err, tc.want)
+		}
+	}
+}
+
 // check refuses what run would refuse: a socket path too long for a unix
 // socket address, a socket group this machine does not have.
 func TestParseSocketCheckedAsRunWould(t *testing.T) {

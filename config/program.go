@@ -34,13 +34,16 @@ func (d *decoder) supervisor(n *node) Supervisor {
 		LogLevel:        DefaultLogLevel,
 		WatchConfig:     true,
 		LogRing:         DefaultLogRing,
+		MaxConnections:  DefaultMaxConnections,
+		MaxFollowers:    DefaultMaxFollowers,
 	}
 	if n == nil {
 		return s
 	}
 	s.Line = d.ix.line(n.path)
 	t := d.table(n, "a table: [supervisor]")
-	d.known(t, "socket", "socket_group", "workers", "shutdown_timeout", "log_format", "log_level", "exit_on", "watch_config", "log_ring", "strict_shutdown")
+	d.known(t, "socket", "socket_group", "workers", "shutdown_timeout", "log_format", "log_level", "exit_on", "watch_config", "log_ring", "strict_shutdown",
+		"max_connections", "max_followers")
 	if v := t["socket"]; v != nil {
 		if p, ok := d.path(v); ok {
 			if len(p) > maxSocketPath {
@@ -102,6 +105,19 @@ func (d *decoder) supervisor(n *node) Supervisor {
 				d.errorf(v.path, "must be between 4KiB and 64MiB (got %d bytes)", size)
 			} else {
 				s.LogRing = int(size)
+			}
+		}
+	}
+	if v := t["max_connections"]; v != nil {
+		if i, ok := d.integer(v, 4, 65536); ok {
+			s.MaxConnections = int(i)
+		}
+	}
+	if v := t["max_followers"]; v != nil {
+		if i, ok := d.integer(v, 1, 65536); ok {
+			s.MaxFollowers = int(i)
+			if s.MaxFollowers >= s.MaxConnections {
+				d.errorf(v.path, "must be below max_connections (%d), or followers leave no room for commands", s.MaxConnections)
 			}
 		}
 	}

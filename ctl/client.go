@@ -55,25 +55,50 @@ func (e *ServerError) Is(target error) bool {
 // Client talks to a supervisor over its control socket. It is safe for
 // concurrent use; each call blocks until its reply is complete.
 type Client struct {
-	path string
-	tr   *http.Transport
-	hc   *http.Client
+	path    string
+	trusted []int // server uids trusted besides root and our own
+	tr      *http.Transport
+	hc      *http.Client
+}
+
+// DialOption adjusts a [Client].
+type DialOption func(*Client)
+
+// TrustServerUID makes the client accept a server running as uid, besides
+// root and the client's own uid: a supervisor of another user that admits
+// us through its socket group.
+func TrustServerUID(uid int) DialOption {
+	return func(c *Client) { c.trusted = append(c.trusted, uid) }
 }
 
 // Dial returns a client for the socket at path. It does not connect:
 // every call does (reusing idle connections), and reports an
-// [*UnreachableError] when nobody answers.
-func Dial(path string) *Client {
+// [*UnreachableError] when nobody answers, and an [*UntrustedServerError]
+// when the listener runs as a uid it does not trust.
+func Dial(path string, opts ...DialOption) *Client {
+	c := &Client{path: path}
+	for _, o := range opts {
+		o(c)
+	}
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
-			return d.DialContext(ctx, "unix", path)
+			conn, err := d.DialContext(ctx, "unix", path)
+			if err != nil {
+				return nil, err
+			}
+			if err := c.checkServer(conn); err != nil {
+				conn.Close()
+				return nil, err
+			}
+			return conn, nil
 		},
 		DisableCompression:  true,
 		MaxIdleConnsPerHost: 8,
 		IdleConnTimeout:     30 * time.Second, // below the server's idle timeout
 	}
-	return &Client{path: path, tr: tr, hc: &http.Client{Transport: tr}}
+	c.tr, c.hc = tr, &http.Client{Transport: tr}
+	return c
 }
 
 // Path is the socket the client talks to.
@@ -247,6 +272,10 @@ func socketAccess(path string) string {
 func (c *Client) transportError(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
+	}
+	var untrusted *UntrustedServerError
+	if errors.As(err, &untrusted) {
+		return untrusted
 	}
 	if errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM) {
 		return fmt.Errorf("%w: uid %d cannot connect to %s (%s)", ErrPermissionDenied, os.Getuid(), c.path, socketAccess(c.path))

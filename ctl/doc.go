@@ -46,7 +46,17 @@
 //
 // [DefaultSocketPath] picks, in order: $SUPERVISE_SOCKET;
 // $XDG_RUNTIME_DIR/supervise.sock; /run/supervise.sock for root;
-// /tmp/supervise-<uid>.sock otherwise. Server and client resolve it the same
-// way, so they agree when they run as the same user with the same
-// environment; otherwise pass the path explicitly (--socket).
+// /tmp/supervise-<uid>/supervise.sock otherwise, in a directory the server
+// makes 0700 and refuses to use when another user made it. Server and
+// client resolve it the same way, so they agree when they run as the same
+// user with the same environment; otherwise pass the path explicitly
+// (--socket).
+//
+// # Trust
+//
+// The server admits root, its own uid and the members of its socket group,
+// as SO_PEERCRED says. The client checks the other way round: a listener
+// running as anyone but root or the client's own uid (or a uid given with
+// [TrustServerUID]) is refused with an [*UntrustedServerError], so a
+// process that squats the socket path cannot pose as the supervisor.
 package ctl

@@ -54,6 +54,24 @@ func TestMain(m *testing.M) {
 		}
 		os.Stdout.Write(append(raw, '\n'))
 		os.Exit(0)
+	case "fake-server":
+		// A squatter: any process listening where the supervisor is
+		// expected, claiming a program and that every command worked.
+		ln, err := net.Listen("unix", os.Getenv("CTL_TEST_SOCKET"))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(3)
+		}
+		fmt.Println("ready")
+		http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			if strings.HasSuffix(r.URL.Path, "/status") {
+				io.WriteString(w, `[{"name":"fake","state":"Running","pid":1}]`+"\n")
+				return
+			}
+			io.WriteString(w, `{"ok":true}`+"\n")
+		}))
+		os.Exit(0)
 	default:
 		fmt.Fprintln(os.Stderr, "unknown helper", os.Getenv(helperEnv))
 		os.Exit(2)

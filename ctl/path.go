@@ -3,12 +3,13 @@ package ctl
 import (
 	"os"
 	"path/filepath"
-	"strconv"
 )
 
 // DefaultSocketPath is where the control socket lives when nothing says
 // otherwise: $SUPERVISE_SOCKET, else $XDG_RUNTIME_DIR/supervise.sock, else
-// /run/supervise.sock for root, else /tmp/supervise-<uid>.sock.
+// /run/supervise.sock for root, else /tmp/supervise-<uid>/supervise.sock,
+// in a directory the server makes private (0700) and refuses to use when
+// someone else made it.
 func DefaultSocketPath() string {
 	return socketPath(os.Getenv, os.Getuid())
 }
@@ -23,5 +24,5 @@ func socketPath(getenv func(string) string, uid int) string {
 	if uid == 0 {
 		return "/run/supervise.sock"
 	}
-	return "/tmp/supervise-" + strconv.Itoa(uid) + ".sock"
+	return filepath.Join(fallbackDir(uid), "supervise.sock")
 }

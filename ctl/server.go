@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/supervise-dev/supervise/logs"
@@ -43,6 +44,13 @@ type ServerConfig struct {
 	WriteTimeout time.Duration
 	// IdleTimeout closes a kept-alive connection idle this long (default 60s).
 	IdleTimeout time.Duration
+
+	// MaxConns bounds the connections open at once (default 256); one
+	// more is answered 503 and closed.
+	MaxConns int
+	// MaxFollowers bounds the following streams at once (default 64);
+	// one more is answered 503.
+	MaxFollowers int
 }
 
 // Server serves a [Backend] on a unix socket. Call Listen, then Serve; Close
@@ -62,6 +70,9 @@ type Server struct {
 	handlers sync.WaitGroup    // Add only under mu while !draining
 
 	bufs sync.Pool // *[]byte for status replies
+
+	followers     atomic.Int64 // following streams being served
+	followRefused atomic.Int64 // streams refused since the limit was last reached
 }
 
 // NewServer returns a server for cfg; nothing happens until Listen.
@@ -76,6 +87,12 @@ func NewServer(cfg ServerConfig) *Server {
 	setDefault(&cfg.ReadTimeout, 10*time.Second)
 	setDefault(&cfg.WriteTimeout, 10*time.Second)
 	setDefault(&cfg.IdleTimeout, 60*time.Second)
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = 256
+	}
+	if cfg.MaxFollowers <= 0 {
+		cfg.MaxFollowers = 64
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -111,6 +128,9 @@ func (s *Server) Listen() error {
 	if s.closed || s.ln != nil {
 		return errors.New("control socket: Listen called twice or after Close")
 	}
+	if err := preparePrivateDir(s.cfg.Path); err != nil {
+		return err
+	}
 	ln, info, err := listenUnix(s.cfg.Path, s.cfg.Mode, gid)
 	if err != nil {
 		return err
@@ -144,6 +164,9 @@ func (s *Server) Serve(ctx context.Context) error {
 		MaxHeaderBytes:    64 << 10,
 		BaseContext:       func(net.Listener) context.Context { return base },
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			if lc, ok := c.(*limitConn); ok {
+				c = lc.Conn
+			}
 			return context.WithValue(ctx, peerKey{}, peerOf(c))
 		},
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
@@ -161,7 +184,7 @@ func (s *Server) Serve(ctx context.Context) error {
 		return errors.New("control socket: Serve called twice")
 	}
 	s.hs = hs
-	ln := s.ln
+	ln := newLimitListener(s.ln, s.cfg.MaxConns, s.log)
 	s.mu.Unlock()
 
 	errc := make(chan error, 1)
@@ -295,6 +318,23 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		level = slog.LevelDebug
 	}
 	s.log.Log(r.Context(), level, "control command", "verb", req.Verb, "names", req.Names, "uid", p.uid, "client_pid", p.pid)
+
+	if req.Follow && (req.Verb == "logs" || req.Verb == "events") {
+		if n := s.followers.Add(1); n > int64(s.cfg.MaxFollowers) {
+			s.followers.Add(-1)
+			w.Header().Set("Connection", "close") // its slot is for someone else
+			if s.followRefused.Add(1) == 1 {
+				s.log.Warn("control socket: follower limit reached, refusing new streams", "verb", req.Verb, "uid", p.uid, "limit", s.cfg.MaxFollowers)
+			}
+			s.reply(w, &apiError{Status: http.StatusServiceUnavailable, Code: codeUnavailable,
+				Msg: fmt.Sprintf("too many followers: %d streams follow already ([supervisor] max_followers); try again later", s.cfg.MaxFollowers)})
+			return
+		}
+		defer s.followers.Add(-1)
+		if n := s.followRefused.Swap(0); n > 0 {
+			s.log.Info("control socket: accepting followers again", "refused", n)
+		}
+	}
 
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()

@@ -449,7 +449,7 @@ func TestDefaultSocketPath(t *testing.T) {
 		{"explicit", map[string]string{"SUPERVISE_SOCKET": "/x/s.sock", "XDG_RUNTIME_DIR": "/run/user/1000"}, 1000, "/x/s.sock"},
 		{"xdg", map[string]string{"XDG_RUNTIME_DIR": "/run/user/1000"}, 1000, "/run/user/1000/supervise.sock"},
 		{"root", nil, 0, "/run/supervise.sock"},
-		{"user", nil, 1000, "/tmp/supervise-1000.sock"},
+		{"user", nil, 1000, "/tmp/supervise-1000/supervise.sock"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := socketPath(func(k string) string { return tc.env[k] }, tc.uid); got != tc.want {

@@ -112,9 +112,18 @@ func (s *Supervisor) stopDependents(ctx context.Context, programs []string) erro
 	return nil
 }
 
-// stoppedDone is what a stop waits for: no process, nothing under way.
+// stoppedDone is what a stop waits for: no process, and the state that
+// says so (Stopped, or the Completed or Failed a stop leaves as they are),
+// so that a status right after the stop shows it.
 func stoppedDone(in *instance) bool {
-	return in.procID == "" && in.state != Stopping && in.state != Starting
+	if in.procID != "" {
+		return false
+	}
+	switch in.state {
+	case Stopped, Completed, Failed:
+		return true
+	}
+	return in.goal != goalStop // started again meanwhile: not ours to wait for
 }
 
 // stopDependentsLocked is stopDependents for a program that ended for

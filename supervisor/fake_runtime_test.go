@@ -27,6 +27,8 @@ type fakeRuntime struct {
 	execFail   map[string]bool
 	starts     map[string][]time.Time // sandbox name → start times
 	events     chan proc.ExitEvent
+	failStart  map[string]int // program name → its next starts that fail (EMFILE)
+	failDelete int            // the next DeleteSandbox calls that fail
 }
 
 type fakeProc struct {
@@ -47,6 +49,7 @@ func newFakeRuntime(clock backoff.Clock) *fakeRuntime {
 		created:   map[string]int{},
 		execFail:  map[string]bool{},
 		starts:    map[string][]time.Time{},
+		failStart: map[string]int{},
 		events:    make(chan proc.ExitEvent, 1024),
 	}
 }
@@ -64,6 +67,10 @@ func (f *fakeRuntime) CreateSandbox(ctx context.Context, cfg proc.SandboxConfig)
 func (f *fakeRuntime) DeleteSandbox(ctx context.Context, id string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.failDelete > 0 {
+		f.failDelete--
+		return fmt.Errorf("deleting sandbox %s: open cgroup.procs: %w", id, syscall.EMFILE)
+	}
 	delete(f.sandboxes, id)
 	return nil
 }
@@ -106,6 +113,10 @@ func (f *fakeRuntime) Start(ctx context.Context, id string) error {
 	p := f.procs[id]
 	if p.name == "missing" {
 		return fmt.Errorf("exec %q: executable file not found in $PATH", p.name)
+	}
+	if f.failStart[p.name] > 0 {
+		f.failStart[p.name]--
+		return fmt.Errorf("open /dev/null: %w", syscall.EMFILE)
 	}
 	p.state = proc.StateRunning
 	p.started = f.clock.Now()

@@ -193,3 +193,26 @@ func TestSandboxKeptAcrossRestarts(t *testing.T) {
 		t.Errorf("stopped, %d sandboxes left", live)
 	}
 }
+
+// TestFailedStartKeepsSandboxItCouldNotDelete: out of descriptors, a start
+// fails and so does deleting its sandbox; the sandbox must not be forgotten
+// (its cgroup would stay forever): the next start takes it, and the stop
+// deletes it.
+func TestFailedStartKeepsSandboxItCouldNotDelete(t *testing.T) {
+	plain := func(p *config.Program) { p.Backoff.Initial = 0 }
+	h := newHarnessSetup(t, func(rt *fakeRuntime) {
+		rt.failStart["plain"] = 1
+		rt.failDelete = 1
+	}, program("plain", plain))
+	h.waitState("plain", Running)
+	if _, _, live := h.rt.sandboxCounts("plain"); live != 1 {
+		t.Errorf("running after a failed start: %d sandboxes live, want 1", live)
+	}
+	if err := h.sup.Stop(context.Background(), []string{"plain"}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitState("plain", Stopped)
+	if _, _, live := h.rt.sandboxCounts("plain"); live != 0 {
+		t.Errorf("stopped, %d sandboxes left", live)
+	}
+}

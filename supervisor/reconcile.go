@@ -291,7 +291,17 @@ func (s *Supervisor) startFailed(ctx context.Context, in *instance, procID, reas
 	in.sandboxID = ""
 	s.mu.Unlock()
 	if sid != "" {
-		_ = s.rt.DeleteSandbox(ctx, sid)
+		if err := s.rt.DeleteSandbox(ctx, sid); err != nil && !errors.Is(err, proc.ErrNotFound) {
+			// Out of descriptors, say: what failed the start fails this
+			// too. Forgotten, the sandbox's cgroup would stay forever;
+			// kept, the next start takes or deletes it, a stop deletes it.
+			s.log.Warn("deleting the sandbox of a failed start; keeping it for the next try", "program", in.key, "err", err)
+			s.mu.Lock()
+			if in.sandboxID == "" {
+				in.sandboxID = sid
+			}
+			s.mu.Unlock()
+		}
 	}
 	s.queue.Add(in.key)
 	return nil

@@ -89,7 +89,9 @@ func ctlCommand() *cli.Command {
 func ctlFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "socket", Aliases: []string{"s"}, EnvVars: []string{"SUPERVISE_SOCKET"},
-			Usage: "control socket (default: $XDG_RUNTIME_DIR/supervise.sock, /run/supervise.sock for root, else /tmp/supervise-UID.sock)"},
+			Usage: "control socket (default: $XDG_RUNTIME_DIR/supervise.sock, /run/supervise.sock for root, else /tmp/supervise-UID/supervise.sock)"},
+		&cli.IntSliceFlag{Name: "server-uid",
+			Usage: "trust a supervisor running as this uid (root and your own uid are always trusted; any other listener is refused)"},
 		jsonFlag(),
 	}
 }
@@ -202,10 +204,14 @@ func parseLate(args []string, late lateFlags, e *ctlEnv) error {
 func ctlRun(c *cli.Context, late lateFlags, fn verbFunc) int {
 	e := &ctlEnv{out: bufio.NewWriter(os.Stdout), n: -1}
 	socket := ""
+	var trust []ctl.DialOption
 	for _, x := range c.Lineage() {
 		e.json = e.json || x.Bool("json")
 		if socket == "" {
 			socket = x.String("socket")
+		}
+		for _, uid := range x.IntSlice("server-uid") {
+			trust = append(trust, ctl.TrustServerUID(uid))
 		}
 	}
 	if socket == "" {
@@ -219,7 +225,7 @@ func ctlRun(c *cli.Context, late lateFlags, fn verbFunc) int {
 	}
 	err := parseLate(c.Args().Slice(), late, e)
 	e.colour = !e.json && isTerminal(os.Stdout) && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
-	e.client = ctl.Dial(socket)
+	e.client = ctl.Dial(socket, trust...)
 	defer e.client.Close()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -231,6 +237,7 @@ func ctlRun(c *cli.Context, late lateFlags, fn verbFunc) int {
 		err = ferr
 	}
 	var ue *ctl.UnreachableError
+	var untrusted *ctl.UntrustedServerError
 	var usage usageError
 	switch {
 	case err == nil:
@@ -238,7 +245,7 @@ func ctlRun(c *cli.Context, late lateFlags, fn verbFunc) int {
 	case errors.As(err, &usage):
 		fmt.Fprintf(os.Stderr, "supervisectl %s: %v\nRun 'supervisectl %s --help' for usage.\n", c.Command.Name, err, c.Command.Name)
 		return ctlExitUsage
-	case errors.As(err, &ue):
+	case errors.As(err, &ue), errors.As(err, &untrusted):
 		fmt.Fprintf(os.Stderr, "supervisectl: %v\n", err)
 		return ctlExitUnreachable
 	case errors.Is(err, context.Canceled) && ctx.Err() != nil:

@@ -262,7 +262,8 @@ func runCommand(c *cli.Context) int {
 	if socket == "" {
 		socket = ctl.DefaultSocketPath()
 	}
-	srv := ctl.NewServer(ctl.ServerConfig{Path: socket, Group: cfg.Supervisor.SocketGroup, Backend: sup, Logger: log})
+	srv := ctl.NewServer(ctl.ServerConfig{Path: socket, Group: cfg.Supervisor.SocketGroup, Backend: sup, Logger: log,
+		MaxConns: cfg.Supervisor.MaxConnections, MaxFollowers: cfg.Supervisor.MaxFollowers})
 	if err := srv.Listen(); err != nil {
 		log.Error("control socket", "err", err)
 		return exitFailed
