@@ -58,7 +58,8 @@ command = "server --port 80"
 	if cfg.File != "/etc/sv/test.toml" || cfg.Dir != "/etc/sv" || cfg.Procfile {
 		t.Errorf("File, Dir, Procfile = %q, %q, %v", cfg.File, cfg.Dir, cfg.Procfile)
 	}
-	wantSup := Supervisor{Workers: 2, ShutdownTimeout: 30 * time.Second, LogFormat: "text", LogLevel: "info", WatchConfig: true, LogRing: 256 << 10}
+	wantSup := Supervisor{Workers: 2, ShutdownTimeout: 30 * time.Second, LogFormat: "text", LogLevel: "info", WatchConfig: true, LogRing: 256 << 10,
+		MaxConnections: DefaultMaxConnections, MaxFollowers: DefaultMaxFollowers}
 	if !reflect.DeepEqual(cfg.Supervisor, wantSup) {
 		t.Errorf("Supervisor = %+v, want %+v", cfg.Supervisor, wantSup)
 	}

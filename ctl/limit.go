@@ -1,6 +1,7 @@
 package ctl
 
 import (
+	"bytes"
 	"io"
 	"log/slog"
 	"net"
@@ -11,21 +12,25 @@ import (
 )
 
 // limitListener admits at most cap(slots) connections at once. One over is
-// accepted, told "too many connections" in a canned HTTP reply and closed
-// at once: the client gets an answer instead of hanging in the backlog, and
-// the descriptor is back before the next accept. Descriptors held by
-// clients would otherwise be taken from starting programs (pipes,
-// sockets, cgroup files).
+// accepted, told "too many connections" in a canned HTTP reply and closed:
+// the client gets an answer instead of hanging in the backlog. Descriptors
+// held by clients would otherwise be taken from starting programs (pipes,
+// sockets, cgroup files). The refusal reads what the client sent first, for
+// a reply to a request whose bytes are unread is lost to a reset; at most
+// cap(refusers) refusals are under way at once, each for at most a second,
+// and more are closed without a word.
 type limitListener struct {
 	net.Listener
-	slots chan struct{}
-	log   *slog.Logger
+	slots    chan struct{}
+	refusers chan struct{}
+	refusing sync.WaitGroup // Close waits for the refusals under way
+	log      *slog.Logger
 
 	refused atomic.Int64 // connections refused in the current episode
 }
 
 func newLimitListener(ln net.Listener, max int, log *slog.Logger) *limitListener {
-	return &limitListener{Listener: ln, slots: make(chan struct{}, max), log: log}
+	return &limitListener{Listener: ln, slots: make(chan struct{}, max), refusers: make(chan struct{}, 8), log: log}
 }
 
 // tooManyReply is a complete HTTP/1.1 response the client's transport turns
@@ -52,12 +57,52 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		if l.refused.Add(1) == 1 {
 			l.log.Warn("control socket: connection limit reached, refusing new connections", "limit", cap(l.slots))
 		}
-		// The reply fits in the socket buffer; the deadline is for a
-		// peer that shrank it.
-		_ = c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
-		_, _ = io.WriteString(c, tooManyReply)
-		c.Close()
+		select {
+		case l.refusers <- struct{}{}:
+			l.refusing.Go(func() {
+				refuse(c)
+				<-l.refusers
+			})
+		default:
+			c.Close()
+		}
 	}
+}
+
+// refuse reads the request's header, answers 503 and closes, within a
+// second whatever the client does.
+func refuse(c net.Conn) {
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	buf := make([]byte, 4096)
+	var seen []byte
+	for len(seen) < 64<<10 && !bytes.Contains(seen, []byte("\r\n\r\n")) {
+		n, err := c.Read(buf)
+		seen = append(seen, buf[:n]...)
+		if err != nil {
+			break
+		}
+	}
+	if _, err := io.WriteString(c, tooManyReply); err != nil {
+		return
+	}
+	// Let a request body in flight arrive before the close, or the reply
+	// could be lost to a reset.
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+		for {
+			if _, err := c.Read(buf); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// Close stops accepting and waits for the refusals under way.
+func (l *limitListener) Close() error {
+	err := l.Listener.Close()
+	l.refusing.Wait()
+	return err
 }
 
 // limitConn gives its slot back on the first Close.

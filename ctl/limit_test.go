@@ -3,6 +3,7 @@ package ctl
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"os"
 	"strings"
@@ -30,13 +31,15 @@ func TestConnectionLimit(t *testing.T) {
 	b := newMemBackend("web")
 	ts := startServer(t, b, "", func(c *ServerConfig) { c.MaxConns = max })
 
-	// max idle connections that never send a byte: each holds a slot.
+	// max connections that follow events and never read: each holds a
+	// slot for as long as it likes.
 	var held []net.Conn
 	for range max {
 		c, err := net.Dial("unix", ts.path)
 		if err != nil {
 			t.Fatal(err)
 		}
+		io.WriteString(c, "GET /v1/events?follow=1 HTTP/1.1\r\nHost: x\r\n\r\n")
 		held = append(held, c)
 	}
 	// The server has accepted them all once a request through a new
@@ -64,16 +67,18 @@ func TestConnectionLimit(t *testing.T) {
 		t.Fatalf("status over the limit: %v, want an unavailable ServerError", err)
 	}
 
-	// Hundreds more over the limit cost the server no descriptor.
+	// Hundreds more over the limit are each told why, and cost the
+	// server no descriptor.
 	before := openFds(t)
 	for range 300 {
 		c, err := net.Dial("unix", ts.path)
 		if err != nil {
 			t.Fatal(err)
 		}
+		io.WriteString(c, "POST /v1/stop HTTP/1.1\r\nHost: x\r\nContent-Length: 17\r\n\r\n{\"names\":[\"web\"]}")
 		buf := make([]byte, 512)
 		c.SetReadDeadline(time.Now().Add(30 * time.Second))
-		n, _ := c.Read(buf)
+		n, _ := io.ReadFull(c, buf[:len("HTTP/1.1 503")])
 		if !strings.HasPrefix(string(buf[:n]), "HTTP/1.1 503") {
 			t.Fatalf("connection over the limit read %q", buf[:n])
 		}

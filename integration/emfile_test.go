@@ -211,8 +211,9 @@ command = ["sleep", "100000"]
 	}
 	peak := fdCount()
 	t.Logf("supervise descriptors: %d before the flood, %d during it (limit %d)", baseline, peak, lim.Cur)
-	if peak > baseline+48+4 {
-		t.Errorf("supervise holds %d descriptors during the flood, over %d + max_connections", peak, baseline)
+	// max_connections, and at most 8 connections being told "too many".
+	if peak > baseline+48+8+4 {
+		t.Errorf("supervise holds %d descriptors during the flood, over %d + max_connections + 8", peak, baseline)
 	}
 
 	// The program crashes; it restarts, and commands still work.

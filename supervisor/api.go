@@ -336,12 +336,20 @@ func (s *Supervisor) Logs(ctx context.Context, names []string, n int, follow boo
 		sources = append(sources, s.instances[k].logs)
 	}
 	s.mu.Unlock()
-	return mergeLogs(ctx, sources, n, follow), nil
+	ctx, done, err := s.streams.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return mergeLogs(ctx, sources, n, follow, done), nil
 }
 
 // Events streams the recent state changes, and with follow the new ones.
 func (s *Supervisor) Events(ctx context.Context, follow bool) (<-chan ctl.Event, error) {
-	return s.events.stream(ctx, follow), nil
+	ctx, done, err := s.streams.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.events.stream(ctx, follow, done), nil
 }
 
 // Reload re-reads the config file and applies the difference.

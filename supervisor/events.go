@@ -55,7 +55,7 @@ func (l *eventLog) historyLocked() []ctl.Event {
 }
 
 // stream sends the history, then (with follow) every new event until ctx ends.
-func (l *eventLog) stream(ctx context.Context, follow bool) <-chan ctl.Event {
+func (l *eventLog) stream(ctx context.Context, follow bool, done func()) <-chan ctl.Event {
 	l.mu.Lock()
 	hist := l.historyLocked()
 	var live chan ctl.Event
@@ -67,6 +67,7 @@ func (l *eventLog) stream(ctx context.Context, follow bool) <-chan ctl.Event {
 
 	out := make(chan ctl.Event)
 	go func() {
+		defer done()
 		defer close(out)
 		defer func() {
 			if live != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/supervise-dev/supervise/config"
 	"github.com/supervise-dev/supervise/logs"
@@ -29,7 +30,7 @@ type health struct {
 	fdChild  *os.File // the write end of fd, until the child has it
 	watchdog *notify.Watchdog
 	cancel   context.CancelFunc
-	done     chan struct{}
+	wg       sync.WaitGroup // the goroutines startHealth started; stop waits for them
 
 	// Guarded by Supervisor.mu.
 	notifyReady bool
@@ -56,7 +57,7 @@ func toProbeSpec(p *config.Probe) *probe.Spec {
 // prepareHealth runs before the process is created: the sd_notify socket
 // must exist, and its path be in the environment, before exec.
 func (s *Supervisor) prepareHealth(in *instance, env []string) (*health, []string, error) {
-	h := &health{done: make(chan struct{})}
+	h := &health{}
 	if in.spec.Notify == config.NotifySdNotify {
 		var owner *notify.Owner
 		if id := programIdent(in.spec); id != nil {
@@ -132,7 +133,6 @@ func (s *Supervisor) startHealth(in *instance, h *health, sid string, pcfgEnv []
 			wake()
 		})
 	}
-	var wg []func()
 	if h.sock != nil {
 		sock, wd := h.sock, h.watchdog
 		var cgroupDir string
@@ -141,7 +141,7 @@ func (s *Supervisor) startHealth(in *instance, h *health, sid string, pcfgEnv []
 			cgroupDir, initPid = st.CgroupPath, st.InitPid
 		}
 		mainPid := in.pid
-		wg = append(wg, func() {
+		h.wg.Go(func() {
 			warned := false
 			for m := range sock.Messages() {
 				if !notify.FromProgram(m.Pid, cgroupDir, mainPid, initPid) {
@@ -177,7 +177,7 @@ func (s *Supervisor) startHealth(in *instance, h *health, sid string, pcfgEnv []
 	}
 	if h.fd != nil {
 		fd := h.fd
-		wg = append(wg, func() {
+		h.wg.Go(func() {
 			select {
 			case <-fd.Ready():
 				s.mu.Lock()
@@ -191,19 +191,9 @@ func (s *Supervisor) startHealth(in *instance, h *health, sid string, pcfgEnv []
 	if spec.ReadyLogLine != "" {
 		if m, err := notify.NewLineMatcher(spec.ReadyLogLine); err == nil {
 			ring := in.logs.ring
-			wg = append(wg, func() { s.followReadyLine(ctx, h, ring, m, wake) })
+			h.wg.Go(func() { s.followReadyLine(ctx, h, ring, m, wake) })
 		}
 	}
-	go func() {
-		defer close(h.done)
-		done := make(chan struct{}, len(wg))
-		for _, f := range wg {
-			go func() { f(); done <- struct{}{} }()
-		}
-		for range wg {
-			<-done
-		}
-	}()
 }
 
 // followReadyLine watches the program's new lines for ready_log_line.
@@ -259,7 +249,7 @@ func (h *health) stop() {
 	h.started()
 	if h.cancel != nil {
 		h.cancel()
-		<-h.done
+		h.wg.Wait()
 	}
 	if h.fd != nil {
 		_ = h.fd.Close()

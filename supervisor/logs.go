@@ -24,6 +24,10 @@ type logSet struct {
 	files   *logs.Files // one writer per log path, shared by instances and programs
 	log     *slog.Logger
 
+	// closing holds the routers being closed in the background (replaced
+	// or removed); close waits for them.
+	closing sync.WaitGroup
+
 	mu        sync.Mutex
 	ringBytes int // MaxBytes of each ring; guarded by mu
 	rings     map[string]*logs.Ring
@@ -121,7 +125,7 @@ func (l *logSet) forKey(p *config.Program, key string) *instLogs {
 	il := &instLogs{key: key, outputs: outputs, prog: prog, ring: ring}
 	l.progs[key] = il
 	if old != nil {
-		go old.close()
+		l.closing.Go(old.close)
 	}
 	return il
 }
@@ -186,12 +190,13 @@ func (l *logSet) close() {
 		wg.Go(p.close)
 	}
 	wg.Wait()
+	l.closing.Wait()
 	_ = l.console.Flush()
 }
 
 // mergeLogs streams the last n lines of every source in time order and,
 // with follow, every new line until ctx ends.
-func mergeLogs(ctx context.Context, sources []*instLogs, n int, follow bool) <-chan logs.Line {
+func mergeLogs(ctx context.Context, sources []*instLogs, n int, follow bool, done func()) <-chan logs.Line {
 	out := make(chan logs.Line, 64)
 	if !follow {
 		var all []logs.Line
@@ -203,6 +208,7 @@ func mergeLogs(ctx context.Context, sources []*instLogs, n int, follow bool) <-c
 			all = all[len(all)-n:]
 		}
 		go func() {
+			defer done()
 			defer close(out)
 			for _, l := range all {
 				select {
@@ -228,6 +234,6 @@ func mergeLogs(ctx context.Context, sources []*instLogs, n int, follow bool) <-c
 			}
 		})
 	}
-	go func() { wg.Wait(); close(out) }()
+	go func() { wg.Wait(); close(out); done() }()
 	return out
 }

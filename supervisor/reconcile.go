@@ -58,7 +58,7 @@ func (s *Supervisor) reconcile(ctx context.Context, key string) error {
 		if in.goal == goalRemove && s.instances[key] == in {
 			delete(s.instances, key)
 			s.events.add(key, string(in.state), "Removed", "")
-			go s.logs.remove(key)
+			s.bg.Go(func() { s.logs.remove(key) })
 			s.checkDoneLocked()
 		}
 		s.mu.Unlock()

@@ -86,6 +86,11 @@ type Supervisor struct {
 
 	ctx    context.Context // cancelled by Kill: aborts every blocking call
 	cancel context.CancelFunc
+	// bg holds work started off a caller's path (removing a program's
+	// logs, syncing file watchers); Run waits for it before returning.
+	bg sync.WaitGroup
+	// streams feed logs and events to clients; Run ends and waits for them.
+	streams *streamSet
 
 	mu           sync.Mutex
 	cfg          *config.Config
@@ -141,6 +146,7 @@ func New(opts Options) (*Supervisor, error) {
 		}),
 		hooks:     &hooks.Runner{Exec: opts.Runtime, Logger: log},
 		events:    newEventLog(clock, 1000),
+		streams:   newStreamSet(),
 		ctx:       ctx,
 		cancel:    cancel,
 		instances: map[string]*instance{},
@@ -226,6 +232,8 @@ func (s *Supervisor) Run(ctx context.Context) int {
 	close(stop)
 	s.queue.ShutDown()
 	wg.Wait()
+	s.bg.Wait()
+	s.streams.close()
 	s.logs.close()
 
 	s.mu.Lock()
@@ -501,9 +509,11 @@ func (s *Supervisor) shutdownAll() {
 	s.log.Info("shutting down", "timeout", timeout)
 	_ = notify.NotifySystemd("STOPPING=1")
 
+	var timer sync.WaitGroup
+	defer timer.Wait() // after cancel: deferred calls run last first
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	go func() {
+	timer.Go(func() {
 		select {
 		case <-ctx.Done():
 			if ctx.Err() == context.DeadlineExceeded {
@@ -512,7 +522,7 @@ func (s *Supervisor) shutdownAll() {
 			}
 		case <-s.ctx.Done():
 		}
-	}()
+	})
 	for l := maxLevel; l >= 0; l-- {
 		var keys []string
 		s.mu.Lock()

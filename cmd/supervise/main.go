@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"sync"
 	"syscall"
 	"time"
 
@@ -270,9 +271,16 @@ func runCommand(c *cli.Context) int {
 	}
 	defer srv.Close()
 
+	// bg owns the goroutines below: the control server, the config
+	// watchers and the signal loop; all end with ctx or runDone, and the
+	// function returns only once they have (deferred calls run last first).
+	var bg sync.WaitGroup
+	defer bg.Wait()
+	runDone := make(chan struct{})
+	defer close(runDone)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() { _ = srv.Serve(ctx) }()
+	bg.Go(func() { _ = srv.Serve(ctx) })
 
 	// The config follows its file: the directory is watched, so editors that
 	// write and rename and ConfigMap symlink swaps are seen.
@@ -287,7 +295,7 @@ func runCommand(c *cli.Context) int {
 			}
 		}
 		for _, f := range files {
-			go func() {
+			bg.Go(func() {
 				err := watch.File(ctx, f, 200*time.Millisecond, nil, func() {
 					log.Info("config changed; reloading", "file", f)
 					if err := sup.Reload(ctx); err != nil {
@@ -297,7 +305,7 @@ func runCommand(c *cli.Context) int {
 				if err != nil && ctx.Err() == nil {
 					log.Warn("not watching a config file", "file", f, "err", err)
 				}
-			}()
+			})
 		}
 	}
 
@@ -308,9 +316,15 @@ func runCommand(c *cli.Context) int {
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, catchable()...)
 	defer signal.Stop(sigs)
-	go func() {
+	bg.Go(func() {
 		stopping := false
-		for sig := range sigs {
+		for {
+			var sig os.Signal
+			select {
+			case sig = <-sigs:
+			case <-runDone:
+				return
+			}
 			switch {
 			case sig != syscall.SIGTERM && sig != syscall.SIGINT && sig != syscall.SIGHUP && sig != syscall.SIGQUIT:
 				log.Debug("signal ignored", "signal", sig.String())
@@ -327,7 +341,7 @@ func runCommand(c *cli.Context) int {
 				sup.Kill()
 			}
 		}
-	}()
+	})
 
 	log.Info("supervise running", "config", file, "socket", socket, "programs", len(cfg.Programs), "pid", os.Getpid())
 	code := sup.Run(ctx)
