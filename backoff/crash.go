@@ -91,6 +91,20 @@ func (b *Crash) Decide(key string, finishedAt time.Time) (wait time.Duration) {
 	return 0
 }
 
+// Left is what Decide would return for key without recording anything:
+// the time left of its backoff window counted from finishedAt, 0 when a
+// start may come now.
+func (b *Crash) Left(key string, finishedAt time.Time) time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if e, ok := b.entries[key]; ok && !b.expired(finishedAt, e.lastUpdate) {
+		if left := e.delay - b.clock.Now().Sub(finishedAt); left > 0 {
+			return left
+		}
+	}
+	return 0
+}
+
 // Next moves key to its next step: back to Initial when the key is new or
 // eventTime came more than ResetAfter after the last step, else the delay
 // doubles up to Max. lastUpdate becomes the clock's now.

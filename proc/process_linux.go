@@ -62,7 +62,7 @@ func (r *Runtime) Create(ctx context.Context, sandboxID string, cfg ProcessConfi
 }
 
 func resolveSpec(args, env []string, dir, user, group string, groups []string, rls []Rlimit, nnp bool, umask int) (*spawnSpec, error) {
-	id, err := resolveIdentity(systemIDFiles, user, group, groups)
+	id, err := resolveIdentity(systemAccounts{}, user, group, groups)
 	if err != nil {
 		return nil, err
 	}

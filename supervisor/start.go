@@ -1,0 +1,208 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+
+	"github.com/supervise-dev/supervise/hooks"
+	"github.com/supervise-dev/supervise/proc"
+)
+
+// The start sequence of an instance: sandbox, pre_start, the process,
+// post_start; and what a start that fails leaves behind.
+
+// start runs the start sequence: sandbox, pre_start, create+start,
+// post_start. A failure in any step counts as a crash (the backoff applies)
+// rather than a reconcile error: retrying at the queue's pace would ignore
+// the program's backoff settings.
+func (s *Supervisor) start(ctx context.Context, in *instance) error {
+	s.mu.Lock()
+	spec := in.spec
+	s.setStateLocked(in, Starting, "")
+	sid := in.sandboxID
+	last := in.lastExit
+	s.mu.Unlock()
+
+	want := sandboxConfig(spec, in.key)
+	if sid != "" && !s.reusable(sid, in, want) {
+		s.mu.Lock()
+		in.sandboxID = ""
+		s.mu.Unlock()
+		if err := s.rt.DeleteSandbox(ctx, sid); err != nil && !errors.Is(err, proc.ErrNotFound) {
+			s.log.Warn("deleting sandbox", "program", in.key, "err", err)
+		}
+		sid = ""
+	}
+	if sid == "" {
+		var err error
+		sid, err = s.rt.CreateSandbox(ctx, want)
+		if err != nil {
+			return s.startFailed(ctx, in, "", ReasonStartError, fmt.Errorf("creating sandbox: %w", err))
+		}
+		s.mu.Lock()
+		in.sandboxID, in.sandboxCfg = sid, want
+		s.mu.Unlock()
+	}
+
+	env := programEnv(spec, in, last)
+	if h := spec.Hooks.PreStart; h != nil {
+		if err := s.runHook(ctx, in, hooks.PreStart, h, env); err != nil {
+			return s.startFailed(ctx, in, "", ReasonHookError, err)
+		}
+	}
+	if s.startCancelled(in) {
+		// A stop (or the shutdown) came during the sequence: what is left
+		// of it is not done. The stop queued the key again; its reconcile
+		// settles the state and removes the sandbox.
+		s.log.Info("start cancelled by a stop", "program", in.key)
+		return nil
+	}
+
+	h, env, err := s.prepareHealth(in, env)
+	if err != nil {
+		return s.startFailed(ctx, in, "", ReasonStartError, fmt.Errorf("creating the notify socket: %w", err))
+	}
+	stdout, stderr, err := in.logs.pipes()
+	if err != nil {
+		h.stop()
+		return s.startFailed(ctx, in, "", ReasonStartError, fmt.Errorf("creating log pipes: %w", err))
+	}
+	pcfg := processConfig(spec, env)
+	pcfg.Stdout, pcfg.Stderr = stdout, stderr
+	pcfg.ExtraFiles = h.childFiles(spec)
+	id, err := s.rt.Create(ctx, sid, pcfg)
+	if err == nil {
+		// The exit may be reported before Start returns: watchExits
+		// must know whose it is.
+		s.mu.Lock()
+		in.startingID = id
+		s.mu.Unlock()
+		err = s.rt.Start(ctx, id)
+	}
+	// The child has its copies now; ours must go, or the pumps (and the
+	// notification fd's reader) never see EOF.
+	stdout.Close()
+	stderr.Close()
+	h.started()
+	if err != nil {
+		s.mu.Lock()
+		in.startingID = ""
+		s.mu.Unlock()
+		h.stop()
+		if id != "" {
+			_ = s.rt.Remove(ctx, id)
+		}
+		return s.startFailed(ctx, in, "", ReasonStartError, err)
+	}
+	st, err := s.rt.Status(id)
+	if err != nil { // cannot happen: proc knows what it started
+		st = proc.ProcessStatus{ID: id}
+		s.log.Warn("status of a started process", "program", in.key, "err", err)
+	}
+	s.mu.Lock()
+	in.health = h
+	in.startingID = ""
+	in.procID, in.pid, in.startedAt = id, st.Pid, st.StartedAt
+	if in.startedAt.IsZero() {
+		in.startedAt = s.clock.Now()
+	}
+	s.mu.Unlock()
+
+	if h := spec.Hooks.PostStart; h != nil {
+		if err := s.runHook(ctx, in, hooks.PostStart, h, env); err != nil {
+			return s.startFailed(ctx, in, id, ReasonHookError, err)
+		}
+	}
+	s.mu.Lock()
+	if in.procID == id {
+		s.setStateLocked(in, Running, "")
+		s.startHealth(in, h, sid, env)
+		s.checkHealthLocked(in)
+		s.startDependentsLocked(spec.Name)
+	}
+	s.mu.Unlock()
+	s.log.Info("started", "program", in.key, "pid", st.Pid)
+	return nil
+}
+
+// startCancelled reports whether the instance is no longer meant to run.
+func (s *Supervisor) startCancelled(in *instance) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return in.goal != goalRun || s.shuttingDown
+}
+
+// startFailed records a start that did not get to Running as a crash, so
+// the program's backoff decides when the next try comes.
+func (s *Supervisor) startFailed(ctx context.Context, in *instance, procID, reason string, cause error) error {
+	s.log.Error("start failed", "program", in.key, "reason", reason, "err", cause)
+	if procID != "" {
+		s.mu.Lock()
+		grace := in.spec.StopTimeout
+		s.mu.Unlock()
+		_ = s.rt.Stop(ctx, procID, grace)
+		s.mu.Lock()
+		in.procID, in.pid = "", 0 // the exit we cause here is the hook's failure
+		s.mu.Unlock()
+		_ = s.rt.Remove(ctx, procID)
+	}
+	s.recordExit(in, exitInfo{Code: -1, Reason: reason, FinishedAt: s.clock.Now(), Message: cause.Error()}, false)
+	s.mu.Lock()
+	sid := in.sandboxID
+	in.sandboxID = ""
+	s.mu.Unlock()
+	if sid != "" {
+		if err := s.rt.DeleteSandbox(ctx, sid); err != nil && !errors.Is(err, proc.ErrNotFound) {
+			// Out of descriptors, say: what failed the start fails this
+			// too. Forgotten, the sandbox's cgroup would stay forever;
+			// kept, the next start takes or deletes it, a stop deletes it.
+			s.log.Warn("deleting the sandbox of a failed start; keeping it for the next try", "program", in.key, "err", err)
+			s.mu.Lock()
+			if in.sandboxID == "" {
+				in.sandboxID = sid
+			}
+			s.mu.Unlock()
+		}
+	}
+	s.queue.Add(in.key)
+	return nil
+}
+
+// reusable says whether the kept sandbox sid can take in's next process:
+// created as want asks, and its init alive.
+func (s *Supervisor) reusable(sid string, in *instance, want proc.SandboxConfig) bool {
+	s.mu.Lock()
+	have := in.sandboxCfg
+	s.mu.Unlock()
+	if !reflect.DeepEqual(have, want) {
+		return false
+	}
+	st, err := s.rt.SandboxStatus(sid)
+	return err == nil && st.State == proc.SandboxReady
+}
+
+// freshSandboxIfGone replaces the sandbox of in when its init has died: a
+// pid namespace ends with its PID 1, so a post_stop hook gets a new sandbox
+// of the same kind (same namespaces, limits and identity) to run in.
+func (s *Supervisor) freshSandboxIfGone(ctx context.Context, in *instance) {
+	s.mu.Lock()
+	sid, spec := in.sandboxID, in.spec
+	s.mu.Unlock()
+	if sid != "" {
+		if st, err := s.rt.SandboxStatus(sid); err == nil && st.State == proc.SandboxReady {
+			return
+		}
+		_ = s.rt.DeleteSandbox(ctx, sid)
+	}
+	cfg := sandboxConfig(spec, in.key)
+	newID, err := s.rt.CreateSandbox(ctx, cfg)
+	if err != nil {
+		s.log.Warn("creating a sandbox for post_stop", "program", in.key, "err", err)
+		newID = ""
+	}
+	s.mu.Lock()
+	in.sandboxID, in.sandboxCfg = newID, cfg
+	s.mu.Unlock()
+}

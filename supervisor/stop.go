@@ -1,0 +1,106 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"syscall"
+	"time"
+
+	"github.com/supervise-dev/supervise/hooks"
+	"github.com/supervise-dev/supervise/proc"
+)
+
+// Stopping an instance: pre_stop, the stop signal, the grace period, SIGKILL.
+
+// reconcileStop drives in down to final; done is false while its process
+// is still stopping.
+func (s *Supervisor) reconcileStop(ctx context.Context, in *instance, final State) (done bool, err error) {
+	if s.advanceStop(ctx, in) {
+		return false, nil // the exit, or the end of the grace period, brings the key back
+	}
+	s.mu.Lock()
+	sid := in.sandboxID
+	in.sandboxID = ""
+	if in.state != final && (in.state != Completed && in.state != Failed || in.goal == goalRemove) {
+		in.nextStart = time.Time{}
+		s.setStateLocked(in, final, "")
+	}
+	s.checkDoneLocked()
+	s.mu.Unlock()
+	if sid != "" {
+		if err := s.rt.DeleteSandbox(ctx, sid); err != nil {
+			return true, fmt.Errorf("deleting sandbox of %q: %w", in.key, err)
+		}
+	}
+	return true, nil
+}
+
+// advanceStop drives a stop without holding a worker for the grace period:
+// the first call runs pre_stop and sends the stop signal, then the key comes
+// back when the process exits (an exit event) or when the grace period ends
+// (AddAfter), and then SIGKILL goes to the sandbox. pre_stop's time comes out
+// of stop_timeout, as in the kubelet. It reports whether a process is still
+// there to wait for.
+func (s *Supervisor) advanceStop(ctx context.Context, in *instance) bool {
+	s.mu.Lock()
+	spec, id, sid, last := in.spec, in.procID, in.sandboxID, in.lastExit
+	deadline := in.stopDeadline
+	s.mu.Unlock()
+	if id == "" {
+		return false
+	}
+	if deadline.IsZero() { // the stop begins
+		grace := spec.StopTimeout
+		if grace <= 0 {
+			grace = 10 * time.Second
+		}
+		deadline = s.clock.Now().Add(grace)
+		s.mu.Lock()
+		in.stopDeadline = deadline
+		health := in.health
+		s.mu.Unlock()
+		// Nothing asks a stopping program about its health: a probe
+		// would only disturb its shutdown, and no verdict matters now.
+		// Done before it shows Stopping, which the stop's waiters see.
+		health.stopWatching()
+		s.mu.Lock()
+		s.setStateLocked(in, Stopping, "")
+		s.mu.Unlock()
+		if h := spec.Hooks.PreStop; h != nil && sid != "" {
+			hs := *h
+			if hs.Timeout <= 0 || hs.Timeout > grace {
+				hs.Timeout = grace
+			}
+			if err := s.runHook(ctx, in, hooks.PreStop, &hs, programEnv(spec, in, last)); err != nil {
+				s.log.Warn("pre_stop hook failed; stopping anyway", "program", in.key, "err", err)
+			}
+		}
+		sig := spec.StopSignal
+		if sig == 0 {
+			sig = syscall.SIGTERM
+		}
+		if err := s.rt.Signal(id, sig); err != nil && !errors.Is(err, proc.ErrNotFound) && !errors.Is(err, proc.ErrProcessDone) {
+			s.log.Warn("sending the stop signal", "program", in.key, "err", err)
+		}
+	}
+	if remaining := deadline.Sub(s.clock.Now()); remaining > 0 {
+		s.queue.AddAfter(in.key, remaining)
+		return true
+	}
+	// Grace is over: SIGKILL to everything in the sandbox; proc returns
+	// once the process has exited.
+	s.log.Warn("stop timeout reached; killing", "program", in.key, "stop_timeout", spec.StopTimeout)
+	s.mu.Lock()
+	s.forcedLocked(in.key)
+	s.mu.Unlock()
+	if err := s.rt.Stop(ctx, id, 0); err != nil && !errors.Is(err, proc.ErrNotFound) {
+		s.log.Warn("killing", "program", in.key, "err", err)
+	}
+	exit := exitInfo{Code: -1, Signal: syscall.SIGKILL, Reason: string(proc.ReasonSignaled), FinishedAt: s.clock.Now()}
+	if st, err := s.rt.Status(id); err == nil && st.State == proc.StateExited {
+		exit = exitInfo{Code: st.ExitCode, Signal: st.Signal, Reason: string(st.Reason), FinishedAt: st.FinishedAt}
+	}
+	s.handleExit(ctx, in, exit)
+	return false
+}
