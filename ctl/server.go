@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -68,8 +69,6 @@ type Server struct {
 	closed   bool              // guarded by mu
 	draining bool              // guarded by mu; no new handler may start
 	handlers sync.WaitGroup    // Add only under mu while !draining
-
-	bufs sync.Pool // *[]byte for status replies
 
 	followers     atomic.Int64 // following streams being served
 	followRefused atomic.Int64 // streams refused since the limit was last reached
@@ -449,23 +448,15 @@ func (s *Server) reply(w http.ResponseWriter, e *apiError) {
 	s.writeJSON(w, e.Status, errorReply{Error: e.Msg, Code: e.Code})
 }
 
-// writeStatus replies with the status array, encoded by hand into a
-// reused buffer: scripts poll status, and it is the one big reply.
+// writeStatus replies with the status array. A CPU figure that JSON cannot
+// carry (NaN, an infinity) is sent as 0 rather than failing the reply.
 func (s *Server) writeStatus(w http.ResponseWriter, st []ProgramStatus) {
-	bp, _ := s.bufs.Get().(*[]byte)
-	if bp == nil {
-		bp = new([]byte)
+	for i := range st {
+		if f := st[i].CPUSeconds; math.IsNaN(f) || math.IsInf(f, 0) {
+			st[i].CPUSeconds = 0
+		}
 	}
-	b := append(appendStatusJSON((*bp)[:0], st), '\n')
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
-	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(b)
-	if cap(b) <= 4<<20 { // do not keep a freak reply's buffer alive
-		*bp = b
-		s.bufs.Put(bp)
-	}
+	s.writeJSON(w, http.StatusOK, st)
 }
 
 func (s *Server) writeJSON(w http.ResponseWriter, status int, v any) {

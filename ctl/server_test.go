@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -487,4 +488,31 @@ func names(st []ProgramStatus) []string {
 		out = append(out, s.Name)
 	}
 	return out
+}
+
+// nanBackend reports a CPU figure JSON cannot carry.
+type nanBackend struct{ *memBackend }
+
+func (b nanBackend) Status(ctx context.Context, names []string) ([]ProgramStatus, error) {
+	st, err := b.memBackend.Status(ctx, names)
+	for i := range st {
+		st[i].CPUSeconds = math.NaN()
+	}
+	return st, err
+}
+
+func TestStatusWithNaNCPU(t *testing.T) {
+	dir := t.TempDir()
+	srv := NewServer(ServerConfig{Path: dir + "/s.sock", Backend: nanBackend{newMemBackend("web")}})
+	if err := srv.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx) }()
+	defer func() { cancel(); <-done; srv.Close() }()
+	st, err := newClient(t, dir+"/s.sock").Status(t.Context(), nil)
+	if err != nil || len(st) != 1 || st[0].CPUSeconds != 0 {
+		t.Fatalf("status with a NaN CPU figure: %+v %v", st, err)
+	}
 }
