@@ -15,26 +15,29 @@ const mod = "github.com/supervise-dev/supervise/"
 // may import directly besides the standard library. The direction:
 // cmd → supervisor → {proc, hooks, probe, notify, watch, backoff, config,
 // logs, ctl}; hooks and probe → proc; ctl → logs only; proc imports none of
-// the others; nothing imports supervisor but cmd.
+// the others; nothing imports supervisor but cmd; clock is a leaf anyone
+// may use, and clock/fakeclock is for tests only.
 var imports = map[string][]string{
-	"backoff":              {"golang.org/x/time/rate"},
+	"clock":                {},
+	"clock/fakeclock":      {"clock"}, // imported by tests only
+	"backoff":              {"clock", "golang.org/x/time/rate"},
 	"config":               {"github.com/BurntSushi/toml", "watch/glob", "golang.org/x/sys/unix"},
 	"proc":                 {"proc/cgroups", "golang.org/x/sys/unix"},
 	"proc/cgroups":         {"golang.org/x/sys/unix"},
 	"hooks":                {"proc"},
-	"probe":                {"backoff", "proc"},
-	"notify":               {"backoff", "golang.org/x/sys/unix"},
+	"probe":                {"clock", "proc"},
+	"notify":               {"clock", "golang.org/x/sys/unix"},
 	"logs":                 {"golang.org/x/sys/unix"},
 	"ctl":                  {"logs", "golang.org/x/sys/unix"},
 	"ctl/ctlfmt":           {"ctl", "logs"},
-	"watch":                {"github.com/fsnotify/fsnotify", "backoff", "watch/glob"},
+	"watch":                {"github.com/fsnotify/fsnotify", "clock", "watch/glob"},
 	"watch/glob":           {},
-	"pid1":                 {"backoff", "config", "proc", "golang.org/x/sys/unix"},
-	"supervisor/workqueue": {"backoff"},
-	"supervisor/wait":      {"backoff"},
-	"supervisor": {"backoff", "config", "ctl", "hooks", "logs", "notify", "probe", "proc",
+	"pid1":                 {"backoff", "clock", "config", "proc", "golang.org/x/sys/unix"},
+	"supervisor/workqueue": {"backoff", "clock"},
+	"supervisor/wait":      {"clock"},
+	"supervisor": {"backoff", "clock", "config", "ctl", "hooks", "logs", "notify", "probe", "proc",
 		"supervisor/wait", "supervisor/workqueue", "watch", "golang.org/x/sys/unix"},
-	"cmd/supervise": {"backoff", "config", "ctl", "ctl/ctlfmt", "logs", "pid1", "proc", "supervisor", "watch",
+	"cmd/supervise": {"backoff", "clock", "config", "ctl", "ctl/ctlfmt", "logs", "pid1", "proc", "supervisor", "watch",
 		"github.com/urfave/cli/v2", "golang.org/x/sys/unix"},
 	// Harnesses and test binaries: anything of ours, x/sys.
 	"bench/pid1":            {"golang.org/x/sys/unix"},

@@ -3,6 +3,8 @@ package backoff
 import (
 	"sync"
 	"time"
+
+	"github.com/supervise-dev/supervise/clock"
 )
 
 // CrashConfig configures a Crash backoff. Zero durations take the kubelet's
@@ -12,7 +14,7 @@ type CrashConfig struct {
 	Initial    time.Duration // first delay; default 10s when Max is 0 too
 	Max        time.Duration // cap; default 5m
 	ResetAfter time.Duration // a quiet period this long starts over; default 2 × Max
-	Clock      Clock         // default RealClock{}
+	Clock      clock.Clock   // default clock.Real{}
 	// Jitter, when set, returns a fraction f (usually in [0, 1)); every step
 	// adds f × the previous delay, as the kubelet's maxJitterFactor does.
 	// Nil means no jitter.
@@ -28,7 +30,7 @@ type CrashConfig struct {
 // process finished, not from when a worker got round to looking at it.
 type Crash struct {
 	initial, max, resetAfter time.Duration
-	clock                    Clock
+	clock                    clock.Clock
 	jitter                   func() float64
 
 	mu      sync.Mutex
@@ -52,7 +54,7 @@ func NewCrash(cfg CrashConfig) *Crash {
 		cfg.ResetAfter = 2 * cfg.Max
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = RealClock{}
+		cfg.Clock = clock.Real{}
 	}
 	return &Crash{
 		initial:    cfg.Initial,

@@ -4,16 +4,19 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/supervise-dev/supervise/clock"
+	"github.com/supervise-dev/supervise/clock/fakeclock"
 )
 
-func kubelet(c Clock) *Crash {
+func kubelet(c clock.Clock) *Crash {
 	return NewCrash(CrashConfig{Initial: 10 * time.Second, Max: 5 * time.Minute, Clock: c})
 }
 
 // TestCrashKubeletSequence replays the kubelet's sequence: a process that crashes right
 // after every start is restarted after 0, 10, 20, 40, 80, 160, 300, 300 s.
 func TestCrashKubeletSequence(t *testing.T) {
-	c := NewFakeClock(t0)
+	c := fakeclock.New(t0)
 	b := kubelet(c)
 	want := []time.Duration{0, 10, 20, 40, 80, 160, 300, 300, 300}
 	for i, w := range want {
@@ -53,7 +56,7 @@ func TestCrashResetAfterStableRun(t *testing.T) {
 		{"exactly reset_after", 10 * time.Minute, []time.Duration{20 * time.Second, 40 * time.Second, 80 * time.Second}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := NewFakeClock(t0)
+			c := fakeclock.New(t0)
 			b := kubelet(c)
 			b.Decide("web", c.Now()) // start: delay 10s
 			c.Step(10 * time.Second)
@@ -77,7 +80,7 @@ func TestCrashResetAfterStableRun(t *testing.T) {
 }
 
 func TestCrashGC(t *testing.T) {
-	c := NewFakeClock(t0)
+	c := fakeclock.New(t0)
 	b := kubelet(c)
 	b.Next("old", c.Now())
 	c.Step(time.Minute)
@@ -95,7 +98,7 @@ func TestCrashGC(t *testing.T) {
 }
 
 func TestCrashQueries(t *testing.T) {
-	c := NewFakeClock(t0)
+	c := fakeclock.New(t0)
 	b := kubelet(c)
 	if b.IsInBackOffSince("x", c.Now()) || b.IsInBackOffSinceUpdate("x", c.Now()) || b.Get("x") != 0 {
 		t.Fatal("an unknown key is in backoff")
@@ -131,7 +134,7 @@ func TestCrashQueries(t *testing.T) {
 }
 
 func TestCrashJitterAndDefaults(t *testing.T) {
-	c := NewFakeClock(t0)
+	c := fakeclock.New(t0)
 	fracs := []float64{0.5, 0.25, 0}
 	i := 0
 	b := NewCrash(CrashConfig{Clock: c, Jitter: func() float64 { f := fracs[i%len(fracs)]; i++; return f }})
@@ -155,7 +158,7 @@ func TestCrashJitterAndDefaults(t *testing.T) {
 }
 
 func TestCrashZeroInitialWithMaxMeansNoDelay(t *testing.T) {
-	c := NewFakeClock(time.Unix(0, 0))
+	c := fakeclock.New(time.Unix(0, 0))
 	b := NewCrash(CrashConfig{Initial: 0, Max: time.Minute, Clock: c})
 	for i := range 5 {
 		if w := b.Decide("k", c.Now()); w != 0 {

@@ -1,9 +1,8 @@
 // Package backoff decides delays. It is pure policy: it knows nothing of
 // processes, queues or config, and it never reads time from a global.
 //
-//   - Clock is where time comes from. RealClock{} is the wall clock;
-//     FakeClock moves only when a test calls Step or SetTime, so tests never
-//     sleep to wait for a delay.
+//   - Time comes from a clock.Clock: clock.Real{} in production, a
+//     fakeclock.Clock in tests, which moves only when the test says.
 //   - Crash is the kubelet's per-key crash backoff (initial, doubling to max,
 //     starting over after a quiet reset_after). Decide applies the whole
 //     restart rule in one call.

@@ -5,12 +5,13 @@ import (
 	"time"
 
 	"github.com/supervise-dev/supervise/backoff"
+	"github.com/supervise-dev/supervise/clock/fakeclock"
 )
 
 // A program that crashes as soon as it starts: Decide says how long to wait
 // before each restart.
 func ExampleCrash_Decide() {
-	clock := backoff.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := fakeclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	b := backoff.NewCrash(backoff.CrashConfig{Initial: 10 * time.Second, Max: 5 * time.Minute, Clock: clock})
 	for range 8 {
 		exited := clock.Now()
@@ -24,7 +25,7 @@ func ExampleCrash_Decide() {
 }
 
 func ExampleDefaultControllerRateLimiter() {
-	clock := backoff.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := fakeclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	r := backoff.DefaultControllerRateLimiter[string](clock)
 	for range 5 {
 		fmt.Print(r.When("web"), " ")

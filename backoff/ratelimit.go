@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/supervise-dev/supervise/clock"
 	"golang.org/x/time/rate"
 )
 
@@ -70,18 +71,18 @@ func (r *ItemExponential[T]) Forget(item T) {
 // second up to burst, and each When takes one, waiting for it if none is left.
 // It keeps no per-key state.
 type Bucket[T comparable] struct {
-	clock Clock
+	clock clock.Clock
 	lim   *rate.Limiter
 }
 
 // NewBucket returns a token bucket of r tokens per second and the given
-// burst, starting full, on clock (nil: RealClock{}). With burst 0, When
+// burst, starting full, on clock (nil: clock.Real{}). With burst 0, When
 // returns rate.InfDuration.
-func NewBucket[T comparable](r float64, burst int, clock Clock) *Bucket[T] {
-	if clock == nil {
-		clock = RealClock{}
+func NewBucket[T comparable](r float64, burst int, clk clock.Clock) *Bucket[T] {
+	if clk == nil {
+		clk = clock.Real{}
 	}
-	return &Bucket[T]{clock: clock, lim: rate.NewLimiter(rate.Limit(r), burst)}
+	return &Bucket[T]{clock: clk, lim: rate.NewLimiter(rate.Limit(r), burst)}
 }
 
 func (b *Bucket[T]) When(T) time.Duration {
@@ -130,10 +131,10 @@ func (m *MaxOf[T]) Forget(item T) {
 // DefaultControllerRateLimiter is client-go's default for controllers: the
 // larger of a per-key exponential from 5 ms to 1000 s and a 10/s, burst-100
 // bucket that bounds the overall retry rate. clock drives the bucket (nil:
-// RealClock{}).
-func DefaultControllerRateLimiter[T comparable](clock Clock) RateLimiter[T] {
+// clock.Real{}).
+func DefaultControllerRateLimiter[T comparable](clk clock.Clock) RateLimiter[T] {
 	return NewMaxOf[T](
 		NewItemExponential[T](5*time.Millisecond, 1000*time.Second),
-		NewBucket[T](10, 100, clock),
+		NewBucket[T](10, 100, clk),
 	)
 }

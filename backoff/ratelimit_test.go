@@ -5,6 +5,8 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"github.com/supervise-dev/supervise/clock/fakeclock"
 )
 
 func TestItemExponential(t *testing.T) {
@@ -50,7 +52,7 @@ func TestExponentialSaturates(t *testing.T) {
 }
 
 func TestBucketOnFakeClock(t *testing.T) {
-	c := NewFakeClock(t0)
+	c := fakeclock.New(t0)
 	b := NewBucket[int](10, 3, c)
 	// A full bucket of 3: three immediate tries, then one every 100ms.
 	for i := range 3 {
@@ -76,7 +78,7 @@ func TestBucketOnFakeClock(t *testing.T) {
 }
 
 func TestMaxOfAndDefault(t *testing.T) {
-	c := NewFakeClock(t0)
+	c := fakeclock.New(t0)
 	r := DefaultControllerRateLimiter[string](c)
 	// 100 distinct keys drain the burst; the exponential part is 5ms each.
 	for i := range 100 {

@@ -4,19 +4,19 @@ import (
 	"sync"
 	"time"
 
-	"github.com/supervise-dev/supervise/backoff"
+	"github.com/supervise-dev/supervise/clock"
 )
 
 // Watchdog calls its callback once when Timeout passes without a Kick: the
 // sd_notify WATCHDOG=1 keep-alive of a program with watchdog = "30s". It is
 // one timer on the injected clock.
 type Watchdog struct {
-	clock     backoff.Clock
+	clock     clock.Clock
 	onTimeout func()
 
 	mu      sync.Mutex
 	timeout time.Duration // guarded by mu
-	timer   backoff.Timer // guarded by mu
+	timer   clock.Timer   // guarded by mu
 	gen     uint64        // guarded by mu; which arming the pending timer belongs to
 	over    bool          // guarded by mu; fired or stopped: nothing more happens
 }
@@ -25,11 +25,11 @@ type Watchdog struct {
 // timeout passes without a Kick. Arm it when the process starts, as
 // systemd does. A timeout of 0 or less never fires. A nil clock is the
 // real one.
-func NewWatchdog(clock backoff.Clock, timeout time.Duration, onTimeout func()) *Watchdog {
-	if clock == nil {
-		clock = backoff.RealClock{}
+func NewWatchdog(clk clock.Clock, timeout time.Duration, onTimeout func()) *Watchdog {
+	if clk == nil {
+		clk = clock.Real{}
 	}
-	w := &Watchdog{clock: clock, onTimeout: onTimeout, timeout: timeout}
+	w := &Watchdog{clock: clk, onTimeout: onTimeout, timeout: timeout}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if timeout <= 0 {

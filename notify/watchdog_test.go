@@ -6,15 +6,15 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/supervise-dev/supervise/backoff"
+	"github.com/supervise-dev/supervise/clock/fakeclock"
 )
 
 var t0 = time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
 
 // Watchdog tests run in a synctest bubble: after a clock step,
 // synctest.Wait lets a fired callback finish before the test looks.
-func watchdogEnv(t *testing.T, timeout time.Duration) (*backoff.FakeClock, *Watchdog, *atomic.Int32, func(time.Duration)) {
-	c := backoff.NewFakeClock(t0)
+func watchdogEnv(t *testing.T, timeout time.Duration) (*fakeclock.Clock, *Watchdog, *atomic.Int32, func(time.Duration)) {
+	c := fakeclock.New(t0)
 	var fired atomic.Int32
 	w := NewWatchdog(c, timeout, func() { fired.Add(1) })
 	t.Cleanup(w.Stop)
@@ -96,7 +96,7 @@ func TestWatchdogStopAndTrigger(t *testing.T) {
 			t.Fatal("fired or armed after Stop")
 		}
 
-		c2 := backoff.NewFakeClock(t0)
+		c2 := fakeclock.New(t0)
 		var n atomic.Int32
 		w2 := NewWatchdog(c2, 10*time.Second, func() { n.Add(1) })
 		w2.Trigger() // WATCHDOG=trigger

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/supervise-dev/supervise/backoff"
+	"github.com/supervise-dev/supervise/clock"
 	"github.com/supervise-dev/supervise/config"
 	"github.com/supervise-dev/supervise/proc"
 )
@@ -202,7 +203,7 @@ func (c Config) withDefaults() Config {
 		c.Restart = RestartNever
 	}
 	if c.Backoff.Clock == nil {
-		c.Backoff.Clock = backoff.RealClock{}
+		c.Backoff.Clock = clock.Real{}
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

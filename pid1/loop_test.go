@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/supervise-dev/supervise/backoff"
+	"github.com/supervise-dev/supervise/clock/fakeclock"
 )
 
 // fakeRuns plays the command's runs on a fake clock: run i lasts
@@ -14,7 +15,7 @@ import (
 // code it asks to stop. waitRestart steps the clock to the armed timer.
 type fakeRuns struct {
 	t          *testing.T
-	clock      *backoff.FakeClock
+	clock      *fakeclock.Clock
 	codes      []int
 	durations  []time.Duration
 	startErr   error
@@ -124,7 +125,7 @@ func TestLoopRestartsOnTheKubeletCurve(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			clock := backoff.NewFakeClock(time.Unix(1_000_000, 0))
+			clock := fakeclock.New(time.Unix(1_000_000, 0))
 			f := &fakeRuns{t: t, clock: clock, codes: c.codes, durations: c.durations, stopInWait: c.stopIn}
 			cfg := Config{Args: []string{"x"}, Restart: c.restart, Backoff: backoff.CrashConfig{Clock: clock}}
 			cfg = cfg.withDefaults()
@@ -140,7 +141,7 @@ func TestLoopRestartsOnTheKubeletCurve(t *testing.T) {
 }
 
 func TestLoopStartError(t *testing.T) {
-	clock := backoff.NewFakeClock(time.Unix(0, 0))
+	clock := fakeclock.New(time.Unix(0, 0))
 	for _, c := range []struct {
 		err  error
 		code int

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/supervise-dev/supervise/backoff"
+	"github.com/supervise-dev/supervise/clock/fakeclock"
 )
 
 // These tests use real servers on 127.0.0.1; the runner tests among them
@@ -113,19 +113,13 @@ func recv[T any](t *testing.T, ch <-chan T, what string) T {
 }
 
 // waitArmed blocks until a timer is armed at at, which for a probe timer
-// means the probe before it has finished. Each round waits for a timer to
-// be armed; the short bound only makes it look again when a timer was
-// stopped and another armed in between.
-func waitArmed(t *testing.T, c *backoff.FakeClock, at time.Time) {
+// means the probe before it has finished.
+func waitArmed(t *testing.T, c *fakeclock.Clock, at time.Time) {
 	t.Helper()
-	end := time.Now().Add(deadline)
-	for !c.HasWaiterAt(at) {
-		if time.Now().After(end) {
-			t.Fatalf("no timer armed at %v within %v", at, deadline)
-		}
-		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Millisecond)
-		_ = c.WaitForWaiters(ctx, c.Waiters()+1)
-		cancel()
+	ctx, cancel := context.WithTimeout(t.Context(), deadline)
+	defer cancel()
+	if err := c.WaitForWaiterAt(ctx, at); err != nil {
+		t.Fatalf("no timer armed at %v within %v", at, deadline)
 	}
 }
 
@@ -143,7 +137,7 @@ func TestRunnerHTTPReadiness(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	clock := backoff.NewFakeClock(t0)
+	clock := fakeclock.New(t0)
 	changes := make(chan Status, 16)
 	r, err := Start(Config{
 		Readiness: &Spec{HTTP: &HTTPCheck{URL: srv.URL + "/healthz"}, Period: 10 * s, FailureThreshold: 1},
@@ -192,7 +186,7 @@ func TestRunnerHTTPTimeout(t *testing.T) {
 	defer srv.Close()
 	defer close(release)
 
-	clock := backoff.NewFakeClock(t0)
+	clock := fakeclock.New(t0)
 	changes := make(chan Status, 4)
 	r, err := Start(Config{
 		Liveness: &Spec{HTTP: &HTTPCheck{URL: srv.URL}, Timeout: 3 * s, FailureThreshold: 1},
@@ -232,7 +226,7 @@ func TestRunnerTCPLiveness(t *testing.T) {
 			accepted <- struct{}{}
 		}
 	}()
-	clock := backoff.NewFakeClock(t0)
+	clock := fakeclock.New(t0)
 	changes := make(chan Status, 4)
 	r, err := Start(Config{
 		Liveness: &Spec{TCP: ln.Addr().String(), Period: 10 * s, FailureThreshold: 1},

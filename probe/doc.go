@@ -30,5 +30,5 @@
 //     TLS certificates not verified (as the kubelet); 2xx and 3xx succeed,
 //     or exactly ExpectStatus when set.
 //   - Probe timers are the only timers: each probe's goroutine sleeps on the
-//     injected backoff.Clock until it is due; nothing polls.
+//     injected clock.Clock until it is due; nothing polls.
 package probe

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/supervise-dev/supervise/backoff"
+	"github.com/supervise-dev/supervise/clock"
 	"github.com/supervise-dev/supervise/proc"
 )
 
@@ -24,7 +24,7 @@ type Config struct {
 	// Startup, Readiness and Liveness are the probes; nil means none.
 	Startup, Readiness, Liveness *Spec
 	// Clock drives every probe timer and timeout; nil is the real clock.
-	Clock backoff.Clock
+	Clock clock.Clock
 	// Exec runs command probes in SandboxID; needed only with a command
 	// probe.
 	Exec      Execer
@@ -79,7 +79,7 @@ type Result struct {
 // program gets a new Runner.
 type Runner struct {
 	cfg    Config
-	clock  backoff.Clock
+	clock  clock.Clock
 	log    *slog.Logger
 	client *http.Client
 	start  time.Time
@@ -123,7 +123,7 @@ func Start(cfg Config) (*Runner, error) {
 		*x.s = &s
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = backoff.RealClock{}
+		cfg.Clock = clock.Real{}
 	}
 	log := cfg.Logger
 	if log == nil {

@@ -9,7 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/supervise-dev/supervise/backoff"
+	"github.com/supervise-dev/supervise/clock/fakeclock"
 	"github.com/supervise-dev/supervise/proc"
 )
 
@@ -25,7 +25,7 @@ type outcome struct {
 // fakeExec answers command probes by their argv[0] ("startup", "ready",
 // "live"), with the outcome currently set for it, and records every call.
 type fakeExec struct {
-	clock *backoff.FakeClock
+	clock *fakeclock.Clock
 	mu    sync.Mutex
 	next  map[string]outcome // guarded by mu
 	calls []execCall         // guarded by mu
@@ -37,7 +37,7 @@ type execCall struct {
 	cfg  proc.ExecConfig
 }
 
-func newFakeExec(c *backoff.FakeClock) *fakeExec {
+func newFakeExec(c *fakeclock.Clock) *fakeExec {
 	return &fakeExec{clock: c, next: map[string]outcome{}}
 }
 
@@ -106,13 +106,13 @@ var (
 // next timer, so the test reads a settled state.
 type env struct {
 	t     *testing.T
-	clock *backoff.FakeClock
+	clock *fakeclock.Clock
 	exec  *fakeExec
 	ch    *changes
 }
 
 func newEnv(t *testing.T) *env {
-	c := backoff.NewFakeClock(t0)
+	c := fakeclock.New(t0)
 	return &env{t: t, clock: c, exec: newFakeExec(c), ch: &changes{}}
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/supervise-dev/supervise/backoff"
+	"github.com/supervise-dev/supervise/clock/fakeclock"
 )
 
 // TestDecideRun: the restart rule, row by row.
@@ -87,7 +88,7 @@ func TestDecideRunInvariants(t *testing.T) {
 // once every time, with the kubelet's defaults: the waits between its starts
 // are 0, 10s, 20s … up to 5 min, and a run longer than reset_after forgives.
 func TestDecideRunCrashLoop(t *testing.T) {
-	clock := backoff.NewFakeClock(t0)
+	clock := fakeclock.New(t0)
 	b := backoff.NewCrash(backoff.CrashConfig{Initial: 10 * time.Second, Max: 5 * time.Minute, Clock: clock})
 	var waits []time.Duration
 	crash := func() {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"sync"
 
-	"github.com/supervise-dev/supervise/backoff"
+	"github.com/supervise-dev/supervise/clock"
 	"github.com/supervise-dev/supervise/ctl"
 )
 
@@ -12,7 +12,7 @@ import (
 // followers. A follower that cannot keep up is cut off (its channel closed)
 // rather than allowed to stall the controller.
 type eventLog struct {
-	clock backoff.Clock
+	clock clock.Clock
 
 	mu        sync.Mutex
 	ring      []ctl.Event
@@ -23,8 +23,8 @@ type eventLog struct {
 
 const followerBuffer = 256
 
-func newEventLog(clock backoff.Clock, size int) *eventLog {
-	return &eventLog{clock: clock, ring: make([]ctl.Event, size), followers: map[chan ctl.Event]struct{}{}}
+func newEventLog(clk clock.Clock, size int) *eventLog {
+	return &eventLog{clock: clk, ring: make([]ctl.Event, size), followers: map[chan ctl.Event]struct{}{}}
 }
 
 func (l *eventLog) add(program, from, to, msg string) {

@@ -7,14 +7,14 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/supervise-dev/supervise/backoff"
+	"github.com/supervise-dev/supervise/clock"
 	"github.com/supervise-dev/supervise/proc"
 )
 
 // fakeRuntime is an in-memory proc for controller tests on a fake clock:
 // processes never run, the test decides when and how they exit.
 type fakeRuntime struct {
-	clock backoff.Clock
+	clock clock.Clock
 
 	mu         sync.Mutex
 	next       int
@@ -41,9 +41,9 @@ type fakeProc struct {
 	ignoreStop        bool
 }
 
-func newFakeRuntime(clock backoff.Clock) *fakeRuntime {
+func newFakeRuntime(clk clock.Clock) *fakeRuntime {
 	return &fakeRuntime{
-		clock:     clock,
+		clock:     clk,
 		procs:     map[string]*fakeProc{},
 		sandboxes: map[string]bool{},
 		created:   map[string]int{},

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/supervise-dev/supervise/backoff"
+	"github.com/supervise-dev/supervise/clock"
 	"github.com/supervise-dev/supervise/config"
 	"github.com/supervise-dev/supervise/hooks"
 	"github.com/supervise-dev/supervise/notify"
@@ -65,9 +66,9 @@ type queue interface {
 type Options struct {
 	Config  *config.Config
 	Runtime Runtime
-	Clock   backoff.Clock // nil: the real clock
-	Logger  *slog.Logger  // nil: slog.Default()
-	Console io.Writer     // programs' console output; nil: os.Stdout
+	Clock   clock.Clock  // nil: the real clock
+	Logger  *slog.Logger // nil: slog.Default()
+	Console io.Writer    // programs' console output; nil: os.Stdout
 	// Load reads the config file again for a reload; nil: config.Load.
 	Load  func(path string) (*config.Config, error)
 	Color bool // colour the console prefixes
@@ -77,7 +78,7 @@ type Options struct {
 type Supervisor struct {
 	rt     Runtime
 	load   func(path string) (*config.Config, error)
-	clock  backoff.Clock
+	clock  clock.Clock
 	log    *slog.Logger
 	queue  queue
 	hooks  *hooks.Runner
@@ -118,9 +119,9 @@ func New(opts Options) (*Supervisor, error) {
 	if opts.Config == nil || opts.Runtime == nil {
 		return nil, errors.New("supervisor: Config and Runtime are required")
 	}
-	clock := opts.Clock
-	if clock == nil {
-		clock = backoff.RealClock{}
+	clk := opts.Clock
+	if clk == nil {
+		clk = clock.Real{}
 	}
 	log := opts.Logger
 	if log == nil {
@@ -137,15 +138,15 @@ func New(opts Options) (*Supervisor, error) {
 	s := &Supervisor{
 		rt:    opts.Runtime,
 		load:  opts.Load,
-		clock: clock,
+		clock: clk,
 		log:   log,
 		queue: workqueue.New[string](workqueue.Config[string]{
 			Name:        "restart-intents",
-			Clock:       clock,
-			RateLimiter: backoff.DefaultControllerRateLimiter[string](clock),
+			Clock:       clk,
+			RateLimiter: backoff.DefaultControllerRateLimiter[string](clk),
 		}),
 		hooks:     &hooks.Runner{Exec: opts.Runtime, Logger: log},
-		events:    newEventLog(clock, 1000),
+		events:    newEventLog(clk, 1000),
 		streams:   newStreamSet(),
 		ctx:       ctx,
 		cancel:    cancel,
@@ -187,12 +188,12 @@ func (s *Supervisor) newInstance(p *config.Program, key string, index int) *inst
 	return in
 }
 
-func newCrashBackoff(p *config.Program, clock backoff.Clock) *backoff.Crash {
+func newCrashBackoff(p *config.Program, clk clock.Clock) *backoff.Crash {
 	return backoff.NewCrash(backoff.CrashConfig{
 		Initial:    p.Backoff.Initial,
 		Max:        p.Backoff.Max,
 		ResetAfter: p.Backoff.ResetAfter,
-		Clock:      clock,
+		Clock:      clk,
 	})
 }
 

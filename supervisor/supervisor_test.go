@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/supervise-dev/supervise/backoff"
+	"github.com/supervise-dev/supervise/clock/fakeclock"
 	"github.com/supervise-dev/supervise/config"
 )
 
@@ -38,7 +38,7 @@ func program(name string, mod ...func(*config.Program)) *config.Program {
 
 type harness struct {
 	t     *testing.T
-	clock *backoff.FakeClock
+	clock *fakeclock.Clock
 	rt    *fakeRuntime
 	sup   *Supervisor
 	stop  context.CancelFunc
@@ -53,7 +53,7 @@ func newHarness(t *testing.T, programs ...*config.Program) *harness {
 // newHarnessSetup lets setup prepare the fake runtime before anything starts.
 func newHarnessSetup(t *testing.T, setup func(*fakeRuntime), programs ...*config.Program) *harness {
 	t.Helper()
-	clock := backoff.NewFakeClock(t0)
+	clock := fakeclock.New(t0)
 	rt := newFakeRuntime(clock)
 	if setup != nil {
 		setup(rt)
@@ -101,12 +101,10 @@ func (h *harness) waitState(key string, st State) {
 func (h *harness) stepWhenArmed(d time.Duration) {
 	h.t.Helper()
 	at := h.clock.Now().Add(d)
-	deadline := time.Now().Add(10 * time.Second)
-	for !h.clock.HasWaiterAt(at) {
-		if time.Now().After(deadline) {
-			h.t.Fatalf("no timer armed for %v", at)
-		}
-		time.Sleep(time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := h.clock.WaitForWaiterAt(ctx, at); err != nil {
+		h.t.Fatalf("no timer armed for %v: %v", at, err)
 	}
 	h.clock.Step(d)
 }
@@ -354,7 +352,7 @@ func TestExitOnEndsWithThatProgramsStatus(t *testing.T) {
 				p.Critical = how == "critical"
 			})
 			side := program("side")
-			clock := backoff.NewFakeClock(t0)
+			clock := fakeclock.New(t0)
 			rt := newFakeRuntime(clock)
 			cfg := &config.Config{File: "t.toml", Supervisor: config.Supervisor{Workers: 2}, Programs: []*config.Program{main, side}}
 			if how == "exit_on" {

@@ -3,7 +3,7 @@ package watch
 import (
 	"time"
 
-	"github.com/supervise-dev/supervise/backoff"
+	"github.com/supervise-dev/supervise/clock"
 )
 
 // debouncer is the timer of one batch: every touch pushes the deadline to
@@ -11,10 +11,10 @@ import (
 // first touch, so a tree that never goes quiet still fires now and then.
 // It belongs to one goroutine.
 type debouncer struct {
-	clock   backoff.Clock
+	clock   clock.Clock
 	delay   time.Duration
 	maxWait time.Duration // 0: no cap
-	timer   backoff.Timer
+	timer   clock.Timer
 	first   time.Time // first touch of the pending batch
 	pending bool
 }

@@ -8,8 +8,7 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
-
-	"github.com/supervise-dev/supervise/backoff"
+	"github.com/supervise-dev/supervise/clock/fakeclock"
 )
 
 // feed runs a Watcher's loop on events the test sends, on a fake clock.
@@ -25,7 +24,7 @@ type feed struct {
 func startFeed(t *testing.T, cfg Config, buffered int) *feed {
 	t.Helper()
 	f := &feed{dir: tempDir(t), events: make(chan fsnotify.Event, buffered), errs: make(chan error)}
-	f.harness = &harness{t: t, clock: backoff.NewFakeClock(t0), batches: newRecord[[]string](), seen: newRecord[fsnotify.Event](), done: make(chan error, 1)}
+	f.harness = &harness{t: t, clock: fakeclock.New(t0), batches: newRecord[[]string](), seen: newRecord[fsnotify.Event](), done: make(chan error, 1)}
 	cfg.Paths = []string{f.dir}
 	cfg.Clock = f.clock
 	w, err := New(cfg)
@@ -56,14 +55,10 @@ func (f *feed) send(op fsnotify.Op, name string) {
 // armedAt waits until the batch timer is armed at t0+d.
 func (f *feed) armedAt(d time.Duration) {
 	f.t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for !f.clock.HasWaiterAt(t0.Add(d)) {
-		if time.Now().After(deadline) {
-			f.t.Fatalf("no timer armed at t0+%v", d)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-		_ = f.clock.WaitForWaiters(ctx, f.clock.Waiters()+1) // wakes on the next arm
-		cancel()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if err := f.clock.WaitForWaiterAt(ctx, t0.Add(d)); err != nil {
+		f.t.Fatalf("no timer armed at t0+%v", d)
 	}
 }
 

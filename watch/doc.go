@@ -12,7 +12,7 @@
 //   - A batch fires when the watched paths have been quiet for Debounce
 //     (trailing edge), and at the latest MaxWait after its first event.
 //     Debounce 0 fires as soon as the events already delivered are
-//     handled. Timers come from an injected backoff.Clock, so tests step
+//     handled. Timers come from an injected clock.Clock, so tests step
 //     a fake clock instead of sleeping.
 //   - Subdirectories created later are watched as they appear; what was
 //     created inside them before their watch existed is reported too.

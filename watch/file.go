@@ -14,8 +14,7 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
-
-	"github.com/supervise-dev/supervise/backoff"
+	"github.com/supervise-dev/supervise/clock"
 )
 
 // maxHashed bounds how much of a file File reads per check: a config is
@@ -41,15 +40,15 @@ const maxHashed = 64 << 20
 // changed runs on File's goroutine. File returns an error when the
 // directory cannot be watched, or when it is removed or renamed (nothing
 // more could be seen).
-func File(ctx context.Context, path string, debounce time.Duration, clock backoff.Clock, changed func()) error {
-	return watchFile(ctx, path, debounce, clock, changed, nil)
+func File(ctx context.Context, path string, debounce time.Duration, clk clock.Clock, changed func()) error {
+	return watchFile(ctx, path, debounce, clk, changed, nil)
 }
 
 // watchFile is File with a hook tests use to know a check happened: it
 // gets whether changed was called.
-func watchFile(ctx context.Context, path string, debounce time.Duration, clock backoff.Clock, changed func(), checked func(bool)) error {
-	if clock == nil {
-		clock = backoff.RealClock{}
+func watchFile(ctx context.Context, path string, debounce time.Duration, clk clock.Clock, changed func(), checked func(bool)) error {
+	if clk == nil {
+		clk = clock.Real{}
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -68,7 +67,7 @@ func watchFile(ctx context.Context, path string, debounce time.Duration, clock b
 	// Hashed after the watch exists, so a change in between is not lost.
 	last, _ := hashFile(abs)
 
-	d := &debouncer{clock: clock, delay: max(debounce, 0), maxWait: max(DefaultMaxWait, debounce)}
+	d := &debouncer{clock: clk, delay: max(debounce, 0), maxWait: max(DefaultMaxWait, debounce)}
 	defer d.stop()
 	check := func() {
 		f.follow()

@@ -9,13 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/supervise-dev/supervise/backoff"
+	"github.com/supervise-dev/supervise/clock/fakeclock"
 )
 
 // fileHarness runs watchFile on a fake clock and records its checks.
 type fileHarness struct {
 	t      *testing.T
-	clock  *backoff.FakeClock
+	clock  *fakeclock.Clock
 	calls  atomic.Int32
 	checks *record[bool] // one per content check: whether it called changed
 	done   chan error
@@ -25,7 +25,7 @@ type fileHarness struct {
 
 func watchFileT(t *testing.T, path string, debounce time.Duration) *fileHarness {
 	t.Helper()
-	h := &fileHarness{t: t, clock: backoff.NewFakeClock(t0), checks: newRecord[bool](), done: make(chan error, 1)}
+	h := &fileHarness{t: t, clock: fakeclock.New(t0), checks: newRecord[bool](), done: make(chan error, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
 	ready := make(chan struct{})

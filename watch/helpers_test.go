@@ -10,8 +10,7 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
-
-	"github.com/supervise-dev/supervise/backoff"
+	"github.com/supervise-dev/supervise/clock/fakeclock"
 )
 
 // waitLimit bounds every wait for something the kernel or a goroutine
@@ -72,7 +71,7 @@ func (l *record[T]) waitLen(t *testing.T, what string, n int) []T {
 type harness struct {
 	t       *testing.T
 	w       *Watcher
-	clock   *backoff.FakeClock
+	clock   *fakeclock.Clock
 	batches *record[[]string]
 	seen    *record[fsnotify.Event]
 	done    chan error
@@ -85,7 +84,7 @@ func start(t *testing.T, cfg Config) *harness {
 	t.Helper()
 	h := &harness{t: t, batches: newRecord[[]string](), seen: newRecord[fsnotify.Event](), done: make(chan error, 1)}
 	if cfg.Clock == nil {
-		h.clock = backoff.NewFakeClock(t0)
+		h.clock = fakeclock.New(t0)
 		cfg.Clock = h.clock
 	}
 	w, err := New(cfg)

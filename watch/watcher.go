@@ -16,7 +16,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 
-	"github.com/supervise-dev/supervise/backoff"
+	"github.com/supervise-dev/supervise/clock"
 	"github.com/supervise-dev/supervise/watch/glob"
 )
 
@@ -61,7 +61,7 @@ type Config struct {
 	// back; default DefaultMaxWait, never less than Debounce.
 	MaxWait time.Duration
 	// Clock is where the debounce timer comes from; nil is the wall clock.
-	Clock backoff.Clock
+	Clock clock.Clock
 	// Logger gets what cannot be returned (a directory that cannot be
 	// watched, a lost event queue); nil discards.
 	Logger *slog.Logger
@@ -81,7 +81,7 @@ type Watcher struct {
 	exclude  []*glob.Glob // DefaultExcludes, then Config.Exclude
 	debounce time.Duration
 	maxWait  time.Duration
-	clock    backoff.Clock
+	clock    clock.Clock
 	log      *slog.Logger
 	fs       *fsnotify.Watcher
 	running  atomic.Bool
@@ -115,7 +115,7 @@ func New(cfg Config) (*Watcher, error) {
 	}
 	w.maxWait = max(w.maxWait, w.debounce)
 	if w.clock == nil {
-		w.clock = backoff.RealClock{}
+		w.clock = clock.Real{}
 	}
 	if w.log == nil {
 		w.log = slog.New(slog.DiscardHandler)

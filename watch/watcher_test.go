@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
-
-	"github.com/supervise-dev/supervise/backoff"
+	"github.com/supervise-dev/supervise/clock"
+	"github.com/supervise-dev/supervise/clock/fakeclock"
 )
 
 const debounce = 200 * time.Millisecond
@@ -221,7 +221,7 @@ func TestRealOverflow(t *testing.T) {
 	for _, f := range files {
 		writeFile(t, f, "")
 	}
-	clock := backoff.NewFakeClock(t0)
+	clock := fakeclock.New(t0)
 	w, err := New(Config{Paths: []string{dir}, Debounce: 0, Clock: clock})
 	if err != nil {
 		t.Fatal(err)
@@ -247,7 +247,7 @@ func TestRealOverflow(t *testing.T) {
 
 func TestRealClock(t *testing.T) {
 	dir := tempDir(t)
-	h := start(t, Config{Paths: []string{dir}, Debounce: 20 * time.Millisecond, Clock: backoff.RealClock{}})
+	h := start(t, Config{Paths: []string{dir}, Debounce: 20 * time.Millisecond, Clock: clock.Real{}})
 	f := filepath.Join(dir, "x")
 	writeFile(t, f, "x")
 	bs := h.batches.waitLen(t, "a batch on the real clock", 1)

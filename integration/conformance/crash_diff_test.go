@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/supervise-dev/supervise/backoff"
+	"github.com/supervise-dev/supervise/clock/fakeclock"
 	"k8s.io/client-go/util/flowcontrol"
 	clocktesting "k8s.io/utils/clock/testing"
 )
@@ -44,7 +45,7 @@ func crashSequence(t *testing.T, seed int64) {
 		jitter = r.Float64()
 	}
 
-	ourClock := backoff.NewFakeClock(t0)
+	ourClock := fakeclock.New(t0)
 	theirClock := clocktesting.NewFakeClock(t0)
 	cfg := backoff.CrashConfig{Initial: initial, Max: maxD, ResetAfter: resetAfter, Clock: ourClock}
 	var theirs *flowcontrol.Backoff

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/supervise-dev/supervise/backoff"
+	"github.com/supervise-dev/supervise/clock/fakeclock"
 	ours "github.com/supervise-dev/supervise/supervisor/workqueue"
 	"k8s.io/client-go/util/workqueue"
 )
@@ -36,7 +37,7 @@ func TestQueueMatchesClientGo(t *testing.T) {
 func queueSequence(t *testing.T, seed int64) {
 	synctest.Test(t, func(t *testing.T) {
 		r := rand.New(rand.NewSource(seed))
-		clock := backoff.NewFakeClock(time.Now())
+		clock := fakeclock.New(time.Now())
 		a := ours.New(ours.Config[string]{Clock: clock, RateLimiter: backoff.DefaultControllerRateLimiter[string](clock)})
 		b := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{})

@@ -9,16 +9,18 @@ import (
 	"time"
 
 	"github.com/supervise-dev/supervise/backoff"
+	"github.com/supervise-dev/supervise/clock"
+	"github.com/supervise-dev/supervise/clock/fakeclock"
 	"golang.org/x/time/rate"
 	"k8s.io/client-go/util/workqueue"
 )
 
-// limiterPair builds the same limiter both ways. Ours runs on a FakeClock
+// limiterPair builds the same limiter both ways. Ours runs on a fake clock
 // that the test steps together with the synctest bubble's time, which
 // client-go's token bucket reads through time.Now.
 type limiterPair struct {
 	name   string
-	ours   func(c backoff.Clock) backoff.RateLimiter[string]
+	ours   func(c clock.Clock) backoff.RateLimiter[string]
 	theirs func() workqueue.TypedRateLimiter[string]
 }
 
@@ -39,19 +41,19 @@ func randomLimiter(r *rand.Rand) limiterPair {
 	switch r.Intn(3) {
 	case 0:
 		return limiterPair{"exponential",
-			func(backoff.Clock) backoff.RateLimiter[string] { return backoff.NewItemExponential[string](base, maxD) },
+			func(clock.Clock) backoff.RateLimiter[string] { return backoff.NewItemExponential[string](base, maxD) },
 			func() workqueue.TypedRateLimiter[string] {
 				return workqueue.NewTypedItemExponentialFailureRateLimiter[string](base, maxD)
 			}}
 	case 1:
 		return limiterPair{"bucket",
-			func(c backoff.Clock) backoff.RateLimiter[string] { return backoff.NewBucket[string](qps, burst, c) },
+			func(c clock.Clock) backoff.RateLimiter[string] { return backoff.NewBucket[string](qps, burst, c) },
 			func() workqueue.TypedRateLimiter[string] {
 				return &workqueue.TypedBucketRateLimiter[string]{Limiter: rate.NewLimiter(rate.Limit(qps), burst)}
 			}}
 	default:
 		return limiterPair{"default controller",
-			func(c backoff.Clock) backoff.RateLimiter[string] {
+			func(c clock.Clock) backoff.RateLimiter[string] {
 				return backoff.DefaultControllerRateLimiter[string](c)
 			},
 			func() workqueue.TypedRateLimiter[string] {
@@ -73,7 +75,7 @@ func TestRateLimitersMatchClientGo(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				r := rand.New(rand.NewSource(int64(seed)))
 				p := randomLimiter(r)
-				clock := backoff.NewFakeClock(time.Now())
+				clock := fakeclock.New(time.Now())
 				ours, theirs := p.ours(clock), p.theirs()
 				keys := []string{"a", "b", "c", "d"}
 				for op := range 50 + r.Intn(150) {

@@ -10,7 +10,7 @@
 //   - A panic in f is recovered, logged with its stack (and passed to
 //     Loop.OnPanic), and the loop goes on after the usual wait: one bad
 //     reconcile must not take the supervisor, maybe PID 1, down with it.
-//   - Time comes from a backoff.Clock: the package-level functions use the
+//   - Time comes from a clock.Clock: the package-level functions use the
 //     real clock and slog.Default(); a Loop value chooses its own clock,
 //     logger, jitter source and panic hook.
 //
@@ -26,7 +26,7 @@ import (
 	"runtime/debug"
 	"time"
 
-	"github.com/supervise-dev/supervise/backoff"
+	"github.com/supervise-dev/supervise/clock"
 )
 
 // Backoff hands out the successive waits of BackoffUntil.
@@ -37,7 +37,7 @@ type Backoff interface {
 // Loop holds what the loops take from their environment. The zero value uses
 // the real clock, slog.Default(), math/rand/v2 for jitter, and no panic hook.
 type Loop struct {
-	Clock   backoff.Clock
+	Clock   clock.Clock
 	Logger  *slog.Logger
 	Rand    func() float64 // jitter source in [0, 1)
 	OnPanic func(v any)    // called after a recovered panic is logged
@@ -121,12 +121,12 @@ func (l Loop) BackoffUntilWithContext(ctx context.Context, f func(context.Contex
 // BackoffUntil is the loop all the others are made of. A nil stop never
 // closes.
 func (l Loop) BackoffUntil(f func(), b Backoff, sliding bool, stop <-chan struct{}) {
-	clock := l.clock()
-	var t backoff.Timer
+	clk := l.clock()
+	var t clock.Timer
 	arm := func() {
 		d := b.Next()
 		if t == nil {
-			t = clock.NewTimer(d)
+			t = clk.NewTimer(d)
 		} else {
 			t.Reset(d)
 		}
@@ -177,9 +177,9 @@ func (l Loop) run(f func()) {
 	f()
 }
 
-func (l Loop) clock() backoff.Clock {
+func (l Loop) clock() clock.Clock {
 	if l.Clock == nil {
-		return backoff.RealClock{}
+		return clock.Real{}
 	}
 	return l.Clock
 }

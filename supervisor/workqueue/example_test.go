@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/supervise-dev/supervise/backoff"
+	"github.com/supervise-dev/supervise/clock/fakeclock"
 	"github.com/supervise-dev/supervise/supervisor/workqueue"
 )
 
 func Example() {
-	clock := backoff.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := fakeclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	q := workqueue.New(workqueue.Config[string]{Name: "restarts", Clock: clock})
 	defer q.ShutDown()
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/supervise-dev/supervise/backoff"
+	"github.com/supervise-dev/supervise/clock/fakeclock"
 )
 
 // model is the queue's contract written the slow, obvious way. Keys that
@@ -122,7 +123,7 @@ func (m *model) done(k string) {
 // fails at the first difference.
 func runOps(t *testing.T, ops []byte) {
 	synctest.Test(t, func(t *testing.T) {
-		clock := backoff.NewFakeClock(time.Unix(1e9, 0))
+		clock := fakeclock.New(time.Unix(1e9, 0))
 		q := New(Config[string]{Clock: clock, RateLimiter: backoff.NewItemExponential[string](time.Second, 8*time.Second)})
 		defer q.ShutDown()
 		m := newModel()

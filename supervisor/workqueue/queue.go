@@ -5,14 +5,15 @@ import (
 	"time"
 
 	"github.com/supervise-dev/supervise/backoff"
+	"github.com/supervise-dev/supervise/clock"
 )
 
 // Config configures a Queue. Every field is optional.
 type Config[T comparable] struct {
 	// Name identifies the queue in Stats.
 	Name string
-	// Clock drives delays and the latency counters; nil: backoff.RealClock{}.
-	Clock backoff.Clock
+	// Clock drives delays and the latency counters; nil: clock.Real{}.
+	Clock clock.Clock
 	// RateLimiter decides AddRateLimited's delays; nil:
 	// backoff.DefaultControllerRateLimiter on Clock.
 	RateLimiter backoff.RateLimiter[T]
@@ -38,9 +39,9 @@ type queued[T comparable] struct {
 // New; see the package documentation for the contract.
 type Queue[T comparable] struct {
 	name    string
-	clock   backoff.Clock
+	clock   clock.Clock
 	limiter backoff.RateLimiter[T]
-	base    time.Time    // ready times and counters are ns since base (monotonic with RealClock)
+	base    time.Time    // ready times and counters are ns since base (monotonic with clock.Real)
 	now     func() int64 // the clock's time as ns since base
 
 	mu         sync.Mutex
@@ -72,7 +73,7 @@ type counters struct {
 // ShutDownWithDrain, one of which must be called.
 func New[T comparable](cfg Config[T]) *Queue[T] {
 	if cfg.Clock == nil {
-		cfg.Clock = backoff.RealClock{}
+		cfg.Clock = clock.Real{}
 	}
 	if cfg.RateLimiter == nil {
 		cfg.RateLimiter = backoff.DefaultControllerRateLimiter[T](cfg.Clock)
@@ -89,7 +90,7 @@ func New[T comparable](cfg Config[T]) *Queue[T] {
 		loopDone:  make(chan struct{}),
 	}
 	q.now = func() int64 { return int64(q.clock.Now().Sub(q.base)) }
-	if _, ok := cfg.Clock.(backoff.RealClock); ok {
+	if _, ok := cfg.Clock.(clock.Real); ok {
 		// time.Since on a monotonic base reads only the monotonic clock: half
 		// the cost of time.Now, on the Add/Get hot path.
 		q.now = func() int64 { return int64(time.Since(q.base)) }
@@ -272,7 +273,7 @@ func (q *Queue[T]) Len() int {
 // the queue's one goroutine; ShutDown stops it and waits for it.
 func (q *Queue[T]) waitingLoop() {
 	defer close(q.loopDone)
-	var timer backoff.Timer
+	var timer clock.Timer
 	for {
 		q.mu.Lock()
 		now := q.now()

@@ -10,13 +10,14 @@ import (
 	"time"
 
 	"github.com/supervise-dev/supervise/backoff"
+	"github.com/supervise-dev/supervise/clock/fakeclock"
 )
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
-func newTestQueue(t *testing.T) (*Queue[string], *backoff.FakeClock) {
+func newTestQueue(t *testing.T) (*Queue[string], *fakeclock.Clock) {
 	t.Helper()
-	c := backoff.NewFakeClock(t0)
+	c := fakeclock.New(t0)
 	q := New(Config[string]{Name: "test", Clock: c, RateLimiter: backoff.NewItemExponential[string](time.Second, time.Minute)})
 	t.Cleanup(q.ShutDown)
 	return q, c
@@ -112,7 +113,7 @@ func TestAddAfter(t *testing.T) {
 
 // A sentinel added after everything else proves the waiting loop has
 // nothing due before it: it is handed out only after every earlier key.
-func sentinel(t *testing.T, q *Queue[string], c *backoff.FakeClock) {
+func sentinel(t *testing.T, q *Queue[string], c *fakeclock.Clock) {
 	t.Helper()
 	q.AddAfter("sentinel", time.Nanosecond)
 	c.Step(time.Nanosecond)

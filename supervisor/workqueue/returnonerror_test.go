@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/supervise-dev/supervise/backoff"
+	"github.com/supervise-dev/supervise/clock/fakeclock"
 	"github.com/supervise-dev/supervise/supervisor/wait"
 	"github.com/supervise-dev/supervise/supervisor/workqueue"
 )
@@ -16,13 +17,13 @@ var t0 = time.Date(2020, 6, 30, 8, 14, 38, 0, time.UTC)
 
 // simulate runs a controller that always fails: one worker under a 1 s wait.Until,
 // the default rate limiter, and a reconcile that always fails. It returns
-// the times of the first n failures. Everything runs on a FakeClock inside a
+// the times of the first n failures. Everything runs on a fake clock inside a
 // synctest bubble: the driver steps the clock to the next timer only once
 // every goroutine is blocked, so the times are exact.
 func simulate(t *testing.T, returnOnError bool, n int) []time.Time {
 	var times []time.Time
 	synctest.Test(t, func(t *testing.T) {
-		clock := backoff.NewFakeClock(t0)
+		clock := fakeclock.New(t0)
 		q := workqueue.New(workqueue.Config[string]{
 			Clock:       clock,
 			RateLimiter: backoff.DefaultControllerRateLimiter[string](clock),

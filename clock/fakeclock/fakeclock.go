@@ -1,4 +1,5 @@
-package backoff
+// Package fakeclock is a clock for tests: it moves only when told to.
+package fakeclock
 
 import (
 	"cmp"
@@ -6,17 +7,19 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/supervise-dev/supervise/clock"
 )
 
-// FakeClock is a Clock that moves only when told to (Step, SetTime). Timers
+// Clock is a clock.Clock that moves only when told to (Step, SetTime). Timers
 // whose deadline is reached fire synchronously inside Step or SetTime, in
 // deadline order, so a test that steps the clock and then waits on what the
 // timer's owner does next needs no sleeping. Waiters and WaitForWaiters tell a
 // test when a goroutine has armed a timer, so it can step only then.
 //
-// It lives in this package, not in a _test file, because the supervisor's and
-// the queue's tests drive the same clock.
-type FakeClock struct {
+// Only tests import it; it is a package of its own because the tests of
+// several packages drive the same clock.
+type Clock struct {
 	mu      sync.Mutex
 	now     time.Time     // guarded by mu
 	waiters []*fakeTimer  // guarded by mu; pending timers
@@ -24,35 +27,35 @@ type FakeClock struct {
 	armed   chan struct{} // guarded by mu; closed and replaced when a timer is armed
 }
 
-// NewFakeClock returns a FakeClock reading t0.
-func NewFakeClock(t0 time.Time) *FakeClock {
-	return &FakeClock{now: t0, armed: make(chan struct{})}
+// New returns a Clock reading t0.
+func New(t0 time.Time) *Clock {
+	return &Clock{now: t0, armed: make(chan struct{})}
 }
 
-func (c *FakeClock) Now() time.Time {
+func (c *Clock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.now
 }
 
-func (c *FakeClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+func (c *Clock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
 
-func (c *FakeClock) NewTimer(d time.Duration) Timer {
+func (c *Clock) NewTimer(d time.Duration) clock.Timer {
 	t := &fakeTimer{clock: c, c: make(chan time.Time, 1)}
 	t.Reset(d)
 	return t
 }
 
-func (c *FakeClock) After(d time.Duration) <-chan time.Time { return c.NewTimer(d).C() }
+func (c *Clock) After(d time.Duration) <-chan time.Time { return c.NewTimer(d).C() }
 
-func (c *FakeClock) AfterFunc(d time.Duration, f func()) Timer {
+func (c *Clock) AfterFunc(d time.Duration, f func()) clock.Timer {
 	t := &fakeTimer{clock: c, f: f}
 	t.Reset(d)
 	return t
 }
 
 // Step moves the clock forward by d and fires every timer that is due.
-func (c *FakeClock) Step(d time.Duration) {
+func (c *Clock) Step(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.setLocked(c.now.Add(d))
@@ -60,13 +63,13 @@ func (c *FakeClock) Step(d time.Duration) {
 
 // SetTime sets the clock to t and fires every timer that is due. Going
 // backwards is allowed and fires nothing.
-func (c *FakeClock) SetTime(t time.Time) {
+func (c *Clock) SetTime(t time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.setLocked(t)
 }
 
-func (c *FakeClock) setLocked(t time.Time) {
+func (c *Clock) setLocked(t time.Time) {
 	c.now = t
 	var due []*fakeTimer
 	kept := c.waiters[:0]
@@ -91,10 +94,10 @@ func (c *FakeClock) setLocked(t time.Time) {
 }
 
 // HasWaiters reports whether any timer is pending.
-func (c *FakeClock) HasWaiters() bool { return c.Waiters() > 0 }
+func (c *Clock) HasWaiters() bool { return c.Waiters() > 0 }
 
 // Waiters returns the number of pending timers.
-func (c *FakeClock) Waiters() int {
+func (c *Clock) Waiters() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.waiters)
@@ -102,7 +105,7 @@ func (c *FakeClock) Waiters() int {
 
 // NextWakeup returns the earliest deadline of the pending timers; ok is false
 // when none is pending.
-func (c *FakeClock) NextWakeup() (at time.Time, ok bool) {
+func (c *Clock) NextWakeup() (at time.Time, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, w := range c.waiters {
@@ -114,7 +117,7 @@ func (c *FakeClock) NextWakeup() (at time.Time, ok bool) {
 }
 
 // WaitForWaiters blocks until at least n timers are pending or ctx ends.
-func (c *FakeClock) WaitForWaiters(ctx context.Context, n int) error {
+func (c *Clock) WaitForWaiters(ctx context.Context, n int) error {
 	for {
 		c.mu.Lock()
 		have, armed := len(c.waiters), c.armed
@@ -131,7 +134,7 @@ func (c *FakeClock) WaitForWaiters(ctx context.Context, n int) error {
 }
 
 type fakeTimer struct {
-	clock    *FakeClock
+	clock    *Clock
 	c        chan time.Time // nil for AfterFunc; capacity 1
 	f        func()         // AfterFunc's callback
 	deadline time.Time      // guarded by clock.mu
@@ -200,7 +203,7 @@ func (t *fakeTimer) fireLocked(now time.Time) {
 
 // HasWaiterAt reports whether a pending timer fires exactly at t, so a test
 // can step the clock only once the code under test has armed its timer.
-func (c *FakeClock) HasWaiterAt(t time.Time) bool {
+func (c *Clock) HasWaiterAt(t time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, w := range c.waiters {
@@ -209,4 +212,23 @@ func (c *FakeClock) HasWaiterAt(t time.Time) bool {
 		}
 	}
 	return false
+}
+
+// WaitForWaiterAt blocks until a pending timer fires exactly at t, or ctx
+// ends: a test steps the clock only once the code under test has armed its
+// timer, without polling.
+func (c *Clock) WaitForWaiterAt(ctx context.Context, t time.Time) error {
+	for {
+		c.mu.Lock()
+		armed := c.armed
+		c.mu.Unlock()
+		if c.HasWaiterAt(t) {
+			return nil
+		}
+		select {
+		case <-armed:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
 }

@@ -1,9 +1,12 @@
-package backoff
+// Package clock is the source of time of everything that decides or waits
+// out a delay: the real clock in production, a fake one (package fakeclock)
+// in tests, so that backoff, queue and probe logic never sleep in a test.
+package clock
 
 import "time"
 
 // Clock is the source of time for everything that decides or waits out a
-// delay. Production code uses RealClock{}; tests use a *FakeClock.
+// delay. Production code uses Real{}; tests use a *fakeclock.Clock.
 type Clock interface {
 	Now() time.Time
 	Since(t time.Time) time.Duration
@@ -30,14 +33,14 @@ type Timer interface {
 	Reset(d time.Duration) bool
 }
 
-// RealClock is the wall clock (with Go's monotonic reading).
-type RealClock struct{}
+// Real is the wall clock (with Go's monotonic reading).
+type Real struct{}
 
-func (RealClock) Now() time.Time                         { return time.Now() }
-func (RealClock) Since(t time.Time) time.Duration        { return time.Since(t) }
-func (RealClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
-func (RealClock) NewTimer(d time.Duration) Timer         { return realTimer{time.NewTimer(d)} }
-func (RealClock) AfterFunc(d time.Duration, f func()) Timer {
+func (Real) Now() time.Time                         { return time.Now() }
+func (Real) Since(t time.Time) time.Duration        { return time.Since(t) }
+func (Real) After(d time.Duration) <-chan time.Time { return time.After(d) }
+func (Real) NewTimer(d time.Duration) Timer         { return realTimer{time.NewTimer(d)} }
+func (Real) AfterFunc(d time.Duration, f func()) Timer {
 	return realTimer{time.AfterFunc(d, f)}
 }
 
