@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // A supervisor killed with SIGKILL leaves its programs' cgroups, and a
@@ -49,5 +51,69 @@ pids_max = 50
 	eventually(t, "the new instance running", 30*time.Second, func() bool { return d2.status()["daemon"].State == "Running" })
 	if !strings.Contains(d2.stderr.String(), "removed the cgroup of a dead supervisor") {
 		t.Errorf("no log of the sweep:\n%s", tail(d2.stderr.String(), 20))
+	}
+}
+
+// TestSweptLeftoverIsGoneBeforeTheNewStart: after a SIGKILL of supervise
+// the next one kills the old program, and must not start the new one
+// before the old one is gone for good (reaped): a program that checks a
+// lock file's pid, as PostgreSQL does with postmaster.pid, would take the
+// old one for a live instance and refuse to start. Here the test process
+// adopts the orphan and reaps it only 2 s after it died, as a busy init
+// might.
+func TestSweptLeftoverIsGoneBeforeTheNewStart(t *testing.T) {
+	needRoot(t)
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+	dir, file := writeConfig(t, `
+[program.lockd]
+command = ["sh", "lockd.sh"]
+restart = "never"
+sandbox = { pids_max = 16 }
+`)
+	must(t, os.WriteFile(filepath.Join(dir, "lockd.sh"), []byte(`
+if [ -f lock ] && kill -0 "$(cat lock)" 2>/dev/null; then
+	echo "lock file already exists: pid $(cat lock) is running"
+	exit 1
+fi
+echo $$ > lock
+exec sleep 100000
+`), 0o644))
+	d := startDaemon(t, dir, file)
+	var old int
+	eventually(t, "lockd running with its lock", 60*time.Second, func() bool {
+		st := d.status()["lockd"]
+		lock := readLines(t, filepath.Join(dir, "lock"))
+		old = st.Pid
+		return st.State == "Running" && len(lock) == 1 && lock[0] == strconv.Itoa(old)
+	})
+	d.signal(syscall.SIGKILL)
+	d.wait(30 * time.Second)
+
+	// The orphan is ours now; reap it 2 s after it dies.
+	reaped := make(chan struct{})
+	go func() {
+		defer close(reaped)
+		deadline := time.Now().Add(2 * time.Minute)
+		for alive(old) && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		time.Sleep(2 * time.Second)
+		var ws syscall.WaitStatus
+		syscall.Wait4(old, &ws, 0, nil)
+	}()
+	defer func() { syscall.Kill(old, syscall.SIGKILL); <-reaped }()
+
+	d2 := startDaemon(t, dir, file)
+	var st programStatus
+	eventually(t, "the new lockd running, or ended", 60*time.Second, func() bool {
+		st = d2.status()["lockd"]
+		return st.State == "Running" && st.Pid != old || st.LastExit != nil
+	})
+	if st.State != "Running" || st.LastExit != nil {
+		out, _ := d2.ctl("logs", "lockd")
+		t.Fatalf("the new lockd did not start: %+v\n%s", st, out)
 	}
 }

@@ -32,6 +32,10 @@ type ConsoleConfig struct {
 	// BufferSize is how many bytes are collected before a write; default
 	// DefaultConsoleBuffer. A line longer than that is written alone.
 	BufferSize int
+	// Terminal says the writer is a terminal: the bytes of program lines
+	// that would drive it (ESC sequences but colours, other controls) are
+	// written escaped. Elsewhere (a pipe, a file) lines go as they are.
+	Terminal bool
 }
 
 // Console is a sink that writes "name | text" lines to one writer, the
@@ -44,9 +48,10 @@ type ConsoleConfig struct {
 // dropped and the error is returned: the program must not block on a
 // console nobody reads.
 type Console struct {
-	w       io.Writer
-	color   bool
-	bufSize int
+	w        io.Writer
+	color    bool
+	terminal bool // escape what would drive a terminal
+	bufSize  int
 
 	mu       sync.Mutex
 	buf      []byte            // guarded by mu
@@ -63,6 +68,7 @@ func NewConsole(w io.Writer, cfg ConsoleConfig) *Console {
 	}
 	c := &Console{
 		w:        w,
+		terminal: cfg.Terminal,
 		bufSize:  cfg.BufferSize,
 		buf:      make([]byte, 0, cfg.BufferSize),
 		prefixes: make(map[string][]byte),
@@ -144,7 +150,11 @@ func (c *Console) WriteLine(l Line) error {
 		err = c.flushLocked()
 	}
 	c.buf = append(c.buf, p...)
-	c.buf = append(c.buf, l.Text...)
+	if c.terminal {
+		c.buf = AppendTerminalSafe(c.buf, l.Text, true)
+	} else {
+		c.buf = append(c.buf, l.Text...)
+	}
 	c.buf = append(c.buf, '\n')
 	if len(c.buf) >= c.bufSize {
 		if ferr := c.flushLocked(); err == nil {

@@ -2,6 +2,8 @@ package proc
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -50,6 +52,7 @@ type Runtime struct {
 	unsetSubreaper bool
 	closeOnce      sync.Once
 	closeErr       error
+	noCgroupOnce   sync.Once // says once that sandboxes go without a cgroup
 	wg             sync.WaitGroup // exit watchers and init readers
 
 	mu        sync.Mutex
@@ -210,39 +213,72 @@ func (r *Runtime) newID(name string) string {
 	if name == "" || name == "." || name == ".." {
 		name = "sandbox"
 	}
-	// Our pid in the id keeps two supervisors sharing a cgroup subtree (or
-	// the leftovers of one that was SIGKILLed) from colliding.
+	// The owner tag in the id keeps two supervisors sharing a cgroup
+	// subtree, and a supervisor and the leftovers of an earlier one, from
+	// ever asking for the same name.
 	return fmt.Sprintf("%s-%s-%d", name, ownerTag(), r.seq.Add(1))
 }
 
-// ownerTag names this process in ids, and so in cgroup names: its pid in
-// the initial pid namespace, else its pid and namespace ("7n4026532123"),
-// whose liveness a supervisor outside cannot judge, so it never sweeps them.
+// ownerTag names this supervisor run in ids, and so in cgroup names: its
+// pid in the initial pid namespace, else its pid and namespace
+// ("7n4026532123"), then "r" and a random part drawn at start. The pid lets
+// a supervisor in the initial namespace judge whether the owner lives; the
+// random part keeps names apart when a pid comes back, and the kernel
+// reuses pid namespace inodes: a container's PID 1 restarted after a
+// SIGKILL has the same pid and may get the same namespace.
 var ownerTag = sync.OnceValue(func() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	run := "r" + hex.EncodeToString(b[:])
 	ns, _ := os.Readlink("/proc/self/ns/pid")
 	if ns == initPidNS {
-		return strconv.Itoa(os.Getpid())
+		return strconv.Itoa(os.Getpid()) + run
 	}
 	ino := strings.TrimSuffix(strings.TrimPrefix(ns, "pid:["), "]")
-	return fmt.Sprintf("%dn%s", os.Getpid(), ino)
+	return fmt.Sprintf("%dn%s%s", os.Getpid(), ino, run)
 })
 
 // initPidNS is the initial pid namespace (PROC_PID_INIT_INO).
 const initPidNS = "pid:[4026531836]"
 
-// ownerOf returns the PID of an id NAME-PID-SEQ made in the initial pid
-// namespace; false for any other name.
-func ownerOf(id string) (int, bool) {
+// owner is what a cgroup name says of the supervisor that made it.
+type owner struct {
+	tag     string // the whole owner field
+	pid     int    // its pid, in the initial pid namespace; 0 otherwise
+	otherNS bool   // made in another pid namespace: its pid says nothing here
+}
+
+// ownerOf reads the owner of an id NAME-TAG-SEQ, where TAG is PID or
+// PIDnINO, each optionally followed by rRANDOM (names of earlier versions
+// have none); ok is false for any other name, which is never swept.
+func ownerOf(id string) (o owner, ok bool) {
 	rest, seq, ok := cutLast(id, "-")
 	if !ok || !allDigits(seq) {
-		return 0, false
+		return owner{}, false
 	}
-	_, pid, ok := cutLast(rest, "-")
-	if !ok || !allDigits(pid) {
-		return 0, false
+	_, tag, ok := cutLast(rest, "-")
+	if !ok {
+		return owner{}, false
+	}
+	o.tag = tag
+	core, random, hasRandom := strings.Cut(tag, "r")
+	if hasRandom && (random == "" || !isHex(random)) {
+		return owner{}, false
+	}
+	pid, ino, inNS := strings.Cut(core, "n")
+	if !allDigits(pid) || inNS && !allDigits(ino) {
+		return owner{}, false
 	}
 	n, err := strconv.Atoi(pid)
-	return n, err == nil && n > 0
+	if err != nil || n <= 0 {
+		return owner{}, false
+	}
+	if inNS {
+		o.otherNS = true
+	} else {
+		o.pid = n
+	}
+	return o, true
 }
 
 func cutLast(s, sep string) (before, after string, ok bool) {
@@ -262,13 +298,36 @@ func allDigits(s string) bool {
 	return s != ""
 }
 
+func isHex(s string) bool {
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// leftoverWait bounds how long the start waits for the processes a sweep
+// killed to be gone.
+const leftoverWait = 10 * time.Second
+
 // sweepStale deletes the cgroups of supervisors that died without cleaning
 // up (SIGKILL, OOM, power loss of a container's PID 1 restarted in place),
 // killing what still runs in them: programs that outlived their supervisor
-// and would collide with their new instances. Only owners in our pid
-// namespace, the initial one, can be judged dead.
+// and would collide with their new instances (a lock file naming a pid
+// that is still there). What is provably dead goes:
+//
+//   - a cgroup whose owner was in the initial pid namespace, as we are, and
+//     is gone (its pid is free, or it is ours but from an earlier run);
+//   - an empty cgroup whose owner was in a pid namespace: when a namespace's
+//     init dies the kernel kills the whole namespace, so its cgroups empty
+//     out; a live supervisor's cgroup is empty only between its mkdir and
+//     its first process, a moment.
+//
+// Then it waits (leftoverWait at most) until every process it killed has
+// been reaped, for a new program to find no trace of the old one.
 func (r *Runtime) sweepStale() {
-	if r.cg == nil || ownerTag() != strconv.Itoa(os.Getpid()) {
+	if r.cg == nil {
 		return
 	}
 	names, err := r.cg.children()
@@ -276,20 +335,56 @@ func (r *Runtime) sweepStale() {
 		r.log.Warn("listing cgroups to sweep", "err", err)
 		return
 	}
+	mine := ownerTag()
+	inInitialNS := !strings.Contains(mine, "n")
+	var killed []int
 	for _, name := range names {
-		pid, ok := ownerOf(name)
-		if !ok || pid == os.Getpid() || unix.Kill(pid, 0) != unix.ESRCH {
-			continue // ours, or its owner lives (or pid reused: left alone)
+		o, ok := ownerOf(name)
+		if !ok || o.tag == mine {
+			continue
 		}
 		cg, err := r.cg.existing(name)
 		if err != nil {
 			continue
 		}
 		procs, _ := cg.procs()
+		switch {
+		case o.otherNS:
+			if len(procs) > 0 {
+				continue // its namespace may live: not ours to judge
+			}
+		case !inInitialNS:
+			continue // an owner in the initial namespace: we cannot see it
+		case o.pid != os.Getpid() && unix.Kill(o.pid, 0) != unix.ESRCH:
+			continue // its owner lives (or the pid was reused: left alone)
+		}
 		if err := cg.remove(); err != nil {
 			r.log.Warn("removing the cgroup of a dead supervisor", "cgroup", cg.path(), "err", err)
 			continue
 		}
-		r.log.Warn("removed the cgroup of a dead supervisor", "cgroup", cg.path(), "owner", pid, "killed", len(procs))
+		killed = append(killed, procs...)
+		r.log.Warn("removed the cgroup of a dead supervisor", "cgroup", cg.path(), "owner", o.tag, "killed", len(procs))
+	}
+	if left := waitReaped(killed, leftoverWait); len(left) > 0 {
+		r.log.Warn("killed leftovers of a dead supervisor are not reaped yet; starting anyway", "pids", left, "waited", leftoverWait)
+	}
+}
+
+// waitReaped waits until none of pids exists any more (exited and reaped
+// by its parent), or until timeout; it returns those still there.
+func waitReaped(pids []int, timeout time.Duration) []int {
+	deadline := time.Now().Add(timeout)
+	for {
+		left := pids[:0:0]
+		for _, pid := range pids {
+			if unix.Kill(pid, 0) != unix.ESRCH {
+				left = append(left, pid)
+			}
+		}
+		if len(left) == 0 || time.Now().After(deadline) {
+			return left
+		}
+		pids = left
+		time.Sleep(10 * time.Millisecond)
 	}
 }

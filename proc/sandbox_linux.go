@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"slices"
 	"syscall"
@@ -59,8 +60,23 @@ func (r *Runtime) CreateSandbox(ctx context.Context, cfg SandboxConfig) (id stri
 			return "", fmt.Errorf("creating sandbox %q: limits asked: %w: %v", cfg.Name, ErrCgroupsUnavailable, r.cgErr)
 		case r.cg != nil:
 			cg, err := r.cg.create(sb.id, cfg)
-			if err != nil {
+			switch {
+			case err != nil && errors.Is(err, fs.ErrPermission) && !cfg.hasLimits():
+				// A supervisor that may not write the cgroup tree (not
+				// root; root made the subtree) runs what asks for no
+				// limits without a cgroup, as it would with none at all.
+				r.noCgroupOnce.Do(func() {
+					r.log.Warn("no cgroup for programs without limits: this user may not create cgroups here; their leftovers are not killed with a cgroup",
+						"uid", os.Getuid(), "err", err)
+				})
+			case err != nil && errors.Is(err, fs.ErrPermission):
+				return "", fmt.Errorf("creating sandbox %q: limits asked, but uid %d may not create cgroups: %w (run supervise as root, or delegate a cgroup subtree to this user)",
+					cfg.Name, os.Getuid(), err)
+			case err != nil:
 				return "", fmt.Errorf("creating sandbox %q: creating cgroup: %w", cfg.Name, err)
+			}
+			if cg == nil {
+				break
 			}
 			sb.cg = cg
 			if r.cg.v2() {

@@ -5,23 +5,41 @@ package proc
 import (
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 )
 
 func TestOwnerOf(t *testing.T) {
-	for id, want := range map[string]int{
-		"web-123-4":          123,
-		"web-2-123-4":        123,
-		"web-7n4026532123-4": 0, // another pid namespace: never judged
-		"web-123":            0,
-		"web--4":             0,
-		"-0-1":               0,
-		"supervise":          0,
+	for id, want := range map[string]owner{
+		"web-123-4":                    {tag: "123", pid: 123},
+		"web-2-123-4":                  {tag: "123", pid: 123},
+		"web-123r0a1b2c3d-4":           {tag: "123r0a1b2c3d", pid: 123},
+		"web-7n4026532123-4":           {tag: "7n4026532123", otherNS: true},
+		"web-1n4026532123rdeadbeef-12": {tag: "1n4026532123rdeadbeef", otherNS: true},
+		"web-123r-4":                   {},
+		"web-123rXYZ-4":                {},
+		"web-1n-4":                     {},
+		"web-123":                      {},
+		"web--4":                       {},
+		"-0-1":                         {},
+		"supervise":                    {},
 	} {
-		if got, ok := ownerOf(id); got != want || ok != (want != 0) {
-			t.Errorf("ownerOf(%q) = %d, %v; want %d", id, got, ok, want)
+		got, ok := ownerOf(id)
+		if got != want || ok != (want.tag != "") {
+			t.Errorf("ownerOf(%q) = %+v, %v; want %+v", id, got, ok, want)
 		}
+	}
+}
+
+// Every run draws its own tag: names of two runs with the same pid and
+// pid namespace cannot collide.
+func TestOwnerTagIsPerRun(t *testing.T) {
+	tag := ownerTag()
+	o, ok := ownerOf("web-" + tag + "-1")
+	if !ok || o.tag != tag || !strings.Contains(tag, "r") || len(tag) < len(strconv.Itoa(os.Getpid()))+9 {
+		t.Fatalf("ownerTag %q parses as %+v, %v", tag, o, ok)
 	}
 }
 
@@ -31,8 +49,8 @@ func TestSweepStaleCgroups(t *testing.T) {
 	needRoot(t)
 	r := newRuntime(t, Options{})
 	needCgroups(t, r)
-	if ownerTag() != fmt.Sprint(os.Getpid()) {
-		t.Skip("not in the initial pid namespace: nothing is swept")
+	if strings.Contains(ownerTag(), "n") {
+		t.Skip("not in the initial pid namespace: owners there are not judged")
 	}
 	// A pid that has exited: the owner of the stale cgroup.
 	_, ev := run(t, r, SandboxConfig{Name: "dead", NoCgroup: true}, shell("true"))
@@ -60,7 +78,51 @@ func TestSweepStaleCgroups(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// Ours by pid, but of an earlier run (a container's PID 1 restarted
+	// after a SIGKILL has the same pid): dead.
+	earlier, err := r.cg.create(fmt.Sprintf("web-%dr00000000-1", os.Getpid()), SandboxConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Made in pid namespaces: the empty one is a dead namespace's, the
+	// one with a process in it is left alone.
+	deadNS, err := r.cg.create("web-1n4026599999rdeadbeef-1", SandboxConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	liveNS, err := r.cg.create("web-1n4026599998rdeadbeef-1", SandboxConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid2, err := r.CreateSandbox(ctxT(t), SandboxConfig{Name: "inns", NoCgroup: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id2 := mustStart(t, r, sid2, shell("exec sleep 1000"))
+	ps2, _ := r.Status(id2)
+	if err := liveNS.addProc(ps2.Pid); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		liveNS.kill()
+		waitExit(t, r, id2)
+		liveNS.remove()
+	}()
+
 	r.sweepStale()
+
+	// The sweep returned only once the leftover it killed was reaped.
+	if err := syscall.Kill(ps.Pid, 0); err != syscall.ESRCH {
+		t.Errorf("sweepStale returned with its killed leftover %d still there (kill 0: %v)", ps.Pid, err)
+	}
+	for _, cg := range []cgroup{earlier, deadNS} {
+		if _, err := os.Stat(cg.path()); !os.IsNotExist(err) {
+			t.Errorf("stale cgroup %s still there: %v", cg.path(), err)
+		}
+	}
+	if _, err := os.Stat(liveNS.path()); err != nil {
+		t.Errorf("the cgroup of a pid namespace with a process in it was swept: %v", err)
+	}
 
 	ev = waitExit(t, r, id)
 	if ev.Signal != syscall.SIGKILL {

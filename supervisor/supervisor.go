@@ -72,6 +72,9 @@ type Options struct {
 	// Load reads the config file again for a reload; nil: config.Load.
 	Load  func(path string) (*config.Config, error)
 	Color bool // colour the console prefixes
+	// Terminal: the console is a terminal; what in program lines would
+	// drive it is escaped (colours kept).
+	Terminal bool
 }
 
 // Supervisor runs a set of programs.
@@ -155,7 +158,7 @@ func New(opts Options) (*Supervisor, error) {
 		done:      make(chan struct{}),
 		stopReq:   make(chan struct{}),
 	}
-	s.logs = newLogSet(console, opts.Color, log, opts.Config.Programs)
+	s.logs = newLogSet(console, opts.Color, opts.Terminal, log, opts.Config.Programs)
 	s.apply(opts.Config)
 	return s, nil
 }

@@ -148,10 +148,13 @@ type ctlEnv struct {
 	client *ctl.Client
 	json   bool
 	colour bool
-	names  []string // positional arguments, late flags taken out
-	follow bool
-	n      int
-	out    *bufio.Writer
+	// terminal: stdout is a terminal (and not --json): program bytes that
+	// would drive it are escaped.
+	terminal bool
+	names    []string // positional arguments, late flags taken out
+	follow   bool
+	n        int
+	out      *bufio.Writer
 }
 
 // usageError is a command line mistake: exit code 2.
@@ -224,7 +227,8 @@ func ctlRun(c *cli.Context, late lateFlags, fn verbFunc) int {
 		e.n = c.Int("n")
 	}
 	err := parseLate(c.Args().Slice(), late, e)
-	e.colour = !e.json && isTerminal(os.Stdout) && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
+	e.terminal = !e.json && isTerminal(os.Stdout)
+	e.colour = e.terminal && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
 	e.client = ctl.Dial(socket, trust...)
 	defer e.client.Close()
 
@@ -368,7 +372,7 @@ func ctlLogs(ctx context.Context, e *ctlEnv) error {
 			}{l.Program, l.Stream, l.Time, l.Text, l.Partial})
 		} else {
 			width = max(width, len(l.Program))
-			err = ctlfmt.LogLine(e.out, l, width, e.colour)
+			err = ctlfmt.LogLine(e.out, l, width, e.colour, e.terminal)
 		}
 		return flushIf(e, err)
 	})

@@ -244,12 +244,13 @@ func runCommand(c *cli.Context) int {
 	defer rt.Close()
 
 	sup, err := supervisor.New(supervisor.Options{
-		Config:  cfg,
-		Load:    func(path string) (*config.Config, error) { return config.LoadWithOptions(path, opts) },
-		Runtime: rt,
-		Logger:  log,
-		Console: os.Stdout,
-		Color:   isTerminal(os.Stdout),
+		Config:   cfg,
+		Load:     func(path string) (*config.Config, error) { return config.LoadWithOptions(path, opts) },
+		Runtime:  rt,
+		Logger:   log,
+		Console:  os.Stdout,
+		Color:    isTerminal(os.Stdout),
+		Terminal: isTerminal(os.Stdout),
 	})
 	if err != nil {
 		log.Error("starting the supervisor", "err", err)

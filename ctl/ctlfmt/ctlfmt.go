@@ -198,8 +198,12 @@ func StatusTable(w io.Writer, sts []ctl.ProgramStatus, now time.Time, colour boo
 	return err
 }
 
+// oneLine makes a message from a program (sd_notify STATUS=, an exit
+// message) one line of safe text for a table: whitespace runs become one
+// space, and what a terminal would act on (ESC and the other controls) is
+// shown escaped, wherever the table goes.
 func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
+	return logs.TerminalSafe(strings.Join(strings.Fields(s), " "), false)
 }
 
 // NameColour is the colour of a program's name in logs: stable per name.
@@ -212,9 +216,14 @@ func NameColour(name string) string {
 
 // LogLine writes "web | text" as the supervisor's console does, padding
 // the name to width. The marker of lines lost to a slow reader is dimmed.
-func LogLine(w io.Writer, l logs.Line, width int, colour bool) error {
+// On a terminal the program's bytes that would drive it are escaped
+// (colours kept); to a pipe or a file they go as they are, as cat does.
+func LogLine(w io.Writer, l logs.Line, width int, colour, terminal bool) error {
 	name := l.Program + strings.Repeat(" ", max(width-utf8.RuneCountInString(l.Program), 0))
 	text := l.Text
+	if terminal {
+		text = logs.TerminalSafe(text, true)
+	}
 	if l.Stream == logs.StreamLagged {
 		text = paint(text, dim, colour)
 	}

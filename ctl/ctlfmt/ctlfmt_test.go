@@ -110,8 +110,8 @@ db        Stopped                               -     -       0         -       
 
 func TestLogLineAndEvent(t *testing.T) {
 	var b bytes.Buffer
-	LogLine(&b, logs.Line{Program: "web", Stream: "stdout", Text: "hello"}, 6, false)
-	LogLine(&b, logs.Line{Program: "worker", Stream: "stderr", Text: "oops"}, 6, false)
+	LogLine(&b, logs.Line{Program: "web", Stream: "stdout", Text: "hello"}, 6, false, false)
+	LogLine(&b, logs.Line{Program: "worker", Stream: "stderr", Text: "oops"}, 6, false, false)
 	if want := "web    | hello\nworker | oops\n"; b.String() != want {
 		t.Errorf("log lines %q, want %q", b.String(), want)
 	}
@@ -123,5 +123,23 @@ func TestLogLineAndEvent(t *testing.T) {
 	Event(&b, ctl.Event{Time: ts, Program: "web", From: "Running", To: "Exited", Message: "exit 1"}, false)
 	if want := "2026-11-22 12:00:00.000  web  Running → Exited  exit 1\n"; b.String() != want {
 		t.Errorf("event %q, want %q", b.String(), want)
+	}
+}
+
+// A program's sd_notify STATUS= reaches the MESSAGE column; whatever it
+// holds, the table shows it escaped, on a terminal or not.
+func TestStatusTableEscapesMessages(t *testing.T) {
+	var b strings.Builder
+	err := StatusTable(&b, []ctl.ProgramStatus{{Name: "evil", State: "Running", Message: "\x1b]0;owned\x07\x1b[2Jbusy\nsecond"}}, time.Now(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.ContainsAny(b.String(), "\x1b\x07") || !strings.Contains(b.String(), `\x1b]0;owned\x07\x1b[2Jbusy second`) {
+		t.Fatalf("table:\n%q", b.String())
+	}
+	b.Reset()
+	Event(&b, ctl.Event{Program: "evil", To: "Running", Message: "\x1b]0;owned\x07"}, false)
+	if strings.ContainsAny(b.String(), "\x1b\x07") {
+		t.Fatalf("event:\n%q", b.String())
 	}
 }

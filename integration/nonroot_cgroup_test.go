@@ -1,0 +1,92 @@
+package integration
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestNonRootSupervisorWithRootsCgroupTree: a supervise of an ordinary
+// user, on a machine where a root supervise made the cgroup subtree, runs
+// its programs that ask for no limits without a cgroup (and says so once),
+// and refuses one that asks for limits with a reason.
+func TestNonRootSupervisorWithRootsCgroupTree(t *testing.T) {
+	needRoot(t)
+	// A root supervise run makes the subtree, as on a shared machine.
+	dir0, file0 := writeConfig(t, "[program.mk]\ncommand = [\"sleep\", \"100000\"]\nsandbox = { pids_max = 8 }\n")
+	d0 := startDaemon(t, dir0, file0)
+	eventually(t, "the root supervise's program running", 60*time.Second, func() bool { return d0.status()["mk"].State == "Running" })
+	d0.signal(syscall.SIGTERM)
+	d0.wait(60 * time.Second)
+
+	dir, err := os.MkdirTemp("", "nonroot-")
+	must(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	must(t, os.Chmod(dir, 0o777))
+	file := filepath.Join(dir, "supervise.toml")
+	must(t, os.WriteFile(file, []byte(`
+[program.plain1]
+command = ["sleep", "100000"]
+[program.plain2]
+command = ["sleep", "100000"]
+[program.limited]
+command = ["sleep", "100000"]
+restart = "never"
+sandbox = { memory_max = "64MiB" }
+`), 0o644))
+	d := &daemon{t: t, dir: dir, socket: filepath.Join(dir, "s.sock"), stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
+	d.cmd = exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", binary, "run", "-c", file, "--socket", d.socket)
+	d.cmd.Dir = dir
+	d.cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir}
+	d.cmd.Stdout, d.cmd.Stderr = d.stdout, d.stderr
+	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	must(t, d.cmd.Start())
+	go func() { d.err = d.cmd.Wait(); close(d.done) }()
+	t.Cleanup(func() {
+		select {
+		case <-d.done:
+		default:
+			syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL)
+			<-d.done
+		}
+		if t.Failed() {
+			t.Logf("supervise stderr:\n%s", tail(d.stderr.String(), 40))
+		}
+	})
+	// The client trusts a server of uid 65534 only when told.
+	status := func() map[string]programStatus {
+		out, err := exec.Command(filepath.Join(filepath.Dir(binary), "supervisectl"), "--socket", d.socket, "--server-uid", "65534", "status", "--json").Output()
+		if err != nil {
+			return nil
+		}
+		var list []programStatus
+		if json.Unmarshal(out, &list) != nil {
+			return nil
+		}
+		m := map[string]programStatus{}
+		for _, p := range list {
+			m[p.Name] = p
+		}
+		return m
+	}
+	var st map[string]programStatus
+	eventually(t, "the plain programs running, the limited one ended", 60*time.Second, func() bool {
+		st = status()
+		return st["plain1"].State == "Running" && st["plain2"].State == "Running" && st["limited"].LastExit != nil
+	})
+	if st["limited"].LastExit.Reason != "StartError" {
+		t.Errorf("limited: %+v, want a StartError", st["limited"].LastExit)
+	}
+	log := d.stderr.String()
+	if n := strings.Count(log, "no cgroup for programs without limits"); n != 1 {
+		t.Errorf("said %d times that programs run without a cgroup, want once", n)
+	}
+	if !strings.Contains(log, "limits asked, but uid 65534 may not create cgroups") {
+		t.Errorf("no reason given for the limited program:\n%s", tail(log, 20))
+	}
+}
