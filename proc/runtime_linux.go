@@ -52,7 +52,7 @@ type Runtime struct {
 	unsetSubreaper bool
 	closeOnce      sync.Once
 	closeErr       error
-	noCgroupOnce   sync.Once // says once that sandboxes go without a cgroup
+	noCgroupOnce   sync.Once      // says once that sandboxes go without a cgroup
 	wg             sync.WaitGroup // exit watchers and init readers
 
 	mu        sync.Mutex

@@ -3,6 +3,7 @@ package supervisor
 import (
 	"context"
 	"fmt"
+	"os"
 	"sync"
 	"syscall"
 	"time"
@@ -27,8 +28,10 @@ type fakeRuntime struct {
 	execFail   map[string]bool
 	starts     map[string][]time.Time // sandbox name → start times
 	events     chan proc.ExitEvent
-	failStart  map[string]int // program name → its next starts that fail (EMFILE)
-	failDelete int            // the next DeleteSandbox calls that fail
+	failStart  map[string]int                // program name → its next starts that fail (EMFILE)
+	selfPid    map[string]bool               // program name → its processes have the test's pid, so it can speak for them (sd_notify)
+	configs    map[string]proc.ProcessConfig // program name → the config of its last process
+	failDelete int                           // the next DeleteSandbox calls that fail
 }
 
 type fakeProc struct {
@@ -50,6 +53,8 @@ func newFakeRuntime(clk clock.Clock) *fakeRuntime {
 		execFail:  map[string]bool{},
 		starts:    map[string][]time.Time{},
 		failStart: map[string]int{},
+		selfPid:   map[string]bool{},
+		configs:   map[string]proc.ProcessConfig{},
 		events:    make(chan proc.ExitEvent, 1024),
 	}
 }
@@ -103,6 +108,18 @@ func (f *fakeRuntime) Create(ctx context.Context, sid string, cfg proc.ProcessCo
 	f.next++
 	id := fmt.Sprintf("p%d", f.next)
 	name := cfg.Args[0]
+	// The child's copies of the descriptors, as a fork makes them: the
+	// supervisor closes its own once the process started.
+	if len(cfg.ExtraFiles) > 0 {
+		extra := make(map[int]*os.File, len(cfg.ExtraFiles))
+		for n, file := range cfg.ExtraFiles {
+			if fd, err := syscall.Dup(int(file.Fd())); err == nil {
+				extra[n] = os.NewFile(uintptr(fd), file.Name())
+			}
+		}
+		cfg.ExtraFiles = extra
+	}
+	f.configs[name] = cfg
 	f.procs[id] = &fakeProc{id: id, sandbox: sid, name: name, state: proc.StateCreated, ignoreStop: f.ignoreTerm[name]}
 	return id, nil
 }
@@ -121,6 +138,9 @@ func (f *fakeRuntime) Start(ctx context.Context, id string) error {
 	p.state = proc.StateRunning
 	p.started = f.clock.Now()
 	p.pid = 1000 + f.next
+	if f.selfPid[p.name] {
+		p.pid = os.Getpid()
+	}
 	f.next++
 	f.starts[p.name] = append(f.starts[p.name], p.started)
 	return nil

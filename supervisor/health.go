@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/supervise-dev/supervise/config"
 	"github.com/supervise-dev/supervise/logs"
@@ -31,6 +32,7 @@ type health struct {
 	watchdog *notify.Watchdog
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup // the goroutines startHealth started; stop waits for them
+	since    time.Time      // before the process was created: its lines come after
 
 	// Guarded by Supervisor.mu.
 	notifyReady bool
@@ -57,7 +59,7 @@ func toProbeSpec(p *config.Probe) *probe.Spec {
 // prepareHealth runs before the process is created: the sd_notify socket
 // must exist, and its path be in the environment, before exec.
 func (s *Supervisor) prepareHealth(in *instance, env []string) (*health, []string, error) {
-	h := &health{}
+	h := &health{since: s.clock.Now()}
 	if in.spec.Notify == config.NotifySdNotify {
 		var owner *notify.Owner
 		if id := programIdent(in.spec); id != nil {
@@ -190,19 +192,25 @@ func (s *Supervisor) startHealth(in *instance, h *health, sid string, pcfgEnv []
 	}
 	if spec.ReadyLogLine != "" {
 		if m, err := notify.NewLineMatcher(spec.ReadyLogLine); err == nil {
-			ring := in.logs.ring
-			h.wg.Go(func() { s.followReadyLine(ctx, h, ring, m, wake) })
+			ring, since := in.logs.ring, h.since
+			h.wg.Go(func() { s.followReadyLine(ctx, h, ring, m, since, wake) })
 		}
 	}
 }
 
-// followReadyLine watches the program's new lines for ready_log_line.
-func (s *Supervisor) followReadyLine(ctx context.Context, h *health, ring *logs.Ring, m *notify.LineMatcher, wake func()) {
+// followReadyLine watches the lines of the run that started at since for
+// ready_log_line. It reads what the ring already holds too: a program may
+// print its line before this goroutine follows the ring, and the ring's
+// older lines, of earlier runs, are told apart by their time.
+func (s *Supervisor) followReadyLine(ctx context.Context, h *health, ring *logs.Ring, m *notify.LineMatcher, since time.Time, wake func()) {
 	for ctx.Err() == nil {
-		lines, cancel := ring.Follow(ctx, 0)
+		lines, cancel := ring.Follow(ctx, -1)
 		for l := range lines {
 			if l.Stream == logs.StreamLagged {
-				continue // fell behind: follow again from now
+				continue // fell behind: follow again
+			}
+			if l.Time.Before(since) {
+				continue
 			}
 			if m.Match(l.Text) {
 				cancel()
