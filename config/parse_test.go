@@ -288,7 +288,7 @@ rlimits = { nofile = -1, nproc = { soft = 10, hard = 5 }, cpu = "1G", bogus = 1 
 `,
 			want: []string{
 				`test.toml:3: program.web.stop_timeout: "10" is not a duration: want a Go duration like "10s", "1m30s" or "250ms"`,
-				`test.toml:4: program.web.stop_signal: unknown signal "TERMINATE" (want a name like TERM, INT, QUIT, HUP, USR1, or a number)`,
+				`test.toml:4: program.web.stop_signal: unknown signal "TERMINATE" (want a name like TERM, INT, QUIT, HUP, USR1, or a number 1-64)`,
 				`test.toml:5: program.web.instances: must be between 1 and 10000 (got 0)`,
 				`test.toml:6: program.web.success_exit_codes[1]: must be between 0 and 255 (got 300)`,
 				`test.toml:6: program.web.success_exit_codes[2]: must be an integer (got "1")`,
@@ -467,7 +467,7 @@ watch = { paths = ["", "a"], debounce = 5 }
 				`test.toml:8: program.web.watch.exclude[0]: "": empty pattern`,
 				`test.toml:8: program.web.watch.exclude[1]: "../up": ".." cannot match a path inside the watched directory`,
 				`test.toml:9: program.web.watch.debounce: must not be negative (got "-1s")`,
-				`test.toml:10: program.web.watch.signal: unknown signal "HANGUP" (want a name like TERM, INT, QUIT, HUP, USR1, or a number)`,
+				`test.toml:10: program.web.watch.signal: unknown signal "HANGUP" (want a name like TERM, INT, QUIT, HUP, USR1, or a number 1-64)`,
 				`test.toml:11: program.web.watch.recursive: unknown key (known: paths, include, exclude, debounce, signal)`,
 				`test.toml:14: program.api.watch: must be a table like { paths = ["src"], include = ["**/*.go"] } (got "src")`,
 				`test.toml:17: program.b.watch.debounce: must be a duration string like "10s" (got integer 5)`,

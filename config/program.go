@@ -12,6 +12,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/supervise-dev/supervise/internal/unixsig"
 	"github.com/supervise-dev/supervise/watch/glob"
 )
 
@@ -345,7 +346,7 @@ func (d *decoder) signal(n *node) (syscall.Signal, bool) {
 		d.errorf(n.path, "must be a signal name like \"TERM\" (got %s)", describe(n.v))
 		return 0, false
 	}
-	sig, err := ParseSignal(s)
+	sig, err := unixsig.Parse(s)
 	if err != nil {
 		d.errorf(n.path, "%v", err)
 		return 0, false

@@ -8,10 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // ParseSize reads a byte size: a plain integer ("1048576"), or a number with
@@ -54,25 +51,6 @@ func ParseSize(s string) (int64, error) {
 		return 0, fmt.Errorf("%q is too large", s)
 	}
 	return int64(v), nil
-}
-
-// ParseSignal reads a signal by name, with or without the SIG prefix, in
-// any case ("TERM", "SIGTERM", "hup"), or by number ("15").
-func ParseSignal(s string) (syscall.Signal, error) {
-	t := strings.ToUpper(strings.TrimSpace(s))
-	if n, err := strconv.Atoi(t); err == nil {
-		if n < 1 || n > 64 {
-			return 0, fmt.Errorf("signal number %d out of range 1-64", n)
-		}
-		return syscall.Signal(n), nil
-	}
-	if !strings.HasPrefix(t, "SIG") {
-		t = "SIG" + t
-	}
-	if sig := unix.SignalNum(t); sig != 0 {
-		return sig, nil
-	}
-	return 0, fmt.Errorf("unknown signal %q (want a name like TERM, INT, QUIT, HUP, USR1, or a number)", s)
 }
 
 // parseDuration reads a Go duration ("10s", "1m30s", "250ms"); negative

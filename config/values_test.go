@@ -2,7 +2,6 @@ package config
 
 import (
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -46,34 +45,6 @@ func TestParseSize(t *testing.T) {
 		}
 		if err != nil || got != tt.want {
 			t.Errorf("ParseSize(%q) = %d, %v; want %d", tt.in, got, err, tt.want)
-		}
-	}
-}
-
-func TestParseSignal(t *testing.T) {
-	tests := []struct {
-		in   string
-		want syscall.Signal
-		ok   bool
-	}{
-		{"TERM", syscall.SIGTERM, true},
-		{"SIGTERM", syscall.SIGTERM, true},
-		{"term", syscall.SIGTERM, true},
-		{"hup", syscall.SIGHUP, true},
-		{"SIGUSR2", syscall.SIGUSR2, true},
-		{"KILL", syscall.SIGKILL, true},
-		{"9", syscall.SIGKILL, true},
-		{"64", syscall.Signal(64), true},
-		{"0", 0, false},
-		{"65", 0, false},
-		{"TERMINATE", 0, false},
-		{"", 0, false},
-		{"SIG", 0, false},
-	}
-	for _, tt := range tests {
-		got, err := ParseSignal(tt.in)
-		if (err == nil) != tt.ok || got != tt.want {
-			t.Errorf("ParseSignal(%q) = %v, %v; want %v, ok=%v", tt.in, got, err, tt.want, tt.ok)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/supervise-dev/supervise/internal/unixsig"
 	"github.com/supervise-dev/supervise/logs"
 )
 
@@ -162,7 +163,7 @@ func (b *memBackend) Signal(ctx context.Context, sig syscall.Signal, names []str
 		if b.progs[k].status.Pid == 0 {
 			return fmt.Errorf("%q is not running", k)
 		}
-		b.signals = append(b.signals, k+":"+SignalName(sig))
+		b.signals = append(b.signals, k+":"+unixsig.Name(sig))
 	}
 	return nil
 }

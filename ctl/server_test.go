@@ -460,28 +460,6 @@ func TestDefaultSocketPath(t *testing.T) {
 	}
 }
 
-func TestParseSignal(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want syscall.Signal
-		ok   bool
-	}{
-		{"HUP", syscall.SIGHUP, true}, {"SIGHUP", syscall.SIGHUP, true}, {"hup", syscall.SIGHUP, true},
-		{"9", syscall.SIGKILL, true}, {"USR2", syscall.SIGUSR2, true}, {"sigterm", syscall.SIGTERM, true},
-		{"", 0, false}, {"NOPE", 0, false}, {"0", 0, false}, {"65", 0, false}, {"-1", 0, false},
-	} {
-		got, err := ParseSignal(tc.in)
-		if (err == nil) != tc.ok || got != tc.want {
-			t.Errorf("ParseSignal(%q) = %v, %v; want %v ok=%v", tc.in, got, err, tc.want, tc.ok)
-		}
-		if tc.ok {
-			if back, err := ParseSignal(SignalName(got)); err != nil || back != got {
-				t.Errorf("SignalName(%v) = %q does not parse back", got, SignalName(got))
-			}
-		}
-	}
-}
-
 func names(st []ProgramStatus) []string {
 	var out []string
 	for _, s := range st {

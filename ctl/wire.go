@@ -17,6 +17,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/supervise-dev/supervise/internal/unixsig"
 	"github.com/supervise-dev/supervise/logs"
 )
 
@@ -169,7 +170,7 @@ func decodeRequest(r *http.Request) (request, *apiError) {
 		if b.Signal == "" {
 			return request{}, badRequest("signal: no signal given")
 		}
-		sig, err := ParseSignal(b.Signal)
+		sig, err := unixsig.Parse(b.Signal)
 		if err != nil {
 			return request{}, badRequest("signal: %v", err)
 		}
@@ -321,7 +322,7 @@ func (req request) httpRequest(ctx context.Context) (*http.Request, error) {
 	var body any
 	switch req.Verb {
 	case "signal":
-		body = signalBody{Signal: SignalName(req.Signal), Names: req.Names}
+		body = signalBody{Signal: unixsig.Name(req.Signal), Names: req.Names}
 	case "start", "stop", "restart":
 		body = namesBody{Names: req.Names}
 	default:

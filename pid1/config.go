@@ -12,7 +12,7 @@ import (
 
 	"github.com/supervise-dev/supervise/backoff"
 	"github.com/supervise-dev/supervise/clock"
-	"github.com/supervise-dev/supervise/config"
+	"github.com/supervise-dev/supervise/internal/unixsig"
 	"github.com/supervise-dev/supervise/proc"
 )
 
@@ -145,16 +145,16 @@ func ParseRewrite(s string) (from, to syscall.Signal, err error) {
 	if !ok {
 		return 0, 0, fmt.Errorf("rewrite %q: want FROM:TO, like TERM:QUIT (TO 0 drops the signal)", s)
 	}
-	if from, err = config.ParseSignal(a); err != nil {
+	if from, err = unixsig.Parse(a); err != nil {
 		return 0, 0, fmt.Errorf("rewrite %q: %w", s, err)
 	}
 	if from == syscall.SIGKILL || from == syscall.SIGSTOP {
-		return 0, 0, fmt.Errorf("rewrite %q: %s never reaches the init", s, proc.SignalName(from))
+		return 0, 0, fmt.Errorf("rewrite %q: %s never reaches the init", s, unixsig.Name(from))
 	}
 	if strings.TrimSpace(b) == "0" {
 		return from, 0, nil
 	}
-	if to, err = config.ParseSignal(b); err != nil {
+	if to, err = unixsig.Parse(b); err != nil {
 		return 0, 0, fmt.Errorf("rewrite %q: %w", s, err)
 	}
 	return from, to, nil

@@ -10,9 +10,8 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/supervise-dev/supervise/internal/unixsig"
 	"golang.org/x/sys/unix"
-
-	"github.com/supervise-dev/supervise/proc"
 )
 
 // killWait bounds the wait for leftovers after SIGKILL: only a process in
@@ -119,20 +118,9 @@ func (d *direct) close() {
 }
 
 // handledSignals are the signals the init takes through os/signal: every
-// catchable one but SIGURG, which the Go scheduler sends itself all the
-// time, and the C library's 32 and 33. SIGPIPE, SIGURG and SIGPROF sent
-// by others come through the tap (sigtap_linux.go).
-func handledSignals() []os.Signal {
-	var sigs []os.Signal
-	for s := syscall.Signal(1); s <= 64; s++ {
-		switch s {
-		case unix.SIGKILL, unix.SIGSTOP, unix.SIGURG, 32, 33:
-			continue
-		}
-		sigs = append(sigs, s)
-	}
-	return sigs
-}
+// catchable one (SIGCHLD wakes the reaper). SIGPIPE, SIGURG and SIGPROF
+// sent by others come through the tap (sigtap_linux.go).
+func handledSignals() []os.Signal { return unixsig.Catchable() }
 
 // forwardable: SIGTTIN and SIGTTOU are about our own use of the
 // terminal; the command has nothing to do with them (and obeying them
@@ -174,7 +162,7 @@ func (d *direct) runOnce(ctx context.Context) (exit, error) {
 	}
 	ex := exit{code: ExitCode(syscall.WaitStatus(d.ws), d.cfg.SuccessExitCodes), at: d.exitedAt}
 	if d.ws.Signaled() {
-		d.log.Debug("command killed", "pid", pid, "signal", proc.SignalName(d.ws.Signal()), "exit_code", ex.code)
+		d.log.Debug("command killed", "pid", pid, "signal", unixsig.Name(d.ws.Signal()), "exit_code", ex.code)
 	} else {
 		d.log.Debug("command exited", "pid", pid, "exit_code", ex.code)
 	}
@@ -198,7 +186,7 @@ func (d *direct) handle(s os.Signal) {
 		return
 	}
 	if !forwardable(sig, tapped) {
-		d.log.Debug("signal not forwarded", "signal", proc.SignalName(sig))
+		d.log.Debug("signal not forwarded", "signal", unixsig.Name(sig))
 		return
 	}
 	if isStopRequest(sig) {
@@ -206,7 +194,7 @@ func (d *direct) handle(s os.Signal) {
 	}
 	fwd := d.cfg.rewrite(sig)
 	if fwd == 0 {
-		d.log.Debug("signal dropped by a rewrite", "signal", proc.SignalName(sig))
+		d.log.Debug("signal dropped by a rewrite", "signal", unixsig.Name(sig))
 		return
 	}
 	d.forward(fwd)
@@ -225,14 +213,14 @@ func (d *direct) forward(sig syscall.Signal) {
 	case d.pgid != 0 && !d.cfg.SingleChild:
 		err = unix.Kill(-d.pgid, sig)
 	default:
-		d.log.Debug("no command running; signal dropped", "signal", proc.SignalName(sig))
+		d.log.Debug("no command running; signal dropped", "signal", unixsig.Name(sig))
 		return
 	}
 	if err != nil && !errors.Is(err, unix.ESRCH) {
-		d.log.Warn("forwarding a signal", "signal", proc.SignalName(sig), "err", err)
+		d.log.Warn("forwarding a signal", "signal", unixsig.Name(sig), "err", err)
 		return
 	}
-	d.log.Debug("signal forwarded", "signal", proc.SignalName(sig))
+	d.log.Debug("signal forwarded", "signal", unixsig.Name(sig))
 }
 
 // reap collects every child that exited: the command (its status is
@@ -280,7 +268,7 @@ func (d *direct) cleanup() {
 		if d.cfg.StopSignal != unix.SIGCONT {
 			d.killLeftovers(unix.SIGCONT)
 		}
-		d.log.Debug("stopping what the command left", "processes", n, "signal", proc.SignalName(d.cfg.StopSignal), "grace", d.cfg.Grace)
+		d.log.Debug("stopping what the command left", "processes", n, "signal", unixsig.Name(d.cfg.StopSignal), "grace", d.cfg.Grace)
 	}
 	grace := time.NewTimer(d.cfg.Grace)
 	defer grace.Stop()
@@ -358,10 +346,10 @@ func (d *direct) waitRestart(ctx context.Context, c <-chan time.Time) bool {
 				d.reap()
 			case isStopRequest(sig):
 				d.stop = true
-				d.log.Debug("stop requested during the crash backoff", "signal", proc.SignalName(sig))
+				d.log.Debug("stop requested during the crash backoff", "signal", unixsig.Name(sig))
 				return false
 			default:
-				d.log.Debug("no command running; signal dropped", "signal", proc.SignalName(sig))
+				d.log.Debug("no command running; signal dropped", "signal", unixsig.Name(sig))
 			}
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/supervise-dev/supervise/internal/unixsig"
 	"github.com/supervise-dev/supervise/proc"
 )
 
@@ -139,7 +140,7 @@ func (s *sandboxed) forward(id string, sg os.Signal) {
 func (s *sandboxed) signal(id string, sig syscall.Signal) {
 	err := s.rt.Signal(id, sig)
 	if err != nil && !errors.Is(err, proc.ErrInvalidState) && !errors.Is(err, proc.ErrProcessDone) {
-		s.log.Warn("forwarding a signal", "signal", proc.SignalName(sig), "err", err)
+		s.log.Warn("forwarding a signal", "signal", unixsig.Name(sig), "err", err)
 	}
 }
 

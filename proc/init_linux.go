@@ -13,6 +13,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/supervise-dev/supervise/internal/unixsig"
 	"golang.org/x/sys/unix"
 )
 
@@ -76,20 +77,9 @@ func InitMain() int {
 	return 127
 }
 
-// forwardedSignals are the catchable signals an init passes on. SIGCHLD
-// is the reaper's, SIGURG is the Go scheduler's, SIGPIPE concerns only us;
-// 32 and 33 belong to the C library.
-func forwardedSignals() []os.Signal {
-	var sigs []os.Signal
-	for s := syscall.Signal(1); s <= 64; s++ {
-		switch s {
-		case unix.SIGKILL, unix.SIGSTOP, unix.SIGCHLD, unix.SIGURG, unix.SIGPIPE, 32, 33:
-			continue
-		}
-		sigs = append(sigs, s)
-	}
-	return sigs
-}
+// forwardedSignals are the catchable signals an init passes on: not
+// SIGCHLD, the reaper's, nor SIGPIPE, which concerns only the init.
+func forwardedSignals() []os.Signal { return unixsig.Catchable(unix.SIGCHLD, unix.SIGPIPE) }
 
 // RunInit is a tiny init, the loop tini runs: it starts argv in its own
 // process group, forwards every catchable signal it receives to that

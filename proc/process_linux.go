@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/supervise-dev/supervise/internal/unixsig"
 	"golang.org/x/sys/unix"
 )
 
@@ -310,7 +311,7 @@ func (r *Runtime) Signal(id string, sig syscall.Signal) error {
 		return err
 	}
 	if err := r.signal(p, sig); err != nil {
-		return fmt.Errorf("signal %s to %q: %w", SignalName(sig), id, err)
+		return fmt.Errorf("signal %s to %q: %w", unixsig.Name(sig), id, err)
 	}
 	return nil
 }
@@ -346,7 +347,7 @@ func (r *Runtime) Stop(ctx context.Context, id string, grace time.Duration) erro
 	}
 	if grace > 0 {
 		if err := r.signal(p, p.stopSignal); err != nil && !errors.Is(err, ErrProcessDone) && !errors.Is(err, ErrSandboxGone) {
-			r.log.Warn("sending the stop signal", "process", id, "signal", SignalName(p.stopSignal), "err", err)
+			r.log.Warn("sending the stop signal", "process", id, "signal", unixsig.Name(p.stopSignal), "err", err)
 		}
 		t := time.NewTimer(grace)
 		defer t.Stop()

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/supervise-dev/supervise/ctl"
+	"github.com/supervise-dev/supervise/internal/unixsig"
 	"github.com/supervise-dev/supervise/logs"
 	"github.com/supervise-dev/supervise/probe"
 	"github.com/supervise-dev/supervise/proc"
@@ -105,7 +106,7 @@ func (s *Supervisor) Status(ctx context.Context, names []string) ([]ctl.ProgramS
 			st.StartedAt = &t
 		}
 		if e := in.lastExit; e != nil {
-			st.LastExit = &ctl.ExitInfo{Code: e.Code, Signal: signalName(e.Signal), Reason: e.Reason, FinishedAt: e.FinishedAt}
+			st.LastExit = &ctl.ExitInfo{Code: e.Code, Signal: unixsig.Name(e.Signal), Reason: e.Reason, FinishedAt: e.FinishedAt}
 		}
 		if in.state == CrashLoopBackOff && !in.nextStart.IsZero() {
 			st.NextStartInMs = max(in.nextStart.Sub(now).Milliseconds(), 0)

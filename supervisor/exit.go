@@ -9,6 +9,7 @@ import (
 
 	"github.com/supervise-dev/supervise/config"
 	"github.com/supervise-dev/supervise/hooks"
+	"github.com/supervise-dev/supervise/internal/unixsig"
 	"github.com/supervise-dev/supervise/proc"
 )
 
@@ -42,7 +43,7 @@ func (s *Supervisor) handleExit(ctx context.Context, in *instance, exit exitInfo
 			s.log.Warn("removing process", "program", in.key, "err", err)
 		}
 	}
-	s.log.Info("exited", "program", in.key, "exit_code", exit.Code, "signal", signalName(exit.Signal), "reason", exit.Reason)
+	s.log.Info("exited", "program", in.key, "exit_code", exit.Code, "signal", unixsig.Name(exit.Signal), "reason", exit.Reason)
 	s.recordExit(in, exit, requested)
 
 	// post_stop runs after every exit; a failure is logged and never blocks
@@ -161,7 +162,7 @@ func exitMessage(e *exitInfo) string {
 	case e.Reason == string(proc.ReasonOOMKilled):
 		return string(proc.ReasonOOMKilled)
 	case e.Signal != 0:
-		return "signal " + signalName(e.Signal)
+		return "signal " + unixsig.Name(e.Signal)
 	case e.Code < 0:
 		return e.Reason
 	default:

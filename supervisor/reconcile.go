@@ -5,13 +5,11 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/supervise-dev/supervise/config"
 	"github.com/supervise-dev/supervise/hooks"
+	"github.com/supervise-dev/supervise/internal/unixsig"
 	"github.com/supervise-dev/supervise/proc"
 )
 
@@ -195,7 +193,7 @@ func programEnv(spec *config.Program, in *instance, last *exitInfo) []string {
 	if last != nil {
 		// The shell's view of the exit: 128+N for a signal.
 		set("SUPERVISE_EXIT_CODE", strconv.Itoa(last.status()))
-		set("SUPERVISE_EXIT_SIGNAL", signalName(last.Signal))
+		set("SUPERVISE_EXIT_SIGNAL", unixsig.Name(last.Signal))
 		set("SUPERVISE_EXIT_REASON", last.Reason)
 	}
 	env := make([]string, len(order))
@@ -242,14 +240,4 @@ func processConfig(spec *config.Program, env []string) proc.ProcessConfig {
 
 func execConfig(spec *config.Program, env []string) proc.ExecConfig {
 	return proc.ExecConfig{Dir: spec.Dir, Env: env, User: spec.User, Group: spec.Group}
-}
-
-func signalName(sig syscall.Signal) string {
-	if sig == 0 {
-		return ""
-	}
-	if n := unix.SignalName(sig); n != "" {
-		return strings.TrimPrefix(n, "SIG")
-	}
-	return strconv.Itoa(int(sig))
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/supervise-dev/supervise/config"
+	"github.com/supervise-dev/supervise/internal/unixsig"
 	"github.com/supervise-dev/supervise/watch"
 )
 
@@ -102,7 +103,7 @@ func (s *Supervisor) filesChanged(name string, spec config.Watch, changed []stri
 		}
 		if spec.Signal != 0 {
 			if in.procID != "" {
-				s.log.Info("files changed; signalling", "program", key, "signal", signalName(spec.Signal), "file", first, "files", len(changed))
+				s.log.Info("files changed; signalling", "program", key, "signal", unixsig.Name(spec.Signal), "file", first, "files", len(changed))
 				if err := s.rt.Signal(in.procID, spec.Signal); err != nil {
 					s.log.Warn("signalling on file change", "program", key, "err", err)
 				}

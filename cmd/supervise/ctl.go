@@ -24,6 +24,7 @@ import (
 
 	"github.com/supervise-dev/supervise/ctl"
 	"github.com/supervise-dev/supervise/ctl/ctlfmt"
+	"github.com/supervise-dev/supervise/internal/unixsig"
 	"github.com/supervise-dev/supervise/logs"
 )
 
@@ -343,7 +344,7 @@ func ctlSignal(ctx context.Context, e *ctlEnv) error {
 	if len(e.names) < 2 {
 		return usagef("want a signal and at least one program: signal HUP web")
 	}
-	sig, err := ctl.ParseSignal(e.names[0])
+	sig, err := unixsig.Parse(e.names[0])
 	if err != nil {
 		return usageError{err.Error()}
 	}
@@ -351,7 +352,7 @@ func ctlSignal(ctx context.Context, e *ctlEnv) error {
 	if err := e.client.Signal(ctx, sig, e.names); err != nil {
 		return err
 	}
-	return printDone(e, "sent SIG"+ctl.SignalName(sig))
+	return printDone(e, "sent SIG"+unixsig.Name(sig))
 }
 
 func ctlLogs(ctx context.Context, e *ctlEnv) error {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/supervise-dev/supervise/backoff"
 	"github.com/supervise-dev/supervise/config"
+	"github.com/supervise-dev/supervise/internal/unixsig"
 	"github.com/supervise-dev/supervise/pid1"
 	"github.com/supervise-dev/supervise/proc"
 )
@@ -144,7 +145,7 @@ func execConfig(o execOptions) (pid1.Config, error) {
 	if cfg.Restart, err = pid1.ParseRestart(o.restart); err != nil {
 		return cfg, fmt.Errorf("exec: --%w", err)
 	}
-	if cfg.StopSignal, err = config.ParseSignal(o.stopSignal); err != nil {
+	if cfg.StopSignal, err = unixsig.Parse(o.stopSignal); err != nil {
 		return cfg, fmt.Errorf("exec: --stop-signal: %w", err)
 	}
 	if cfg.Grace < 0 {
@@ -242,7 +243,7 @@ const maxPassedFDs = 1022
 
 // mustSignal is for a signal execConfig has already validated.
 func mustSignal(s string) syscall.Signal {
-	sig, err := config.ParseSignal(s)
+	sig, err := unixsig.Parse(s)
 	if err != nil {
 		return syscall.SIGTERM
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/supervise-dev/supervise/config"
 	"github.com/supervise-dev/supervise/ctl"
+	"github.com/supervise-dev/supervise/internal/unixsig"
 	"github.com/supervise-dev/supervise/pid1"
 	"github.com/supervise-dev/supervise/proc"
 	"github.com/supervise-dev/supervise/supervisor"
@@ -350,20 +351,7 @@ func runCommand(c *cli.Context) int {
 	return code
 }
 
-// catchable lists every signal a process can handle, but SIGCHLD (proc's
-// reaper owns it) and SIGURG (the Go scheduler's preemption signal).
-func catchable() []os.Signal {
-	var sigs []os.Signal
-	for sig := syscall.Signal(1); sig < 65; sig++ {
-		switch sig {
-		case syscall.SIGKILL, syscall.SIGSTOP, syscall.SIGCHLD, syscall.SIGURG,
-			syscall.SIGSEGV, syscall.SIGBUS, syscall.SIGFPE, syscall.SIGILL, syscall.SIGTRAP, syscall.SIGABRT, syscall.SIGSYS:
-			continue
-		}
-		if sig >= 32 && sig <= 34 { // reserved by libc for threads
-			continue
-		}
-		sigs = append(sigs, sig)
-	}
-	return sigs
-}
+// catchable lists the signals supervise run takes, so that as PID 1 none
+// of them kills it: every catchable one but SIGCHLD, which proc's reaper
+// owns.
+func catchable() []os.Signal { return unixsig.Catchable(syscall.SIGCHLD) }
