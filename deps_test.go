@@ -20,10 +20,11 @@ const mod = "github.com/supervise-dev/supervise/"
 var imports = map[string][]string{
 	"clock":                {},
 	"internal/unixsig":     {"golang.org/x/sys/unix"},
+	"internal/execpath":    {"golang.org/x/sys/unix"},
 	"clock/fakeclock":      {"clock"}, // imported by tests only
 	"backoff":              {"clock", "golang.org/x/time/rate"},
 	"config":               {"internal/unixsig", "github.com/BurntSushi/toml", "watch/glob", "golang.org/x/sys/unix"},
-	"proc":                 {"internal/unixsig", "proc/cgroups", "golang.org/x/sys/unix"},
+	"proc":                 {"internal/execpath", "internal/unixsig", "proc/cgroups", "golang.org/x/sys/unix"},
 	"proc/cgroups":         {"golang.org/x/sys/unix"},
 	"hooks":                {"proc"},
 	"probe":                {"clock", "proc"},
@@ -33,7 +34,7 @@ var imports = map[string][]string{
 	"ctl/ctlfmt":           {"ctl", "logs"},
 	"watch":                {"github.com/fsnotify/fsnotify", "clock", "watch/glob"},
 	"watch/glob":           {},
-	"pid1":                 {"internal/unixsig", "backoff", "clock", "config", "proc", "golang.org/x/sys/unix"},
+	"pid1":                 {"internal/execpath", "internal/unixsig", "backoff", "clock", "config", "proc", "golang.org/x/sys/unix"},
 	"supervisor/workqueue": {"backoff", "clock"},
 	"supervisor/wait":      {"clock"},
 	"supervisor": {"internal/unixsig", "backoff", "clock", "config", "ctl", "hooks", "logs", "notify", "probe", "proc",

@@ -18,7 +18,9 @@ func TestNotifyAsAnotherUserAndOnlyFromTheProgram(t *testing.T) {
 	needRoot(t)
 	dir, file := writeConfig(t, `
 [program.svc]
-command = ["sh", "-c", "echo \"$NOTIFY_SOCKET\" > sockpath; until [ -f go ]; do sleep 0.05; done; /usr/bin/python3 -c \"$SEND\" \"$NOTIFY_SOCKET\" 'READY=1'; exec sleep 1000"]
+# The main process itself sends: a sender that exits at once may be gone
+# before the supervisor can tell it is the program's.
+command = ["sh", "-c", "echo \"$NOTIFY_SOCKET\" > sockpath; until [ -f go ]; do sleep 0.05; done; exec /usr/bin/python3 -c \"$SEND; import time; time.sleep(1000)\" \"$NOTIFY_SOCKET\" 'READY=1'"]
 user = "nobody"
 notify = "sd_notify"
 env = { SEND = '''`+sendNotify+`''' }

@@ -262,7 +262,7 @@ func TestExecExitCodes(t *testing.T) {
 		{"killed by SIGTERM", []string{"--", "sh", "-c", "kill -TERM $$"}, 143, ""},
 		{"success exit code", []string{"-e", "7", "--", "sh", "-c", "exit 7"}, 0, ""},
 		{"success exit code for a signal", []string{"--success-exit-code", "143", "--", "sh", "-c", "kill -TERM $$"}, 0, ""},
-		{"not found", []string{"--", "supervise-no-such-command"}, 127, `supervise: exec "supervise-no-such-command": not found in $PATH`},
+		{"not found", []string{"--", "supervise-no-such-command"}, 127, `supervise: exec "supervise-no-such-command": executable file not found in $PATH`},
 		{"no such path", []string{"--", "/nonexistent/cmd"}, 127, `supervise: exec "/nonexistent/cmd": no such file or directory`},
 		{"not executable", []string{"--", notExec}, 126, fmt.Sprintf("supervise: exec %q: permission denied", notExec)},
 		{"a directory", []string{"--", "/"}, 126, `supervise: exec "/": is a directory`},
@@ -703,7 +703,7 @@ exit 7`
 		if code, _ := r.wait(60 * time.Second); code != 127 {
 			t.Errorf("exit code %d, want 127\n%s", code, r.stderr)
 		}
-		if !strings.Contains(r.stderr.String(), `exec "supervise-no-such-command": not found in $PATH`) {
+		if !strings.Contains(r.stderr.String(), `exec "supervise-no-such-command": executable file not found in $PATH`) {
 			t.Errorf("stderr: %s", r.stderr)
 		}
 	})

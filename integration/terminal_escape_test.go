@@ -61,9 +61,10 @@ env = { SEND = '''`+sendNotify+`''' }
 printf '\033]0;pwned\007title\n'
 printf '\033[2Jcleared\n'
 printf '\033[31mred\033[0m\n'
-/usr/bin/python3 -c "$SEND" "$NOTIFY_SOCKET" "$(printf 'READY=1\nSTATUS=\033]0;owned\007\033[2Jbusy')"
 echo printed-all
-exec sleep 100000
+# The main process itself speaks: a sender that exits at once may be gone
+# before the supervisor can tell it is the program's.
+exec /usr/bin/python3 -c "$SEND; import time; time.sleep(100000)" "$NOTIFY_SOCKET" "$(printf 'READY=1\nSTATUS=\033]0;owned\007\033[2Jbusy')"
 `), 0o644))
 	d := startDaemon(t, dir, file)
 	eventually(t, "evil running, its status sent and its lines logged", 60*time.Second, func() bool {

@@ -5,64 +5,24 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 
+	"github.com/supervise-dev/supervise/internal/execpath"
 	"golang.org/x/sys/unix"
 )
-
-const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 // lookPath finds file the way a shell does, in the PATH of env (the
 // command's, not ours). Not found is a 127 StartError; found but not
 // executable (a directory, no x bit) a 126 one.
 func lookPath(file string, env []string) (string, error) {
-	if strings.Contains(file, "/") {
-		if err := executable(file); err != nil {
-			return "", startError(file, err)
-		}
-		return file, nil
+	p, err := execpath.Look(file, env, "")
+	var ee *execpath.Error
+	if errors.As(err, &ee) {
+		return "", &StartError{Code: ee.Code, Err: ee.Err}
 	}
-	path := defaultPath
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			path = v // the last one wins, as in the C library's getenv of a built env
-		}
-	}
-	var denied error
-	for dir := range strings.SplitSeq(path, ":") {
-		if dir == "" {
-			dir = "."
-		}
-		p := filepath.Join(dir, file)
-		err := executable(p)
-		if err == nil {
-			return p, nil
-		}
-		if denied == nil && !notFound(err) {
-			denied = fmt.Errorf("%s: %w", p, err)
-		}
-	}
-	if denied != nil {
-		return "", startError(file, denied)
-	}
-	return "", &StartError{Code: 127, Err: fmt.Errorf("exec %q: not found in $PATH", file)}
-}
-
-func executable(p string) error {
-	fi, err := os.Stat(p)
-	if err != nil {
-		return err
-	}
-	if fi.IsDir() {
-		return unix.EISDIR
-	}
-	if err := unix.Faccessat(unix.AT_FDCWD, p, unix.X_OK, unix.AT_EACCESS); err != nil {
-		return err
-	}
-	return nil
+	return p, err
 }
 
 func notFound(err error) bool {

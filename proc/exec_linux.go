@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/supervise-dev/supervise/internal/execpath"
 	"golang.org/x/sys/unix"
 )
 
@@ -28,7 +29,7 @@ func (r *Runtime) Exec(ctx context.Context, sandboxID string, cfg ExecConfig) (E
 	if err := checkWorkDir(spec.Dir); err != nil {
 		return ExecResult{}, err
 	}
-	if spec.Path, err = lookPath(spec.Args[0], spec.Env, spec.Dir); err != nil {
+	if spec.Path, err = execpath.Look(spec.Args[0], spec.Env, spec.Dir); err != nil {
 		return ExecResult{}, err
 	}
 	spec.InitPath = r.initPath

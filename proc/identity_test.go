@@ -3,9 +3,7 @@
 package proc
 
 import (
-	"os"
 	"os/user"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -130,37 +128,6 @@ func TestResolveRlimits(t *testing.T) {
 	for _, bad := range []Rlimit{{Name: "files"}, {Name: "nofile", Soft: 3, Hard: 2}} {
 		if _, err := resolveRlimits([]Rlimit{bad}); err == nil {
 			t.Errorf("%+v accepted", bad)
-		}
-	}
-}
-
-func TestLookPath(t *testing.T) {
-	dir := t.TempDir()
-	exe := filepath.Join(dir, "prog")
-	os.WriteFile(exe, []byte("#!/bin/sh\n"), 0o755)
-	os.WriteFile(filepath.Join(dir, "data"), nil, 0o644)
-	for _, tc := range []struct {
-		file, dir string
-		env       []string
-		want      string
-		wantErr   string
-	}{
-		{file: "prog", env: []string{"PATH=/nonexistent:" + dir}, want: exe},
-		{file: "prog", env: nil, wantErr: `exec "prog": executable file not found in $PATH`},
-		{file: "data", env: []string{"PATH=" + dir}, wantErr: "executable file not found"},
-		{file: exe, want: exe},
-		{file: "./prog", dir: dir, want: "./prog"},
-		{file: "./data", dir: dir, wantErr: "permission denied"},
-		{file: "sh", env: []string{"FOO=1"}, want: "/usr/local/sbin/sh|/usr/local/bin/sh|/usr/sbin/sh|/usr/bin/sh|/sbin/sh|/bin/sh"},
-	} {
-		got, err := lookPath(tc.file, tc.env, tc.dir)
-		switch {
-		case tc.wantErr != "":
-			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Errorf("lookPath(%q): %v, want error %q", tc.file, err, tc.wantErr)
-			}
-		case err != nil || !slices.Contains(strings.Split(tc.want, "|"), got):
-			t.Errorf("lookPath(%q) = %q, %v; want %q", tc.file, got, err, tc.want)
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/supervise-dev/supervise/internal/execpath"
 	"github.com/supervise-dev/supervise/internal/unixsig"
 	"golang.org/x/sys/unix"
 )
@@ -98,7 +99,7 @@ func RunInit(argv []string, env []string) (syscall.WaitStatus, error) {
 	rp := newReaper()
 	defer rp.close()
 
-	path, err := lookPath(argv[0], env, "")
+	path, err := execpath.Look(argv[0], env, "")
 	if err != nil {
 		return 0, err
 	}

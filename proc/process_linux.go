@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/supervise-dev/supervise/internal/execpath"
 	"github.com/supervise-dev/supervise/internal/unixsig"
 	"golang.org/x/sys/unix"
 )
@@ -140,7 +141,7 @@ func (r *Runtime) start(ctx context.Context, p *process) (pid int, oom uint64, e
 	if err := checkWorkDir(spec.Dir); err != nil {
 		return 0, 0, err
 	}
-	if spec.Path, err = lookPath(spec.Args[0], spec.Env, spec.Dir); err != nil {
+	if spec.Path, err = execpath.Look(spec.Args[0], spec.Env, spec.Dir); err != nil {
 		return 0, 0, err
 	}
 	if p.sb.cg != nil {

@@ -7,11 +7,11 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 
+	"github.com/supervise-dev/supervise/internal/execpath"
 	"golang.org/x/sys/unix"
 )
 
@@ -78,7 +78,7 @@ func resolveRlimits(rls []Rlimit) ([]rlimitSpec, error) {
 	return out, nil
 }
 
-const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+const defaultPath = execpath.DefaultPath
 
 // checkWorkDir says that the working directory is missing, rather than
 // letting chdir's ENOENT come back from the exec as if the command were.
@@ -94,54 +94,6 @@ func checkWorkDir(dir string) error {
 		return fmt.Errorf("working directory: %w", err)
 	case !st.IsDir():
 		return fmt.Errorf("working directory %s is not a directory", dir)
-	}
-	return nil
-}
-
-// lookPath finds file in the PATH of env (not ours: the program's), the
-// way a shell would. Relative names with a slash are taken from dir.
-func lookPath(file string, env []string, dir string) (string, error) {
-	if strings.Contains(file, "/") {
-		p := file
-		if !filepath.IsAbs(p) && dir != "" {
-			p = filepath.Join(dir, p)
-		}
-		if err := checkExecutable(p); err != nil {
-			return "", fmt.Errorf("exec %q: %w", file, err)
-		}
-		return file, nil
-	}
-	path := defaultPath
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			path = v
-		}
-	}
-	for d := range strings.SplitSeq(path, ":") {
-		if d == "" {
-			d = "."
-		}
-		p := filepath.Join(d, file)
-		if !filepath.IsAbs(p) && dir != "" {
-			p = filepath.Join(dir, p)
-		}
-		if checkExecutable(p) == nil {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("exec %q: executable file not found in $PATH", file)
-}
-
-func checkExecutable(p string) error {
-	fi, err := os.Stat(p)
-	if err != nil {
-		return err
-	}
-	if fi.IsDir() {
-		return syscall.EISDIR
-	}
-	if fi.Mode()&0o111 == 0 {
-		return fs.ErrPermission
 	}
 	return nil
 }
