@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/supervise-dev/supervise/internal/httpcheck"
 	"github.com/supervise-dev/supervise/proc"
 )
 
@@ -67,9 +68,15 @@ type Call struct {
 // Runner runs hooks.
 type Runner struct {
 	Exec   Execer
-	Client *http.Client // nil: a client with no timeout of its own; the hook's timeout applies
+	Client *http.Client // nil: httpcheck's client (the hook's timeout applies)
 	Logger *slog.Logger
 }
+
+// userAgent is sent unless the hook sets its own.
+const userAgent = "supervise-hook/1"
+
+// defaultClient is the client of HTTP hooks, the one probes use.
+var defaultClient = httpcheck.NewClient()
 
 // ErrTimeout is wrapped by the error of a hook that ran past its timeout.
 var ErrTimeout = errors.New("timed out")
@@ -129,32 +136,25 @@ func (r *Runner) runHTTP(ctx context.Context, h *HTTP, timeout time.Duration) er
 	if method == "" {
 		method = http.MethodGet
 	}
-	req, err := http.NewRequestWithContext(ctx, method, h.URL, nil)
+	req, err := httpcheck.NewRequest(ctx, method, h.URL, h.Headers, userAgent)
 	if err != nil {
 		return fmt.Errorf("building request: %w", err)
 	}
-	for k, v := range h.Headers {
-		req.Header.Set(k, v)
-	}
 	client := r.Client
 	if client == nil {
-		client = http.DefaultClient
+		client = defaultClient
 	}
 	resp, err := client.Do(req)
 	if err != nil {
 		if ctx.Err() == context.DeadlineExceeded {
 			return fmt.Errorf("%s %s %w after %s", method, h.URL, ErrTimeout, timeout)
 		}
-		return fmt.Errorf("%s %s: %w", method, h.URL, err)
+		return fmt.Errorf("%s %s: %w", method, h.URL, httpcheck.Unwrap(err))
 	}
-	// Drain a little so the connection can be reused; the body is not ours to read.
+	// The body is not ours to read; a little is drained for a clean close.
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
-	ok := resp.StatusCode >= 200 && resp.StatusCode < 400
-	if h.ExpectStatus != 0 {
-		ok = resp.StatusCode == h.ExpectStatus
-	}
-	if !ok {
+	if !httpcheck.OK(resp.StatusCode, h.ExpectStatus) {
 		return fmt.Errorf("%s %s: status %d", method, h.URL, resp.StatusCode)
 	}
 	return nil

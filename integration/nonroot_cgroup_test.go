@@ -12,18 +12,22 @@ import (
 )
 
 // TestNonRootSupervisorWithRootsCgroupTree: a supervise of an ordinary
-// user, on a machine where a root supervise made the cgroup subtree, runs
-// its programs that ask for no limits without a cgroup (and says so once),
-// and refuses one that asks for limits with a reason.
+// user runs its programs that ask for no limits without a cgroup (and says
+// so once), and refuses one that asks for limits with a reason: the same
+// whether a root supervise's cgroup subtree is there (it runs alongside)
+// or not (it has stopped and may have removed its subtree).
 func TestNonRootSupervisorWithRootsCgroupTree(t *testing.T) {
 	needRoot(t)
-	// A root supervise run makes the subtree, as on a shared machine.
 	dir0, file0 := writeConfig(t, "[program.mk]\ncommand = [\"sleep\", \"100000\"]\nsandbox = { pids_max = 8 }\n")
 	d0 := startDaemon(t, dir0, file0)
 	eventually(t, "the root supervise's program running", 60*time.Second, func() bool { return d0.status()["mk"].State == "Running" })
+	t.Run("root's tree there", func(t *testing.T) { checkNonRootRun(t) })
 	d0.signal(syscall.SIGTERM)
 	d0.wait(60 * time.Second)
+	t.Run("root has stopped", func(t *testing.T) { checkNonRootRun(t) })
+}
 
+func checkNonRootRun(t *testing.T) {
 	dir, err := os.MkdirTemp("", "nonroot-")
 	must(t, err)
 	t.Cleanup(func() { os.RemoveAll(dir) })
@@ -88,5 +92,11 @@ sandbox = { memory_max = "64MiB" }
 	}
 	if !strings.Contains(log, "limits asked, but uid 65534 may not create cgroups") {
 		t.Errorf("no reason given for the limited program:\n%s", tail(log, 20))
+	}
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.done:
+	case <-time.After(60 * time.Second):
+		t.Errorf("the non-root supervise did not exit on SIGTERM")
 	}
 }

@@ -3,16 +3,15 @@ package probe
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/supervise-dev/supervise/internal/httpcheck"
 )
 
 // maxOutput bounds what a probe keeps of a command's output or an HTTP
@@ -25,23 +24,6 @@ const (
 
 // userAgent is sent unless the probe sets its own.
 const userAgent = "supervise-probe/1"
-
-// newHTTPClient returns the client for HTTP probes: no keep-alives (a probe
-// every few seconds must not pile up idle connections in the program), no
-// proxy from the environment (the target is the program, usually on
-// localhost), redirects not followed (a 3xx is already a success), and TLS
-// certificates not verified, as the kubelet does: a probe asks "are you
-// up?", it sends nothing that needs the server authenticated.
-func newHTTPClient() *http.Client {
-	return &http.Client{
-		Transport: &http.Transport{
-			Proxy:             nil,
-			DisableKeepAlives: true,
-			TLSClientConfig:   &tls.Config{InsecureSkipVerify: true},
-		},
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
-}
 
 // check runs s once under ctx and says whether it passed, with a short
 // message for status.
@@ -76,28 +58,17 @@ func (r *Runner) checkCommand(ctx context.Context, argv []string) (bool, string)
 }
 
 func checkHTTP(ctx context.Context, client *http.Client, h *HTTPCheck) (bool, string) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.URL, nil)
+	req, err := httpcheck.NewRequest(ctx, http.MethodGet, h.URL, h.Headers, userAgent)
 	if err != nil {
 		return false, fmt.Sprintf("building request: %v", err)
 	}
-	req.Header.Set("User-Agent", userAgent)
-	for k, v := range h.Headers {
-		if http.CanonicalHeaderKey(k) == "Host" {
-			req.Host = v
-			continue
-		}
-		req.Header.Set(k, v)
-	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return false, fmt.Sprintf("GET %s: %v", h.URL, unwrapURLError(err))
+		return false, fmt.Sprintf("GET %s: %v", h.URL, httpcheck.Unwrap(err))
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxOutput))
-	ok := resp.StatusCode >= 200 && resp.StatusCode < 400
-	if h.ExpectStatus != 0 {
-		ok = resp.StatusCode == h.ExpectStatus
-	}
+	ok := httpcheck.OK(resp.StatusCode, h.ExpectStatus)
 	msg := fmt.Sprintf("HTTP %d", resp.StatusCode)
 	if !ok {
 		if h.ExpectStatus != 0 {
@@ -106,16 +77,6 @@ func checkHTTP(ctx context.Context, client *http.Client, h *HTTPCheck) (bool, st
 		msg = withOutput(msg, string(body))
 	}
 	return ok, msg
-}
-
-// unwrapURLError drops the *url.Error wrapper, whose text repeats the
-// method and URL the message already names.
-func unwrapURLError(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err
-	}
-	return err
 }
 
 func checkTCP(ctx context.Context, addr string) (bool, string) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/supervise-dev/supervise/clock/fakeclock"
+	"github.com/supervise-dev/supervise/internal/httpcheck"
 )
 
 // These tests use real servers on 127.0.0.1; the runner tests among them
@@ -43,7 +44,7 @@ func TestCheckHTTP(t *testing.T) {
 	closed := httptest.NewServer(mux)
 	closed.Close()
 
-	client := newHTTPClient()
+	client := httpcheck.NewClient()
 	for _, tc := range []struct {
 		name    string
 		check   HTTPCheck

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/supervise-dev/supervise/clock"
+	"github.com/supervise-dev/supervise/internal/httpcheck"
 	"github.com/supervise-dev/supervise/proc"
 )
 
@@ -133,7 +134,7 @@ func Start(cfg Config) (*Runner, error) {
 		cfg:     cfg,
 		clock:   cfg.Clock,
 		log:     log,
-		client:  newHTTPClient(),
+		client:  httpcheck.NewClient(),
 		start:   cfg.StartedAt,
 		started: make(chan struct{}),
 		st:      Status{Last: map[string]Result{}},

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"strconv"
@@ -141,7 +142,11 @@ func New(opts Options) (*Runtime, error) {
 		r.initPath = "/proc/self/exe"
 	}
 	r.cg, r.cgErr = openCgroups(opts.CgroupFS, opts.CgroupRoot, opts.CgroupMode)
-	if r.cgErr != nil {
+	switch {
+	case r.cgErr != nil && errors.Is(r.cgErr, fs.ErrPermission):
+		r.cg = nil
+		r.sayNoCgroup(r.cgErr)
+	case r.cgErr != nil:
 		r.cg = nil
 		log.Info("running without cgroups: sandboxes cannot have limits", "err", r.cgErr)
 	}

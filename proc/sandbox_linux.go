@@ -56,6 +56,8 @@ func (r *Runtime) CreateSandbox(ctx context.Context, cfg SandboxConfig) (id stri
 	sb.cfg.Namespaces = slices.Clone(cfg.Namespaces)
 	if !cfg.NoCgroup {
 		switch {
+		case r.cg == nil && cfg.hasLimits() && errors.Is(r.cgErr, fs.ErrPermission):
+			return "", errNotPermitted(cfg.Name, r.cgErr)
 		case r.cg == nil && cfg.hasLimits():
 			return "", fmt.Errorf("creating sandbox %q: limits asked: %w: %v", cfg.Name, ErrCgroupsUnavailable, r.cgErr)
 		case r.cg != nil:
@@ -65,13 +67,9 @@ func (r *Runtime) CreateSandbox(ctx context.Context, cfg SandboxConfig) (id stri
 				// A supervisor that may not write the cgroup tree (not
 				// root; root made the subtree) runs what asks for no
 				// limits without a cgroup, as it would with none at all.
-				r.noCgroupOnce.Do(func() {
-					r.log.Warn("no cgroup for programs without limits: this user may not create cgroups here; their leftovers are not killed with a cgroup",
-						"uid", os.Getuid(), "err", err)
-				})
+				r.sayNoCgroup(err)
 			case err != nil && errors.Is(err, fs.ErrPermission):
-				return "", fmt.Errorf("creating sandbox %q: limits asked, but uid %d may not create cgroups: %w (run supervise as root, or delegate a cgroup subtree to this user)",
-					cfg.Name, os.Getuid(), err)
+				return "", errNotPermitted(cfg.Name, err)
 			case err != nil:
 				return "", fmt.Errorf("creating sandbox %q: creating cgroup: %w", cfg.Name, err)
 			}
@@ -485,4 +483,21 @@ func (r *Runtime) killInit(sb *sandbox) {
 	if err := r.rp.kill(sb.init.pid, false, unix.SIGKILL); err != nil && !errors.Is(err, ErrProcessDone) {
 		r.log.Warn("killing sandbox init", "sandbox", sb.id, "pid", sb.init.pid, "err", err)
 	}
+}
+
+// sayNoCgroup says once that a supervisor which may not write the cgroup
+// tree (an ordinary user's) runs programs that ask for no limits without a
+// cgroup: the same words whether the tree is missing or root's.
+func (r *Runtime) sayNoCgroup(err error) {
+	r.noCgroupOnce.Do(func() {
+		r.log.Warn("no cgroup for programs without limits: this user may not create cgroups here; their leftovers are not killed with a cgroup",
+			"uid", os.Getuid(), "err", err)
+	})
+}
+
+// errNotPermitted is the start error of a sandbox that asks for limits
+// from a supervisor that may not create cgroups.
+func errNotPermitted(name string, err error) error {
+	return fmt.Errorf("creating sandbox %q: limits asked, but uid %d may not create cgroups: %w (run supervise as root, or delegate a cgroup subtree to this user)",
+		name, os.Getuid(), err)
 }
