@@ -360,6 +360,9 @@ func (s *Supervisor) Reload(ctx context.Context) error {
 	s.mu.Unlock()
 	cfg, err := s.load(file)
 	if err != nil {
+		s.mu.Lock()
+		s.reloadFailures++
+		s.mu.Unlock()
 		s.events.add("supervisor", "", "ReloadFailed", err.Error())
 		return fmt.Errorf("reloading %s: %w (the running config stays)", file, err)
 	}
