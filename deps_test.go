@@ -48,6 +48,7 @@ var imports = map[string][]string{
 	"bench/pid1":            {"golang.org/x/sys/unix"},
 	"bench/peers":           {"golang.org/x/sys/unix"},
 	"bench/peers/helper":    {"golang.org/x/sys/unix"},
+	"bench/scrape":          {},
 	"integration/v2vm/init": {"golang.org/x/sys/unix"},
 	"integration":           {},
 	"integration/soak":      {},
