@@ -93,7 +93,9 @@ func TestHealthyLockHeld(t *testing.T) {
 	go func() { res <- h.sup.Healthy() }()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := h.clock.WaitForWaiterAt(ctx, h.clock.Now().Add(lockBound)); err != nil {
+	// Both callers must have armed their timers before the step, or the
+	// late one waits for a deadline the clock has passed.
+	if err := h.clock.WaitForWaitersAt(ctx, h.clock.Now().Add(lockBound), 2); err != nil {
 		t.Fatal(err)
 	}
 	h.clock.Step(lockBound)
