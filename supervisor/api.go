@@ -163,7 +163,7 @@ func (c *statsCache) get(rt Runtime, sid string, now time.Time) (proc.Stats, boo
 	if ok && now.Sub(e.at) < statsTTL {
 		return e.stats, true
 	}
-	st, err := rt.Stats(sid)
+	st, err := rt.Usage(sid)
 	if err != nil {
 		return proc.Stats{}, false
 	}

@@ -245,7 +245,7 @@ func (f *fakeRuntime) Status(id string) (proc.ProcessStatus, error) {
 		FinishedAt: p.finished, ExitCode: p.code, Signal: p.sig}, nil
 }
 
-func (f *fakeRuntime) Stats(id string) (proc.Stats, error) { return proc.Stats{}, nil }
+func (f *fakeRuntime) Usage(id string) (proc.Stats, error) { return proc.Stats{}, nil }
 
 func (f *fakeRuntime) Exec(ctx context.Context, sid string, cfg proc.ExecConfig) (proc.ExecResult, error) {
 	f.mu.Lock()

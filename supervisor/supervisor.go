@@ -44,7 +44,7 @@ type Runtime interface {
 	Stop(ctx context.Context, id string, grace time.Duration) error
 	Remove(ctx context.Context, id string) error
 	Status(id string) (proc.ProcessStatus, error)
-	Stats(sandboxID string) (proc.Stats, error)
+	Usage(sandboxID string) (proc.Stats, error) // memory and CPU
 	Exec(ctx context.Context, sandboxID string, cfg proc.ExecConfig) (proc.ExecResult, error)
 	Events() <-chan proc.ExitEvent
 }
