@@ -129,7 +129,7 @@ func (s *Supervisor) Status(ctx context.Context, names []string) ([]ctl.ProgramS
 }
 
 // statsCache keeps each sandbox's cgroup figures for a second: a status of
-// a thousand programs is a few thousand file reads, and a dashboard polling
+// a thousand programs is two thousand file reads, and a dashboard polling
 // it must not pay them on every call. Entries of deleted sandboxes go at
 // the next sweep.
 type statsCache struct {
