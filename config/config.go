@@ -84,6 +84,9 @@ type Supervisor struct {
 	// MaxFollowers bounds the following streams (`logs -f`, `events -f`)
 	// at once, below MaxConnections.
 	MaxFollowers int
+	// HTTP is the address (HOST:PORT) of the read-only HTTP listener for
+	// /metrics, /healthz and /readyz; "" (the default) serves none.
+	HTTP string
 	// Line of the [supervisor] table; 0 when the file has none.
 	Line int
 }

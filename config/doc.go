@@ -61,7 +61,7 @@
 // Keys (see config.example.toml for every one, commented):
 //
 //	[supervisor]  socket socket_group workers shutdown_timeout log_format log_ring strict_shutdown
-//	              log_level exit_on watch_config max_connections max_followers
+//	              log_level exit_on watch_config max_connections max_followers http
 //	[defaults] and [program.NAME]
 //	              command dir env env_file user group groups restart
 //	              success_exit_codes instances autostart critical depends_on

@@ -685,6 +685,29 @@ func TestParseConnectionLimits(t *testing.T) {
 	}
 }
 
+func TestParseHTTP(t *testing.T) {
+	if cfg := mustParse(t, "[program.w]\ncommand = \"w\"\n"); cfg.Supervisor.HTTP != "" {
+		t.Errorf("default http = %q, want off", cfg.Supervisor.HTTP)
+	}
+	for _, ok := range []string{"127.0.0.1:9100", ":9100", "[::1]:0", "localhost:80"} {
+		if cfg := mustParse(t, "[supervisor]\nhttp = \""+ok+"\"\n[program.w]\ncommand = \"w\"\n"); cfg.Supervisor.HTTP != ok {
+			t.Errorf("http = %q: got %q", ok, cfg.Supervisor.HTTP)
+		}
+	}
+	for _, tc := range []struct{ src, want string }{
+		{`http = "9100"`, `test.toml:2: supervisor.http: "9100" is not HOST:PORT`},
+		{`http = "127.0.0.1:http"`, `test.toml:2: supervisor.http: "127.0.0.1:http": the port must be a number`},
+		{`http = "127.0.0.1:70000"`, `the port must be a number from 0 to 65535`},
+		{`http = "a b:80"`, `"a b" is neither an IP address nor a host name`},
+		{`http = 9100`, `test.toml:2: supervisor.http: must be a string`},
+	} {
+		_, err := Parse("/etc/sv/test.toml", []byte("[supervisor]\n"+tc.src+"\n[program.w]\ncommand = \"w\"\n"))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want %q", tc.src, err, tc.want)
+		}
+	}
+}
+
 // check refuses what run would refuse: a socket path too long for a unix
 // socket address, a socket group this machine does not have.
 func TestParseSocketCheckedAsRunWould(t *testing.T) {

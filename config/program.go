@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"maps"
+	"net"
 	"net/url"
 	"os/user"
 	"regexp"
@@ -44,7 +45,7 @@ func (d *decoder) supervisor(n *node) Supervisor {
 	s.Line = d.ix.line(n.path)
 	t := d.table(n, "a table: [supervisor]")
 	d.known(t, "socket", "socket_group", "workers", "shutdown_timeout", "log_format", "log_level", "exit_on", "watch_config", "log_ring", "strict_shutdown",
-		"max_connections", "max_followers")
+		"max_connections", "max_followers", "http")
 	if v := t["socket"]; v != nil {
 		if p, ok := d.path(v); ok {
 			if len(p) > maxSocketPath {
@@ -122,7 +123,46 @@ func (d *decoder) supervisor(n *node) Supervisor {
 			}
 		}
 	}
+	if v := t["http"]; v != nil {
+		if addr, ok := d.str(v); ok {
+			if err := checkListenAddr(addr); err != nil {
+				d.errorf(v.path, "%v", err)
+			} else {
+				s.HTTP = addr
+			}
+		}
+	}
 	return s
+}
+
+// checkListenAddr accepts HOST:PORT (HOST may be empty for every address,
+// an IPv6 address in brackets) with a port number, as the metrics listener
+// takes it.
+func checkListenAddr(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q is not HOST:PORT (e.g. \"127.0.0.1:9100\", \":9100\" for every address): %v", addr, err)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("%q: the port must be a number from 0 to 65535", addr)
+	}
+	if host != "" && net.ParseIP(host) == nil && !validHostname(host) {
+		return fmt.Errorf("%q: %q is neither an IP address nor a host name", addr, host)
+	}
+	return nil
+}
+
+// validHostname: letters, digits, '-' and '.', as DNS names are.
+func validHostname(h string) bool {
+	if len(h) > 253 {
+		return false
+	}
+	for _, c := range h {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.') {
+			return false
+		}
+	}
+	return true
 }
 
 // program decodes one program table (with [defaults] merged in), as far as

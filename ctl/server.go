@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/supervise-dev/supervise/internal/connlimit"
 	"github.com/supervise-dev/supervise/logs"
 )
 
@@ -163,8 +164,8 @@ func (s *Server) Serve(ctx context.Context) error {
 		MaxHeaderBytes:    64 << 10,
 		BaseContext:       func(net.Listener) context.Context { return base },
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
-			if lc, ok := c.(*limitConn); ok {
-				c = lc.Conn
+			if lc, ok := c.(interface{ NetConn() net.Conn }); ok {
+				c = lc.NetConn()
 			}
 			return context.WithValue(ctx, peerKey{}, peerOf(c))
 		},
@@ -183,7 +184,7 @@ func (s *Server) Serve(ctx context.Context) error {
 		return errors.New("control socket: Serve called twice")
 	}
 	s.hs = hs
-	ln := newLimitListener(s.ln, s.cfg.MaxConns, s.log)
+	ln := connlimit.New(s.ln, s.cfg.MaxConns, "control socket", "application/json", tooManyBody, s.log)
 	s.mu.Unlock()
 
 	errc := make(chan error, 1)

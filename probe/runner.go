@@ -70,9 +70,11 @@ type Status struct {
 
 // Result is the outcome of one probe.
 type Result struct {
-	Time    time.Time // when it finished
-	OK      bool
-	Message string // e.g. "HTTP 200", "exit code 1: not ready", "timed out after 1s"
+	Time     time.Time // when it finished
+	OK       bool
+	Message  string        // e.g. "HTTP 200", "exit code 1: not ready", "timed out after 1s"
+	Duration time.Duration // how long it took
+
 }
 
 // Runner runs the probes of one process run, each on its own timer and in
@@ -202,7 +204,9 @@ func (r *Runner) worker(ctx context.Context, kind string, s Spec) {
 		if !r.sleepUntil(ctx, due) {
 			return
 		}
+		began := r.clock.Now()
 		ok, msg := r.probe(ctx, &s, due)
+		ended := r.clock.Now()
 		if ctx.Err() != nil {
 			return // stopped mid-probe: the result means nothing
 		}
@@ -211,7 +215,7 @@ func (r *Runner) worker(ctx context.Context, kind string, s Spec) {
 		} else {
 			run++
 		}
-		if !r.record(kind, s, Result{Time: r.clock.Now(), OK: ok, Message: msg}, run) {
+		if !r.record(kind, s, Result{Time: ended, OK: ok, Message: msg, Duration: ended.Sub(began)}, run) {
 			return
 		}
 		// Schedule from when the probe was due, not from when it ended, as a

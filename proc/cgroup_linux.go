@@ -22,5 +22,6 @@ type cgroup interface {
 	kill() error
 	remove() error
 	stats() (Stats, error)
+	usage() (Stats, error) // memory and CPU only
 	oomKills() (uint64, error)
 }

@@ -65,6 +65,14 @@ func (g cgGroup) kill() error               { return g.c.Kill() }
 func (g cgGroup) remove() error             { return g.c.Delete() }
 func (g cgGroup) oomKills() (uint64, error) { return g.c.OOMKills() }
 
+func (g cgGroup) usage() (Stats, error) {
+	s, err := g.c.Usage()
+	if err != nil {
+		return Stats{}, err
+	}
+	return Stats{MemoryBytes: s.MemoryBytes, CPUUsage: s.CPUUsage}, nil
+}
+
 func (g cgGroup) stats() (Stats, error) {
 	s, err := g.c.Stats()
 	if err != nil {

@@ -33,6 +33,7 @@ func (*Runtime) SandboxStatus(string) (SandboxStatus, error) {
 	return SandboxStatus{}, errors.ErrUnsupported
 }
 func (*Runtime) Stats(string) (Stats, error) { return Stats{}, errors.ErrUnsupported }
+func (*Runtime) Usage(string) (Stats, error) { return Stats{}, errors.ErrUnsupported }
 func (*Runtime) Create(context.Context, string, ProcessConfig) (string, error) {
 	return "", errors.ErrUnsupported
 }

@@ -129,7 +129,7 @@ func (s *Supervisor) Status(ctx context.Context, names []string) ([]ctl.ProgramS
 }
 
 // statsCache keeps each sandbox's cgroup figures for a second: a status of
-// a thousand programs is a few thousand file reads, and a dashboard polling
+// a thousand programs is two thousand file reads, and a dashboard polling
 // it must not pay them on every call. Entries of deleted sandboxes go at
 // the next sweep.
 type statsCache struct {
@@ -163,7 +163,7 @@ func (c *statsCache) get(rt Runtime, sid string, now time.Time) (proc.Stats, boo
 	if ok && now.Sub(e.at) < statsTTL {
 		return e.stats, true
 	}
-	st, err := rt.Stats(sid)
+	st, err := rt.Usage(sid)
 	if err != nil {
 		return proc.Stats{}, false
 	}
@@ -360,6 +360,9 @@ func (s *Supervisor) Reload(ctx context.Context) error {
 	s.mu.Unlock()
 	cfg, err := s.load(file)
 	if err != nil {
+		s.mu.Lock()
+		s.reloadFailures++
+		s.mu.Unlock()
 		s.events.add("supervisor", "", "ReloadFailed", err.Error())
 		return fmt.Errorf("reloading %s: %w (the running config stays)", file, err)
 	}

@@ -95,6 +95,9 @@ func (s *Supervisor) recordExit(in *instance, exit exitInfo, requested bool) {
 	in.procID, in.pid = "", 0
 	e := exit
 	in.lastExit = &e
+	if e.Reason == string(proc.ReasonOOMKilled) {
+		in.oomKills++
+	}
 	msg := exitMessage(&e)
 	if e.Message != "" {
 		msg += ": " + e.Message

@@ -32,6 +32,8 @@ type fakeRuntime struct {
 	selfPid    map[string]bool               // program name → its processes have the test's pid, so it can speak for them (sd_notify)
 	configs    map[string]proc.ProcessConfig // program name → the config of its last process
 	failDelete int                           // the next DeleteSandbox calls that fail
+	// blockCreate: sandbox name → CreateSandbox waits until it is closed.
+	blockCreate map[string]chan struct{}
 }
 
 type fakeProc struct {
@@ -60,6 +62,16 @@ func newFakeRuntime(clk clock.Clock) *fakeRuntime {
 }
 
 func (f *fakeRuntime) CreateSandbox(ctx context.Context, cfg proc.SandboxConfig) (string, error) {
+	f.mu.Lock()
+	block := f.blockCreate[cfg.Name]
+	f.mu.Unlock()
+	if block != nil {
+		select {
+		case <-block:
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.next++
@@ -159,6 +171,21 @@ func (f *fakeRuntime) exit(name string, code int) bool {
 	return false
 }
 
+// exitOOM makes the running process of program name die of the OOM killer.
+func (f *fakeRuntime) exitOOM(name string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, p := range f.procs {
+		if p.name == name && p.state == proc.StateRunning {
+			p.state, p.finished, p.code, p.sig = proc.StateExited, f.clock.Now(), -1, syscall.SIGKILL
+			f.events <- proc.ExitEvent{ID: p.id, SandboxID: p.sandbox, Pid: p.pid, ExitCode: -1, Signal: syscall.SIGKILL,
+				Reason: proc.ReasonOOMKilled, StartedAt: p.started, FinishedAt: p.finished}
+			return true
+		}
+	}
+	return false
+}
+
 func (f *fakeRuntime) exitLocked(p *fakeProc, code int, sig syscall.Signal) {
 	p.state = proc.StateExited
 	p.finished = f.clock.Now()
@@ -218,7 +245,7 @@ func (f *fakeRuntime) Status(id string) (proc.ProcessStatus, error) {
 		FinishedAt: p.finished, ExitCode: p.code, Signal: p.sig}, nil
 }
 
-func (f *fakeRuntime) Stats(id string) (proc.Stats, error) { return proc.Stats{}, nil }
+func (f *fakeRuntime) Usage(id string) (proc.Stats, error) { return proc.Stats{}, nil }
 
 func (f *fakeRuntime) Exec(ctx context.Context, sid string, cfg proc.ExecConfig) (proc.ExecResult, error) {
 	f.mu.Lock()

@@ -86,6 +86,7 @@ func (s *Supervisor) ApplyConfig(ctx context.Context, cfg *config.Config) error 
 		return errors.New("supervise is shutting down")
 	}
 	s.applyLocked(cfg)
+	s.reloads++
 	s.bg.Go(func() { s.syncWatchers(cfg) }) // not under s.mu: a watcher's callback takes it
 	s.events.add("supervisor", "", "Reloaded", cfg.File)
 	s.log.Info("config reloaded", "file", cfg.File, "programs", len(cfg.Programs))

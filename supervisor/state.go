@@ -24,6 +24,10 @@ const (
 	Failed           State = "Failed"
 )
 
+// allStates lists every state in lifecycle order (the docs' table's, and
+// the metrics' state series).
+var allStates = []State{Stopped, Waiting, Starting, Running, Stopping, Exited, CrashLoopBackOff, Completed, Failed}
+
 // transitions is the lifecycle: the states an instance may move to from
 // each state. A move to the same state (a new message) is always allowed;
 // any other move is refused and reported (see setStateLocked).
@@ -166,6 +170,7 @@ type instance struct {
 	lastExit   *exitInfo
 	afterExit  bool // the next start is a restart after an exit: crash backoff applies
 	restarts   int
+	oomKills   int // runs ended by the OOM killer
 	nextStart  time.Time
 	// stopDeadline is when a stop in progress escalates to SIGKILL; zero
 	// when no stop is in progress.

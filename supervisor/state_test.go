@@ -8,7 +8,7 @@ import (
 )
 
 // lifecycleOrder is the order of the states in the docs' table.
-var lifecycleOrder = []State{Stopped, Waiting, Starting, Running, Stopping, Exited, CrashLoopBackOff, Completed, Failed}
+var lifecycleOrder = allStates
 
 // transitionsTable renders the lifecycle as the markdown table of
 // docs/ARCHITECTURE.md.

@@ -44,7 +44,7 @@ type Runtime interface {
 	Stop(ctx context.Context, id string, grace time.Duration) error
 	Remove(ctx context.Context, id string) error
 	Status(id string) (proc.ProcessStatus, error)
-	Stats(sandboxID string) (proc.Stats, error)
+	Usage(sandboxID string) (proc.Stats, error) // memory and CPU
 	Exec(ctx context.Context, sandboxID string, cfg proc.ExecConfig) (proc.ExecResult, error)
 	Events() <-chan proc.ExitEvent
 }
@@ -60,6 +60,7 @@ type queue interface {
 	Done(key string)
 	Len() int
 	ShutDown()
+	Stats() workqueue.Stats
 }
 
 // Options configure a Supervisor. Config and Runtime are required.
@@ -105,13 +106,22 @@ type Supervisor struct {
 	firstFail    *int     // exit status of the first program that failed for good
 	forced       []string // instances SIGKILLed during the shutdown, in order
 	illegal      int      // state transitions refused as illegal
-	exitOnCode   *int     // status of the exit_on program whose end ends the supervisor
-	systemdReady bool     // READY=1 was sent to systemd
+	reloads      uint64   // configs applied after the first
+	// reloadFailures counts reloads refused (a bad file): the running
+	// config stayed.
+	reloadFailures uint64
+	exitOnCode     *int // status of the exit_on program whose end ends the supervisor
+	systemdReady   bool // READY=1 was sent to systemd
 
 	done     chan struct{} // closed when every program has ended for good and none restarts
 	doneOnce sync.Once
 	stopReq  chan struct{} // closed by the Shutdown command
 	stopOnce sync.Once
+
+	// lockCheck is closed when the lock Healthy waits for was free; nil
+	// when no check waits.
+	lockCheckMu sync.Mutex
+	lockCheck   chan struct{}
 
 	watch watchers   // file watchers of [program.N.watch]
 	stats statsCache // cgroup figures for status

@@ -203,26 +203,35 @@ func (t *fakeTimer) fireLocked(now time.Time) {
 
 // HasWaiterAt reports whether a pending timer fires exactly at t, so a test
 // can step the clock only once the code under test has armed its timer.
-func (c *Clock) HasWaiterAt(t time.Time) bool {
+func (c *Clock) HasWaiterAt(t time.Time) bool { return c.waitersAt(t) > 0 }
+
+func (c *Clock) waitersAt(t time.Time) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	n := 0
 	for _, w := range c.waiters {
 		if w.deadline.Equal(t) {
-			return true
+			n++
 		}
 	}
-	return false
+	return n
 }
 
 // WaitForWaiterAt blocks until a pending timer fires exactly at t, or ctx
 // ends: a test steps the clock only once the code under test has armed its
 // timer, without polling.
 func (c *Clock) WaitForWaiterAt(ctx context.Context, t time.Time) error {
+	return c.WaitForWaitersAt(ctx, t, 1)
+}
+
+// WaitForWaitersAt blocks until at least n pending timers fire exactly at t,
+// or ctx ends: for code that arms several timers from several goroutines.
+func (c *Clock) WaitForWaitersAt(ctx context.Context, t time.Time, n int) error {
 	for {
 		c.mu.Lock()
 		armed := c.armed
 		c.mu.Unlock()
-		if c.HasWaiterAt(t) {
+		if c.waitersAt(t) >= n {
 			return nil
 		}
 		select {

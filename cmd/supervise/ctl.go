@@ -139,6 +139,10 @@ func ctlVerbs(exit func(code int) error) []*cli.Command {
 			lateFlags{follow: true, n: true}, ctlLogs, followFlag,
 			&cli.IntFlag{Name: "n", Aliases: []string{"lines"}, Value: -1, DefaultText: "all", Usage: "lines of history per program"}),
 		verb("events", "", "print recent state changes; -f follows them", lateFlags{follow: true}, ctlEvents, followFlag),
+		verb("top", "[NAME…]", "a live view of the programs: state, readiness, restarts, CPU %, memory, last exit (c/m/n sort, q quits)",
+			lateFlags{}, ctlTop,
+			&cli.StringFlag{Name: "sort", Value: ctlfmt.SortCPU, Usage: "cpu, mem or name"},
+			&cli.DurationFlag{Name: "interval", Value: 2 * time.Second, Usage: "time between refreshes"}),
 		verb("reload", "", "re-read the config file and apply the changes", lateFlags{}, ctlAction("reload", "reloaded")),
 		verb("shutdown", "", "stop every program and make supervise exit", lateFlags{}, ctlAction("shutdown", "shutting down")),
 	}
@@ -156,6 +160,9 @@ type ctlEnv struct {
 	follow   bool
 	n        int
 	out      *bufio.Writer
+	// top's
+	sort     string
+	interval time.Duration
 }
 
 // usageError is a command line mistake: exit code 2.
@@ -226,6 +233,17 @@ func ctlRun(c *cli.Context, late lateFlags, fn verbFunc) int {
 	}
 	if late.n {
 		e.n = c.Int("n")
+	}
+	if c.Command.Name == "top" {
+		e.sort, e.interval = c.String("sort"), c.Duration("interval")
+		switch {
+		case e.sort != ctlfmt.SortCPU && e.sort != ctlfmt.SortMemory && e.sort != ctlfmt.SortName:
+			fmt.Fprintf(os.Stderr, "supervisectl top: --sort %q: want cpu, mem or name\n", e.sort)
+			return ctlExitUsage
+		case e.interval < 100*time.Millisecond:
+			fmt.Fprintf(os.Stderr, "supervisectl top: --interval %v: at least 100ms\n", e.interval)
+			return ctlExitUsage
+		}
 	}
 	err := parseLate(c.Args().Slice(), late, e)
 	e.terminal = !e.json && isTerminal(os.Stdout)

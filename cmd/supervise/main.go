@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 	"syscall"
@@ -23,6 +24,7 @@ import (
 	"github.com/supervise-dev/supervise/config"
 	"github.com/supervise-dev/supervise/ctl"
 	"github.com/supervise-dev/supervise/internal/unixsig"
+	"github.com/supervise-dev/supervise/metrics"
 	"github.com/supervise-dev/supervise/pid1"
 	"github.com/supervise-dev/supervise/proc"
 	"github.com/supervise-dev/supervise/supervisor"
@@ -113,6 +115,7 @@ func runFlags() []cli.Flag {
 	return []cli.Flag{
 		configFlag(),
 		&cli.StringFlag{Name: "socket", EnvVars: []string{"SUPERVISE_SOCKET"}, Usage: "control socket (overrides [supervisor] socket)"},
+		&cli.StringFlag{Name: "http", EnvVars: []string{"SUPERVISE_HTTP"}, Usage: "serve /metrics, /healthz and /readyz on HOST:PORT (overrides [supervisor] http)"},
 		&cli.StringFlag{Name: "log-format", Usage: "text or json (overrides [supervisor] log_format)"},
 		&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error"},
 		&cli.StringFlag{Name: "formation", Aliases: []string{"m"}, Usage: "Procfile: instances per process type, e.g. web=2,worker=1 (all=N for the rest)"},
@@ -284,6 +287,25 @@ func runCommand(c *cli.Context) int {
 	defer cancel()
 	bg.Go(func() { _ = srv.Serve(ctx) })
 
+	httpAddr := c.String("http")
+	if httpAddr == "" {
+		httpAddr = cfg.Supervisor.HTTP
+	}
+	if httpAddr != "" {
+		h := metrics.NewHandler(sup, metrics.Build{Version: version, GoVersion: runtime.Version()})
+		ms, err := metrics.Listen(httpAddr, h, log)
+		if err != nil {
+			log.Error("metrics listener", "err", err)
+			return exitFailed
+		}
+		httpAddr = ms.Addr().String()
+		bg.Go(func() {
+			if err := ms.Serve(ctx); err != nil {
+				log.Error("metrics listener", "err", err)
+			}
+		})
+	}
+
 	// The config follows its file: the directory is watched, so editors that
 	// write and rename and ConfigMap symlink swaps are seen.
 	// env_file and a Procfile's .env count as part of the config.
@@ -345,7 +367,7 @@ func runCommand(c *cli.Context) int {
 		}
 	})
 
-	log.Info("supervise running", "config", file, "socket", socket, "programs", len(cfg.Programs), "pid", os.Getpid())
+	log.Info("supervise running", "config", file, "socket", socket, "http", httpAddr, "programs", len(cfg.Programs), "pid", os.Getpid())
 	code := sup.Run(ctx)
 	log.Info("supervise exiting", "code", code)
 	return code

@@ -171,29 +171,33 @@ func (c *Cgroup) Procs() ([]int, error) {
 
 // Stats reads the cgroup's counters.
 func (c *Cgroup) Stats() (Stats, error) {
-	var s Stats
-	v2 := c.root.mode == ModeV2
-	readOpt := func(ctrl, file string) (int64, error) {
-		d := c.dir(ctrl)
-		if d == "" {
-			return 0, nil
-		}
-		n, err := readInt(filepath.Join(d, file))
-		if isNotExist(err) {
-			return 0, nil
-		}
-		return n, err
+	s, err := c.Usage()
+	if err != nil {
+		return Stats{}, err
 	}
+	if s.Pids, err = c.readOpt("pids", "pids.current"); err != nil {
+		return Stats{}, fmt.Errorf("cgroups: stats of %q: %w", c.name, err)
+	}
+	if s.OOMKills, err = c.OOMKills(); err != nil {
+		return Stats{}, err
+	}
+	return s, nil
+}
+
+// Usage reads what a status page shows, memory and CPU time: two files,
+// where Stats reads four.
+func (c *Cgroup) Usage() (Stats, error) {
+	var s Stats
 	var err error
-	if v2 {
-		s.MemoryBytes, err = readOpt("memory", "memory.current")
+	if c.root.mode == ModeV2 {
+		s.MemoryBytes, err = c.readOpt("memory", "memory.current")
 	} else {
-		s.MemoryBytes, err = readOpt("memory", "memory.usage_in_bytes")
+		s.MemoryBytes, err = c.readOpt("memory", "memory.usage_in_bytes")
 	}
 	if err != nil {
 		return Stats{}, fmt.Errorf("cgroups: stats of %q: %w", c.name, err)
 	}
-	if v2 {
+	if c.root.mode == ModeV2 {
 		// cpu.stat exists without the cpu controller (usage is core
 		// accounting).
 		usec, _, err := readKeyed(filepath.Join(c.dirs[0], "cpu.stat"), "usage_usec")
@@ -202,19 +206,27 @@ func (c *Cgroup) Stats() (Stats, error) {
 		}
 		s.CPUUsage = time.Duration(usec) * time.Microsecond
 	} else {
-		ns, err := readOpt("cpuacct", "cpuacct.usage")
+		ns, err := c.readOpt("cpuacct", "cpuacct.usage")
 		if err != nil {
 			return Stats{}, fmt.Errorf("cgroups: stats of %q: %w", c.name, err)
 		}
 		s.CPUUsage = time.Duration(ns)
 	}
-	if s.Pids, err = readOpt("pids", "pids.current"); err != nil {
-		return Stats{}, fmt.Errorf("cgroups: stats of %q: %w", c.name, err)
-	}
-	if s.OOMKills, err = c.OOMKills(); err != nil {
-		return Stats{}, err
-	}
 	return s, nil
+}
+
+// readOpt reads an integer file of a controller's directory: 0 when the
+// cgroup is not in that controller's hierarchy or the file does not exist.
+func (c *Cgroup) readOpt(ctrl, file string) (int64, error) {
+	d := c.dir(ctrl)
+	if d == "" {
+		return 0, nil
+	}
+	n, err := readInt(filepath.Join(d, file))
+	if isNotExist(err) {
+		return 0, nil
+	}
+	return n, err
 }
 
 // OOMKills returns how many processes of the cgroup the kernel's OOM killer

@@ -67,6 +67,7 @@ type counters struct {
 	adds, retries, gets uint64
 	latencySum          int64
 	lastLatency         int64
+	queueTime, workTime Histogram
 }
 
 // New returns a running queue. Its waiting loop runs until ShutDown or
@@ -150,6 +151,7 @@ func (q *Queue[T]) Get() (key T, shutdown bool) {
 	q.stats.gets++
 	q.stats.latencySum += lat
 	q.stats.lastLatency = lat
+	q.stats.queueTime.observe(time.Duration(lat))
 	q.keys[e.key] = keyState{flags: processing, since: now}
 	q.processing++
 	return e.key, false
@@ -167,6 +169,7 @@ func (q *Queue[T]) Done(key T) {
 		return
 	}
 	q.processing--
+	q.stats.workTime.observe(time.Duration(now - st.since))
 	if st.flags&dirty != 0 {
 		q.keys[key] = keyState{flags: dirty}
 		// Its queue latency counts from now, when it became ready again.
@@ -385,8 +388,12 @@ type Stats struct {
 	Retries        uint64        // AddAfter and AddRateLimited calls
 	Gets           uint64        // keys handed out
 	LongestRunning time.Duration // how long the longest-held key has been held so far
+	UnfinishedWork time.Duration // how long the held keys have been held so far, summed
 	LastLatency    time.Duration // time the latest Get's key waited ready in the queue
 	MeanLatency    time.Duration // mean time keys waited ready in the queue, over all Gets
+	// QueueTime: how long keys waited ready in the queue, per Get;
+	// WorkTime: how long workers held them, per Done.
+	QueueTime, WorkTime Histogram
 }
 
 // Stats returns the queue's counters. It scans the held keys, so it is meant
@@ -403,6 +410,8 @@ func (q *Queue[T]) Stats() Stats {
 		Retries:     q.stats.retries,
 		Gets:        q.stats.gets,
 		LastLatency: time.Duration(q.stats.lastLatency),
+		QueueTime:   q.stats.queueTime,
+		WorkTime:    q.stats.workTime,
 	}
 	if q.stats.gets > 0 {
 		s.MeanLatency = time.Duration(q.stats.latencySum / int64(q.stats.gets))
@@ -411,7 +420,9 @@ func (q *Queue[T]) Stats() Stats {
 		now := q.now()
 		for _, st := range q.keys {
 			if st.flags&processing != 0 {
-				s.LongestRunning = max(s.LongestRunning, time.Duration(now-st.since))
+				held := time.Duration(now - st.since)
+				s.LongestRunning = max(s.LongestRunning, held)
+				s.UnfinishedWork += held
 			}
 		}
 	}

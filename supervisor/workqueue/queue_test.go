@@ -377,14 +377,38 @@ func TestStats(t *testing.T) {
 	c.Step(3 * time.Second)
 	st := q.Stats()
 	want := Stats{Name: "test", Depth: 2, Waiting: 1, Processing: 1, Adds: 3, Retries: 2, Gets: 1,
-		LongestRunning: 3 * time.Second, LastLatency: 2 * time.Second, MeanLatency: 2 * time.Second}
+		LongestRunning: 3 * time.Second, UnfinishedWork: 3 * time.Second, LastLatency: 2 * time.Second, MeanLatency: 2 * time.Second}
+	want.QueueTime.Buckets[9], want.QueueTime.Count, want.QueueTime.Sum = 1, 1, 2*time.Second // ≤ 10s
 	if st != want {
 		t.Fatalf("Stats = %+v\nwant    %+v", st, want)
 	}
-	q.Done(k)
-	get(t, q) // b, queued 5s ago
-	if st := q.Stats(); st.LastLatency != 5*time.Second || st.MeanLatency != 3500*time.Millisecond {
+	q.Done(k)       // held 3s
+	k2 := get(t, q) // b, queued 5s ago
+	c.Step(20 * time.Second)
+	st = q.Stats()
+	if st.LastLatency != 5*time.Second || st.MeanLatency != 3500*time.Millisecond {
 		t.Fatalf("latency last %v mean %v, want 5s, 3.5s", st.LastLatency, st.MeanLatency)
+	}
+	if st.QueueTime.Buckets[9] != 2 || st.QueueTime.Sum != 7*time.Second {
+		t.Errorf("queue time %+v, want 2 in the ≤10s bucket, sum 7s", st.QueueTime)
+	}
+	if st.WorkTime.Buckets[9] != 1 || st.WorkTime.Count != 1 || st.WorkTime.Sum != 3*time.Second {
+		t.Errorf("work time %+v, want 1 in the ≤10s bucket, sum 3s", st.WorkTime)
+	}
+	q.Done(k2) // held 20s: above every bound
+	if st := q.Stats(); st.WorkTime.Buckets[len(HistogramBounds)] != 1 || st.UnfinishedWork != 0 {
+		t.Errorf("work time %+v unfinished %v, want one above every bound and nothing held", st.WorkTime, st.UnfinishedWork)
+	}
+}
+
+func TestHistogramBuckets(t *testing.T) {
+	var h Histogram
+	for _, d := range []time.Duration{0, 10, 11, time.Millisecond, time.Millisecond + 1, 10 * time.Second, time.Hour} {
+		h.observe(d)
+	}
+	want := [len(HistogramBounds) + 1]uint64{0: 2, 1: 1, 5: 1, 6: 1, 9: 1, 10: 1}
+	if h.Buckets != want || h.Count != 7 {
+		t.Fatalf("buckets %v count %d, want %v 7", h.Buckets, h.Count, want)
 	}
 }
 

@@ -1,0 +1,99 @@
+package ctlfmt
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/supervise-dev/supervise/ctl"
+)
+
+func TestTopFrame(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	yes := true
+	sts := func(busyCPU, idleCPU float64, busyPid int) []ctl.ProgramStatus {
+		return []ctl.ProgramStatus{
+			{Name: "idle", State: "Running", Pid: 10, CPUSeconds: idleCPU, MemoryBytes: 300 << 20},
+			{Name: "busy", State: "Running", Pid: busyPid, CPUSeconds: busyCPU, MemoryBytes: 1 << 20, Ready: &yes, Restarts: 2},
+			{Name: "down", State: "Failed", LastExit: &ctl.ExitInfo{Code: 3, Reason: "Error"}},
+		}
+	}
+	top := &Top{}
+	var b strings.Builder
+	if err := top.Frame(&b, sts(1, 1, 11), t0, 100, 40, false); err != nil {
+		t.Fatal(err)
+	}
+	first := b.String()
+	if !strings.HasPrefix(first, "\x1b[H") || !strings.HasSuffix(first, "\x1b[J") {
+		t.Errorf("frame does not start at home and clear the rest: %q", first)
+	}
+	for _, want := range []string{"3 programs, 2 running, 0 not ready", "sorted by CPU", "busy", "idle", "down", "exit 3"} {
+		if !strings.Contains(first, want) {
+			t.Errorf("first frame has no %q:\n%s", want, first)
+		}
+	}
+	// No CPU % before a second sample.
+	if line := lineOf(first, "busy"); !strings.Contains(line, "     - ") {
+		t.Errorf("busy on the first frame: %q", line)
+	}
+
+	// Two seconds later busy used 1.5 s: 75 %; idle 0.02 s: 1 %. Busy first.
+	b.Reset()
+	top.Frame(&b, sts(2.5, 1.02, 11), t0.Add(2*time.Second), 100, 40, false)
+	second := b.String()
+	if l := lineOf(second, "busy"); !strings.Contains(l, "75.0") || !strings.Contains(l, "yes") || !strings.Contains(l, "1Mi") {
+		t.Errorf("busy: %q", l)
+	}
+	if l := lineOf(second, "idle"); !strings.Contains(l, "1.0") || !strings.Contains(l, "300Mi") {
+		t.Errorf("idle: %q", l)
+	}
+	if strings.Index(second, "busy") > strings.Index(second, "idle") {
+		t.Errorf("not sorted by CPU:\n%s", second)
+	}
+	if !strings.Contains(second, "CPU 76.0%") {
+		t.Errorf("total CPU: %s", second)
+	}
+
+	// A new run (another pid, its CPU time from 0) has no figure yet.
+	b.Reset()
+	top.Frame(&b, sts(0.1, 1.04, 12), t0.Add(4*time.Second), 100, 40, false)
+	if l := lineOf(b.String(), "busy"); !strings.Contains(l, "     - ") {
+		t.Errorf("busy after a restart: %q", l)
+	}
+
+	// By memory: idle first; by name: busy, down, idle.
+	top.Sort = SortMemory
+	b.Reset()
+	top.Frame(&b, sts(0.2, 1.05, 12), t0.Add(6*time.Second), 100, 40, false)
+	if s := b.String(); strings.Index(s, "idle ") > strings.Index(s, "busy ") || !strings.Contains(s, "sorted by memory") {
+		t.Errorf("not sorted by memory:\n%s", s)
+	}
+	top.Sort = SortName
+	b.Reset()
+	top.Frame(&b, sts(0.2, 1.05, 12), t0.Add(8*time.Second), 100, 40, false)
+	if s := b.String(); !(strings.Index(s, "busy ") < strings.Index(s, "down ") && strings.Index(s, "down ") < strings.Index(s, "idle ")) {
+		t.Errorf("not sorted by name:\n%s", s)
+	}
+
+	// A short, narrow terminal: lines cut, the rest counted.
+	b.Reset()
+	top.Frame(&b, sts(0.2, 1.05, 12), t0.Add(10*time.Second), 30, 7, false)
+	s := b.String()
+	if !strings.Contains(s, "… and 2 more") {
+		t.Errorf("short terminal:\n%s", s)
+	}
+	for line := range strings.Lines(strings.ReplaceAll(strings.ReplaceAll(strings.ReplaceAll(s, "\x1b[K", ""), "\x1b[H", ""), "\x1b[J", "")) {
+		if n := len([]rune(strings.TrimRight(line, "\n"))); n > 30 {
+			t.Errorf("line of %d runes on a 30-column terminal: %q", n, line)
+		}
+	}
+}
+
+func lineOf(frame, name string) string {
+	for line := range strings.Lines(frame) {
+		if strings.HasPrefix(line, name+" ") {
+			return line
+		}
+	}
+	return ""
+}

@@ -1,0 +1,179 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/supervise-dev/supervise/internal/connlimit"
+)
+
+// MaxConnections bounds the HTTP connections open at once. Scrapers and
+// probes hold one or two each; past the bound a connection is answered
+// 503 and closed, so a flood cannot take the descriptors that starting
+// programs need.
+const MaxConnections = 64
+
+// maxNotReady bounds the names /readyz lists in its body.
+const maxNotReady = 20
+
+// Handler serves /metrics, /healthz and /readyz from src, and answers
+// anything else 404 and any method but GET and HEAD 405.
+type Handler struct {
+	src   Source
+	build Build
+	pool  sync.Pool // *encoder: a scrape of a thousand programs is ~1 MiB
+}
+
+// NewHandler returns the handler of src's figures.
+func NewHandler(src Source, build Build) *Handler {
+	return &Handler{src: src, build: build}
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	var serve func(http.ResponseWriter, *http.Request)
+	switch r.URL.Path {
+	case "/metrics":
+		serve = h.metrics
+	case "/healthz", "/livez":
+		serve = h.healthz
+	case "/readyz":
+		serve = h.readyz
+	default:
+		http.Error(w, "not found: this listener serves /metrics, /healthz and /readyz; commands go to the control socket", http.StatusNotFound)
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed: this listener is read-only", http.StatusMethodNotAllowed)
+		return
+	}
+	serve(w, r)
+}
+
+func (h *Handler) metrics(w http.ResponseWriter, _ *http.Request) {
+	e, _ := h.pool.Get().(*encoder)
+	if e == nil {
+		e = &encoder{}
+	}
+	e.b = e.b[:0]
+	appendSnapshot(e, h.src.Snapshot(), h.build)
+	appendGo(e)
+	appendProcess(e)
+	w.Header().Set("Content-Type", ContentType)
+	w.Header().Set("Content-Length", strconv.Itoa(len(e.b)))
+	_, _ = w.Write(e.b)
+	if cap(e.b) <= 16<<20 { // a pathological scrape's buffer is not kept
+		h.pool.Put(e)
+	}
+}
+
+func (h *Handler) healthz(w http.ResponseWriter, _ *http.Request) {
+	if err := h.src.Healthy(); err != nil {
+		http.Error(w, "unhealthy: "+err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = w.Write([]byte("ok\n"))
+}
+
+// readyz: 200 when every autostart instance is up (ready, or a one-shot
+// that completed); with ?program=NAME, when every instance of NAME is,
+// autostart or not.
+func (h *Handler) readyz(w http.ResponseWriter, r *http.Request) {
+	name := r.URL.Query().Get("program")
+	s := h.src.Snapshot()
+	var notReady []string
+	found := false
+	for i := range s.Programs {
+		p := &s.Programs[i]
+		if name != "" && p.Program != name || name == "" && !p.Autostart {
+			continue
+		}
+		found = true
+		if !p.Up {
+			notReady = append(notReady, p.Program+":"+p.Instance+" ("+p.State+")")
+		}
+	}
+	if name != "" && !found {
+		http.Error(w, fmt.Sprintf("no program %q", name), http.StatusNotFound)
+		return
+	}
+	if len(notReady) > 0 {
+		msg := "not ready: " + strings.Join(notReady[:min(len(notReady), maxNotReady)], ", ")
+		if len(notReady) > maxNotReady {
+			msg += fmt.Sprintf(" and %d more", len(notReady)-maxNotReady)
+		}
+		http.Error(w, msg, http.StatusServiceUnavailable)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = w.Write([]byte("ok\n"))
+}
+
+// Server is the HTTP listener of a Handler.
+type Server struct {
+	ln  net.Listener
+	hs  *http.Server
+	log *slog.Logger
+}
+
+// Listen binds addr (HOST:PORT). Nothing is served before Serve.
+func Listen(addr string, h http.Handler, log *slog.Logger) (*Server, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: listening on %s: %w", addr, err)
+	}
+	const body = "too many connections to the metrics listener; try again\n"
+	return &Server{
+		ln:  connlimit.New(ln, MaxConnections, "metrics listener", "text/plain; charset=utf-8", body, log),
+		log: log,
+		hs: &http.Server{
+			Handler: h,
+			// A client that is slow to send its request, or idles, gives
+			// its slot back soon.
+			ReadHeaderTimeout: 5 * time.Second,
+			ReadTimeout:       10 * time.Second,
+			WriteTimeout:      30 * time.Second,
+			IdleTimeout:       30 * time.Second,
+			MaxHeaderBytes:    16 << 10,
+			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+		},
+	}, nil
+}
+
+// Addr is the address bound, with the port chosen when addr's was 0.
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// Serve serves until ctx ends, then closes the listener and every
+// connection (waiting at most a second for requests under way).
+func (s *Server) Serve(ctx context.Context) error {
+	errc := make(chan error, 1)
+	go func() { errc <- s.hs.Serve(s.ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("metrics: serving: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := s.hs.Shutdown(sctx); err != nil {
+		_ = s.hs.Close()
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("metrics: serving: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,79 @@
+package metrics
+
+import "time"
+
+// Source is what the handler reads at every request.
+type Source interface {
+	// Snapshot returns the figures at this instant.
+	Snapshot() Snapshot
+	// Healthy reports an error when the supervisor's loop is stuck.
+	Healthy() error
+}
+
+// Snapshot is every figure served, at one instant.
+type Snapshot struct {
+	// States lists every state a program can be in, so that the state
+	// gauge has a series (0 or 1) for each.
+	States   []string
+	Programs []Program
+	Queue    Queue
+	// Reloads and ReloadFailures count config reloads applied and refused.
+	Reloads, ReloadFailures uint64
+	// IllegalTransitions counts state changes the lifecycle refused.
+	IllegalTransitions uint64
+}
+
+// Program is one instance of a program.
+type Program struct {
+	Program  string // the name in the config
+	Instance string // "0" … "N-1"
+	State    string
+	// Ready: the run passed its readiness check (or has none and runs).
+	Ready bool
+	// Up: counts for /readyz: it is ready, or a one-shot that completed.
+	Up        bool
+	Autostart bool
+	Restarts  int
+	// StartedAt is the start of the current run; zero when none runs.
+	StartedAt time.Time
+	LastExit  *Exit // nil before the first exit
+	// Stats: MemoryBytes and CPUSeconds were read from the cgroup.
+	Stats       bool
+	MemoryBytes int64
+	CPUSeconds  float64
+	OOMKills    int
+	Probes      []Probe
+}
+
+// Exit is how an instance last ended.
+type Exit struct {
+	Code   int
+	Reason string // Completed, Error, Signaled, OOMKilled …
+}
+
+// Probe is the last result of one probe of the current run.
+type Probe struct {
+	Kind     string // startup, readiness, liveness
+	OK       bool
+	Duration time.Duration
+}
+
+// Queue is the work queue's figures, under client-go's names.
+type Queue struct {
+	Name                string
+	Depth               int
+	Adds, Retries       uint64
+	LongestRunning      time.Duration
+	UnfinishedWork      time.Duration
+	QueueTime, WorkTime Histogram
+}
+
+// Histogram is a latency histogram: Bounds are the buckets' upper bounds,
+// Counts[i] the observations in bucket i (not cumulative), with one more
+// count than bounds for those above the last.
+type Histogram struct {
+	Bounds []time.Duration
+	Counts []uint64
+	Count  uint64
+	Sum    time.Duration
+}

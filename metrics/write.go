@@ -1,0 +1,113 @@
+package metrics
+
+// Build describes the running binary for supervise_build_info.
+type Build struct {
+	Version   string
+	GoVersion string
+}
+
+// appendSnapshot appends every family of s.
+func appendSnapshot(e *encoder, s Snapshot, build Build) {
+	e.family("supervise_build_info", "gauge", "Always 1; the labels say which supervise runs.")
+	e.sample("supervise_build_info", 1, "version", build.Version, "goversion", build.GoVersion)
+
+	appendPrograms(e, s)
+	appendQueue(e, s.Queue)
+
+	e.family("supervise_reloads_total", "counter", "Config reloads, by result: ok (applied) or failed (refused; the running config stayed).")
+	e.sample("supervise_reloads_total", float64(s.Reloads), "result", "ok")
+	e.sample("supervise_reloads_total", float64(s.ReloadFailures), "result", "failed")
+	e.family("supervise_illegal_transitions_total", "counter", "State changes of programs the lifecycle refused as illegal (a bug if not 0).")
+	e.sample("supervise_illegal_transitions_total", float64(s.IllegalTransitions))
+}
+
+func appendPrograms(e *encoder, s Snapshot) {
+	ps := s.Programs
+	lbl := func(p *Program, more ...string) []string {
+		return append([]string{"program", p.Program, "instance", p.Instance}, more...)
+	}
+	e.family("supervise_program_state", "gauge", "1 for the state the program instance is in, 0 for the others.")
+	for i := range ps {
+		for _, st := range s.States {
+			e.sample("supervise_program_state", b2f(ps[i].State == st), lbl(&ps[i], "state", st)...)
+		}
+	}
+	e.family("supervise_program_ready", "gauge", "1 when the instance's current run is ready (passed its readiness check, or has none and runs).")
+	for i := range ps {
+		e.sample("supervise_program_ready", b2f(ps[i].Ready), lbl(&ps[i])...)
+	}
+	e.family("supervise_program_autostart", "gauge", "1 when the instance starts with the supervisor (and counts for /readyz).")
+	for i := range ps {
+		e.sample("supervise_program_autostart", b2f(ps[i].Autostart), lbl(&ps[i])...)
+	}
+	e.family("supervise_program_restarts_total", "counter", "Restarts of the instance after an exit, a failed probe or a request.")
+	for i := range ps {
+		e.sample("supervise_program_restarts_total", float64(ps[i].Restarts), lbl(&ps[i])...)
+	}
+	e.family("supervise_program_start_time_seconds", "gauge", "Start of the current run, in seconds since the Unix epoch; absent when none runs.")
+	for i := range ps {
+		if !ps[i].StartedAt.IsZero() {
+			e.sample("supervise_program_start_time_seconds", unixSeconds(ps[i].StartedAt), lbl(&ps[i])...)
+		}
+	}
+	e.family("supervise_program_last_exit_code", "gauge", "Exit code of the instance's last run (-1 when a signal ended it); absent before the first exit.")
+	for i := range ps {
+		if x := ps[i].LastExit; x != nil {
+			e.sample("supervise_program_last_exit_code", float64(x.Code), lbl(&ps[i])...)
+		}
+	}
+	e.family("supervise_program_last_exit_reason", "gauge", "1, with the reason the instance's last run ended in the label; absent before the first exit.")
+	for i := range ps {
+		if x := ps[i].LastExit; x != nil {
+			e.sample("supervise_program_last_exit_reason", 1, lbl(&ps[i], "reason", x.Reason)...)
+		}
+	}
+	e.family("supervise_program_memory_bytes", "gauge", "Memory charged to the instance's cgroup; absent without a cgroup or a running process.")
+	for i := range ps {
+		if ps[i].Stats {
+			e.sample("supervise_program_memory_bytes", float64(ps[i].MemoryBytes), lbl(&ps[i])...)
+		}
+	}
+	e.family("supervise_program_cpu_seconds_total", "counter", "CPU time used in the instance's cgroup in the current run (starts again at 0 with a new run).")
+	for i := range ps {
+		if ps[i].Stats {
+			e.sample("supervise_program_cpu_seconds_total", ps[i].CPUSeconds, lbl(&ps[i])...)
+		}
+	}
+	e.family("supervise_program_oom_kills_total", "counter", "Runs of the instance ended by the OOM killer.")
+	for i := range ps {
+		e.sample("supervise_program_oom_kills_total", float64(ps[i].OOMKills), lbl(&ps[i])...)
+	}
+	e.family("supervise_program_probe_success", "gauge", "1 when the last run of the probe succeeded, 0 when it failed; by probe (startup, readiness, liveness).")
+	for i := range ps {
+		for _, pr := range ps[i].Probes {
+			e.sample("supervise_program_probe_success", b2f(pr.OK), lbl(&ps[i], "probe", pr.Kind)...)
+		}
+	}
+	e.family("supervise_program_probe_duration_seconds", "gauge", "How long the last run of the probe took.")
+	for i := range ps {
+		for _, pr := range ps[i].Probes {
+			e.sample("supervise_program_probe_duration_seconds", pr.Duration.Seconds(), lbl(&ps[i], "probe", pr.Kind)...)
+		}
+	}
+}
+
+// appendQueue writes the work queue's figures under the names of
+// client-go's workqueue metrics, which dashboards know.
+func appendQueue(e *encoder, q Queue) {
+	n := []string{"name", q.Name}
+	e.family("workqueue_depth", "gauge", "Keys ready in the work queue, waiting for a worker.")
+	e.sample("workqueue_depth", float64(q.Depth), n...)
+	e.family("workqueue_adds_total", "counter", "Keys that became pending in the work queue (an add of a key already pending is not counted).")
+	e.sample("workqueue_adds_total", float64(q.Adds), n...)
+	e.family("workqueue_retries_total", "counter", "Delayed and rate-limited adds to the work queue.")
+	e.sample("workqueue_retries_total", float64(q.Retries), n...)
+	e.family("workqueue_queue_duration_seconds", "histogram", "Time a key waited ready in the work queue before a worker took it.")
+	e.histogram("workqueue_queue_duration_seconds", q.QueueTime, n...)
+	e.family("workqueue_work_duration_seconds", "histogram", "Time a worker held a key.")
+	e.histogram("workqueue_work_duration_seconds", q.WorkTime, n...)
+	e.family("workqueue_unfinished_work_seconds", "gauge", "Time the keys held by workers now have been held, summed; it grows at the rate of the workers stuck.")
+	e.sample("workqueue_unfinished_work_seconds", q.UnfinishedWork.Seconds(), n...)
+	e.family("workqueue_longest_running_processor_seconds", "gauge", "Time the key held longest by a worker now has been held.")
+	e.sample("workqueue_longest_running_processor_seconds", q.LongestRunning.Seconds(), n...)
+}
