@@ -43,7 +43,8 @@ const (
 // Probes are a program's kubelet probes; nil means none.
 type Probes struct {
 	// Startup gates the other two: they run once it passed. Failing
-	// FailureThreshold times restarts the program, as liveness does.
+	// FailureThreshold times restarts the program, as liveness does
+	// (reason StartupProbeFailed).
 	Startup *Probe
 	// Readiness decides Ready, which dependents wait for.
 	Readiness *Probe

@@ -57,12 +57,15 @@ type Status struct {
 	Ready bool
 	// LivenessFailed: the liveness probe failed FailureThreshold times in
 	// a row, or the startup probe did. The process must be restarted
-	// (reason LivenessProbeFailed, counted as a crash); the Runner has
+	// (FailedProbe says which, counted as a crash); the Runner has
 	// stopped probing.
 	LivenessFailed bool
 	// Failure says which probe failed and its last message, when
 	// LivenessFailed.
 	Failure string
+	// FailedProbe is the kind (Startup or Liveness) that failed, when
+	// LivenessFailed: the kubelet reports the two kills apart.
+	FailedProbe string
 	// Last is the last result of each probe that ran, keyed Startup,
 	// Readiness, Liveness.
 	Last map[string]Result
@@ -289,7 +292,7 @@ func (r *Runner) record(kind string, s Spec, res Result, run int) (more bool) {
 			close(r.started)
 			more = false
 		} else if failed {
-			r.failLocked(fmt.Sprintf("startup probe failed %d times: %s", run, res.Message))
+			r.failLocked(Startup, fmt.Sprintf("startup probe failed %d times: %s", run, res.Message))
 			more = false
 		}
 	case Readiness:
@@ -300,7 +303,7 @@ func (r *Runner) record(kind string, s Spec, res Result, run int) (more bool) {
 		}
 	case Liveness:
 		if failed {
-			r.failLocked(fmt.Sprintf("liveness probe failed %d times: %s", run, res.Message))
+			r.failLocked(Liveness, fmt.Sprintf("liveness probe failed %d times: %s", run, res.Message))
 			more = false
 		}
 	}
@@ -327,8 +330,9 @@ func (r *Runner) record(kind string, s Spec, res Result, run int) (more bool) {
 }
 
 // failLocked marks the run as failed and stops every probe.
-func (r *Runner) failLocked(why string) {
+func (r *Runner) failLocked(kind, why string) {
 	r.st.LivenessFailed = true
 	r.st.Failure = why
+	r.st.FailedProbe = kind
 	r.cancel()
 }

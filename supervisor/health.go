@@ -16,8 +16,21 @@ import (
 // Reasons of exits the supervisor causes for a program's health.
 const (
 	ReasonLivenessProbeFailed = "LivenessProbeFailed"
+	ReasonStartupProbeFailed  = "StartupProbeFailed"
 	ReasonWatchdogTimeout     = "WatchdogTimeout"
 )
+
+// healthKill reports whether reason is one of the kills above. Such a run
+// failed whatever its exit code: a program that traps SIGTERM and exits 0
+// after a failed liveness probe was still hung, and the kubelet restarts
+// it under every policy but Never.
+func healthKill(reason string) bool {
+	switch reason {
+	case ReasonLivenessProbeFailed, ReasonStartupProbeFailed, ReasonWatchdogTimeout:
+		return true
+	}
+	return false
+}
 
 // health is what watches one process run for readiness and liveness:
 // probes, an sd_notify socket, a watchdog, a follower of the log for
@@ -299,6 +312,9 @@ func (s *Supervisor) checkHealthLocked(in *instance) (kill bool) {
 	if h.killReason == "" && h.probes != nil {
 		if st := h.probes.Status(); st.LivenessFailed {
 			h.killReason = ReasonLivenessProbeFailed
+			if st.FailedProbe == probe.Startup {
+				h.killReason = ReasonStartupProbeFailed
+			}
 			in.message = st.Failure
 		}
 	}
