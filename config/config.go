@@ -260,7 +260,7 @@ type HTTPHook struct {
 	Method  string // default GET
 	Headers map[string]string
 	// ExpectStatus, when not 0, is the only status that counts as success;
-	// otherwise any 2xx or 3xx does.
+	// otherwise any reply does, as for the kubelet's handlers.
 	ExpectStatus int
 }
 

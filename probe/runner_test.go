@@ -15,20 +15,20 @@ import (
 
 var t0 = time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
 
-// outcome is what the fake Execer answers for one command.
-type outcome struct {
+// execOutcome is what the fake Execer answers for one command.
+type execOutcome struct {
 	code int
 	out  string
 	hang bool // block until the probe's context ends
 }
 
 // fakeExec answers command probes by their argv[0] ("startup", "ready",
-// "live"), with the outcome currently set for it, and records every call.
+// "live"), with the execOutcome currently set for it, and records every call.
 type fakeExec struct {
 	clock *fakeclock.Clock
 	mu    sync.Mutex
-	next  map[string]outcome // guarded by mu
-	calls []execCall         // guarded by mu
+	next  map[string]execOutcome // guarded by mu
+	calls []execCall             // guarded by mu
 }
 
 type execCall struct {
@@ -38,10 +38,10 @@ type execCall struct {
 }
 
 func newFakeExec(c *fakeclock.Clock) *fakeExec {
-	return &fakeExec{clock: c, next: map[string]outcome{}}
+	return &fakeExec{clock: c, next: map[string]execOutcome{}}
 }
 
-func (f *fakeExec) set(name string, o outcome) {
+func (f *fakeExec) set(name string, o execOutcome) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.next[name] = o
@@ -97,8 +97,8 @@ func (c *changes) get() []Status {
 }
 
 var (
-	pass = outcome{code: 0}
-	fail = outcome{code: 1, out: "not yet\nsecond line"}
+	pass = execOutcome{code: 0}
+	fail = execOutcome{code: 1, out: "not yet\nsecond line"}
 )
 
 // env is one test's fake world inside a synctest bubble: stepping the
@@ -406,7 +406,7 @@ func TestStartupWithoutReadiness(t *testing.T) {
 func TestStartupFailureIsLivenessFailure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
-		e.exec.set("startup", outcome{code: 2})
+		e.exec.set("startup", execOutcome{code: 2})
 		e.exec.set("live", pass)
 		r := e.start(Config{
 			Startup:  &Spec{Command: []string{"startup"}, FailureThreshold: 2, Period: s},
@@ -434,7 +434,7 @@ func TestStartupFailureIsLivenessFailure(t *testing.T) {
 func TestCommandTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
-		e.exec.set("live", outcome{hang: true})
+		e.exec.set("live", execOutcome{hang: true})
 		r := e.start(Config{Liveness: &Spec{Command: []string{"live"}, InitialDelay: 3 * s, Timeout: 2 * s, FailureThreshold: 1}})
 		e.stepTo(3 * s)
 		e.wantTimes("live", 3*s)
@@ -459,7 +459,7 @@ func TestCommandTimeout(t *testing.T) {
 func TestOverrunSkipsPeriods(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
-		e.exec.set("ready", outcome{hang: true})
+		e.exec.set("ready", execOutcome{hang: true})
 		e.start(Config{Readiness: &Spec{Command: []string{"ready"}, Period: 2 * s, Timeout: 5 * s}})
 		e.wantTimes("ready", 0)
 		e.stepTo(5 * s) // times out at 5s; 2s and 4s were missed
@@ -475,7 +475,7 @@ func TestOverrunSkipsPeriods(t *testing.T) {
 func TestStopMidProbe(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
-		e.exec.set("live", outcome{hang: true})
+		e.exec.set("live", execOutcome{hang: true})
 		r := e.start(Config{Liveness: &Spec{Command: []string{"live"}, FailureThreshold: 1}})
 		e.wantTimes("live", 0)
 		r.Stop()
@@ -492,14 +492,16 @@ func TestStopMidProbe(t *testing.T) {
 	})
 }
 
-// TestExecError: an Exec that fails (no such sandbox, command not found)
-// is a probe failure with the error as message.
+// TestExecError: an Exec that cannot run (no such sandbox, command not
+// found) is a probe error, as the kubelet's: reported in Last, never
+// counted, so even a threshold of 1 does not kill.
 func TestExecError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
 		r := e.start(Config{Liveness: &Spec{Command: []string{"missing"}, FailureThreshold: 1}})
 		st := r.Status()
-		if !st.LivenessFailed || st.Last[Liveness].Message != `running "missing": no such command` {
+		last := st.Last[Liveness]
+		if st.LivenessFailed || !last.Error || last.OK || last.Message != `probe error: running "missing": no such command` {
 			t.Fatalf("status = %+v", st)
 		}
 	})

@@ -27,7 +27,7 @@ type fakeRuntime struct {
 	termExit0  map[string]bool // program name → its processes trap the stop signal and exit 0
 	created    map[string]int  // sandbox name → sandboxes created
 	execFail   map[string]bool
-	execFailN  map[string]int // command → its next runs that fail
+	execFailN  map[string]int         // command → its next runs that fail
 	starts     map[string][]time.Time // sandbox name → start times
 	events     chan proc.ExitEvent
 	failStart  map[string]int                // program name → its next starts that fail (EMFILE)

@@ -52,6 +52,9 @@ type health struct {
 	logReady    bool
 	status      string // STATUS= of sd_notify
 	killReason  string // set when the run must end for its health
+	// notices: per probe kind, the last error or warning an event told
+	// of, so each new one is told once.
+	notices map[string]string
 }
 
 func toProbeSpec(p *config.Probe) *probe.Spec {
@@ -336,7 +339,30 @@ func (s *Supervisor) checkHealthLocked(in *instance) (kill bool) {
 		}
 		s.checkSystemdReadyLocked()
 	}
+	if h.probes != nil {
+		s.probeNoticesLocked(in, h)
+	}
 	return h.killReason != ""
+}
+
+// probeNoticesLocked adds an event for each new probe error (the probe
+// could not run, and did not count) or warning (a redirect to another
+// host, not followed, counted as a success).
+func (s *Supervisor) probeNoticesLocked(in *instance, h *health) {
+	for kind, r := range h.probes.Status().Last {
+		n := r.Warning
+		if r.Error {
+			n = r.Message
+		}
+		if n == "" || h.notices[kind] == n {
+			continue
+		}
+		if h.notices == nil {
+			h.notices = map[string]string{}
+		}
+		h.notices[kind] = n
+		s.events.add(in.key, string(in.state), string(in.state), kind+" probe: "+n)
+	}
 }
 
 // checkSystemdReadyLocked tells systemd (Type=notify) READY=1 once every
