@@ -74,6 +74,7 @@ command = "server --port 80"
 		Autostart:        true,
 		StopSignal:       syscall.SIGTERM,
 		StopTimeout:      10 * time.Second,
+		MinStopGrace:     2 * time.Second,
 		Backoff:          Backoff{Initial: 10 * time.Second, Max: 5 * time.Minute, ResetAfter: 10 * time.Minute},
 		Sandbox:          Sandbox{Umask: -1},
 		Stdout:           Output{Console: true, MaxSize: 10 << 20, MaxFiles: 5},
@@ -114,6 +115,7 @@ critical = true
 depends_on = ["db"]
 stop_signal = "SIGQUIT"
 stop_timeout = "2s"
+min_stop_grace = "500ms"
 backoff = { initial = "200ms", max = "1600ms" }
 stdout = { console = false, file = "/var/log/web.log", max_size = "1MiB", max_files = 2 }
 stderr = { file = "logs/web.err" }
@@ -176,7 +178,8 @@ signal = "HUP"
 		{"DependsOn", w.DependsOn, []string{"db"}},
 		{"StopSignal", w.StopSignal, syscall.SIGQUIT},
 		{"StopTimeout", w.StopTimeout, 2 * time.Second},
-		{"Backoff", w.Backoff, Backoff{Initial: 200 * time.Millisecond, Max: 1600 * time.Millisecond, ResetAfter: 3200 * time.Millisecond}},
+		{"MinStopGrace", w.MinStopGrace, 500 * time.Millisecond},
+		{"Backoff", w.Backoff, Backoff{Initial: 200 * time.Millisecond, Max: 1600 * time.Millisecond, ResetAfter: 10 * time.Minute}}, // the kubelet's reset, whatever max is
 		{"Stdout", w.Stdout, Output{Console: false, File: "/var/log/web.log", MaxSize: 1 << 20, MaxFiles: 2}},
 		{"Stderr", w.Stderr, Output{Console: true, File: "/etc/sv/logs/web.err", MaxSize: 10 << 20, MaxFiles: 5}},
 		{"Sandbox", w.Sandbox, Sandbox{

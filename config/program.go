@@ -24,7 +24,7 @@ const maxSocketPath = 107
 var programKeys = []string{
 	"command", "dir", "env", "env_file", "user", "group", "groups", "restart",
 	"success_exit_codes", "instances", "autostart", "critical", "depends_on", "stop_signal",
-	"stop_timeout", "backoff", "sandbox", "hooks", "stdout", "stderr", "watch",
+	"stop_timeout", "min_stop_grace", "backoff", "sandbox", "hooks", "stdout", "stderr", "watch",
 	"probes", "notify", "notify_fd", "watchdog", "ready_log_line", // health.go
 }
 
@@ -180,6 +180,7 @@ func (d *decoder) program(name string, n *node, isDefaults bool) *Program {
 		Autostart:        true,
 		StopSignal:       DefaultStopSignal,
 		StopTimeout:      DefaultStopTimeout,
+		MinStopGrace:     DefaultMinStopGrace,
 		Sandbox:          Sandbox{Umask: -1},
 		Stdout:           defaultOutput(),
 		Stderr:           defaultOutput(),
@@ -286,10 +287,15 @@ func (d *decoder) program(name string, n *node, isDefaults bool) *Program {
 			p.StopTimeout = dur
 		}
 	}
+	if v := t["min_stop_grace"]; v != nil {
+		if dur, ok := d.duration(v); ok {
+			p.MinStopGrace = dur
+		}
+	}
 	if v := t["backoff"]; v != nil {
 		p.Backoff = d.backoff(v, isDefaults)
 	} else {
-		p.Backoff = Backoff{Initial: DefaultBackoffInitial, Max: DefaultBackoffMax, ResetAfter: 2 * DefaultBackoffMax}
+		p.Backoff = Backoff{Initial: DefaultBackoffInitial, Max: DefaultBackoffMax, ResetAfter: DefaultBackoffResetAfter}
 	}
 	if v := t["sandbox"]; v != nil {
 		p.Sandbox = d.sandbox(v, isDefaults)
@@ -450,7 +456,7 @@ func (d *decoder) backoff(n *node, isDefaults bool) Backoff {
 		d.errorf(append(slices.Clip(n.path), "max"), "must not be less than initial (%v < %v)", b.Max, b.Initial)
 	}
 	if b.ResetAfter == 0 {
-		b.ResetAfter = 2 * b.Max
+		b.ResetAfter = DefaultBackoffResetAfter
 	}
 	return b
 }

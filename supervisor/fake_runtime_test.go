@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/supervise-dev/supervise/clock"
+	"github.com/supervise-dev/supervise/clock/fakeclock"
 	"github.com/supervise-dev/supervise/proc"
 )
 
@@ -27,7 +28,10 @@ type fakeRuntime struct {
 	termExit0  map[string]bool // program name → its processes trap the stop signal and exit 0
 	created    map[string]int  // sandbox name → sandboxes created
 	execFail   map[string]bool
-	execFailN  map[string]int         // command → its next runs that fail
+	execFailN  map[string]int // command → its next runs that fail
+	// execTakes: command → how long its runs take on the fake clock (the
+	// clock is stepped from inside Exec).
+	execTakes  map[string]time.Duration
 	starts     map[string][]time.Time // sandbox name → start times
 	events     chan proc.ExitEvent
 	failStart  map[string]int                // program name → its next starts that fail (EMFILE)
@@ -261,6 +265,9 @@ func (f *fakeRuntime) Exec(ctx context.Context, sid string, cfg proc.ExecConfig)
 	f.execs = append(f.execs, cmd)
 	if f.execFail[cmd] {
 		return proc.ExecResult{ExitCode: 1}, nil
+	}
+	if d := f.execTakes[cmd]; d > 0 {
+		f.clock.(*fakeclock.Clock).Step(d)
 	}
 	if f.execFailN[cmd] > 0 {
 		f.execFailN[cmd]--
