@@ -18,6 +18,7 @@ import (
 // of a run its liveness probe ended, with real servers and the real binary.
 func TestKubeletHTTPAndLivenessSemantics(t *testing.T) {
 	var hookHits atomic.Int32
+	var hookHost atomic.Value
 	mux := http.NewServeMux()
 	mux.HandleFunc("/secret500", func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusInternalServerError)
@@ -26,6 +27,7 @@ func TestKubeletHTTPAndLivenessSemantics(t *testing.T) {
 	mux.HandleFunc("/ok", func(w http.ResponseWriter, r *http.Request) {})
 	mux.HandleFunc("/hook418", func(w http.ResponseWriter, r *http.Request) {
 		hookHits.Add(1)
+		hookHost.Store(r.Host)
 		w.WriteHeader(http.StatusTeapot)
 	})
 	mux.HandleFunc("/stall", func(w http.ResponseWriter, r *http.Request) {
@@ -69,7 +71,7 @@ timeout = "100ms"
 [program.hooked]
 command = ["sleep", "1000"]
 [program.hooked.hooks.post_start]
-http = "`+base+`/hook418"
+http = { url = "`+base+`/hook418", headers = { Host = "app.internal" } }
 
 [program.trapper]
 command = ["sh", "-c", "trap 'exit 0' TERM; while :; do sleep 0.05; done"]
@@ -92,8 +94,8 @@ failure_threshold = 1
 	if m := st["stalled"].Probes["readiness"].Message; !strings.Contains(m, "timed out") || isReady(st["stalled"]) {
 		t.Errorf("a stalled body: message %q, ready %v; want a timeout, not ready", m, isReady(st["stalled"]))
 	}
-	if hookHits.Load() != 1 {
-		t.Errorf("post_start hook calls: %d, want 1", hookHits.Load())
+	if hookHits.Load() != 1 || hookHost.Load() != "app.internal" {
+		t.Errorf("post_start hook calls: %d with Host %v; want 1 with app.internal", hookHits.Load(), hookHost.Load())
 	}
 	statusJSON, _ := d.ctl("status", "--json")
 	events, _ := d.ctl("events", "--json")
@@ -133,4 +135,37 @@ failure_threshold = 1
 		s := d.status()["trapper"]
 		return s.State == "Running" && s.Pid != pid && s.Restarts >= 1
 	})
+}
+
+// A pre_stop longer than stop_timeout is cut at the grace, and the stop
+// signal still gets min_stop_grace (2s by default): the TERM handler runs.
+func TestPreStopLeavesTheStopSignalItsGrace(t *testing.T) {
+	dir, file := writeConfig(t, `
+[program.app]
+command = ["sh", "-c", "trap 'touch termed; exit 0' TERM; while :; do sleep 0.05; done"]
+stop_timeout = "1s"
+[program.app.hooks.pre_stop]
+command = ["sleep", "30"]
+`)
+	d := startDaemon(t, dir, file)
+	eventually(t, "app running", 30*time.Second, func() bool { return d.status()["app"].State == "Running" })
+	if out, code := d.ctl("stop", "app"); code != 0 {
+		t.Fatalf("stop: exit %d: %s", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "termed")); err != nil {
+		t.Fatalf("the TERM handler did not run: %v", err)
+	}
+	out, _ := d.ctl("status", "--json", "app")
+	var list []struct {
+		LastExit *struct {
+			Code   int    `json:"code"`
+			Signal string `json:"signal"`
+		} `json:"last_exit"`
+	}
+	if err := json.Unmarshal([]byte(out), &list); err != nil || len(list) != 1 || list[0].LastExit == nil {
+		t.Fatalf("status: %v: %s", err, out)
+	}
+	if e := list[0].LastExit; e.Code != 0 || e.Signal != "" {
+		t.Errorf("app's exit: code %d signal %q; want 0 from its TERM handler, not a SIGKILL", e.Code, e.Signal)
+	}
 }
