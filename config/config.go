@@ -88,6 +88,11 @@ type Supervisor struct {
 	// MaxFollowers bounds the following streams (`logs -f`, `events -f`)
 	// at once, below MaxConnections.
 	MaxFollowers int
+	// ProbeJitter (default true): a probe that starts within its first
+	// period after the supervisor started waits a random fraction of that
+	// period first, as the kubelet's probe workers do after the kubelet
+	// starts, so that programs started together do not all probe at once.
+	ProbeJitter bool
 	// HTTP is the address (HOST:PORT) of the read-only HTTP listener for
 	// /metrics, /healthz and /readyz; "" (the default) serves none.
 	HTTP string

@@ -62,6 +62,7 @@
 //
 //	[supervisor]  socket socket_group workers shutdown_timeout log_format log_ring strict_shutdown
 //	              log_level exit_on watch_config max_connections max_followers http
+//	              probe_jitter
 //	[defaults] and [program.NAME]
 //	              command dir env env_file user group groups restart
 //	              success_exit_codes instances autostart critical depends_on

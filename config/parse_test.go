@@ -58,7 +58,7 @@ command = "server --port 80"
 	if cfg.File != "/etc/sv/test.toml" || cfg.Dir != "/etc/sv" || cfg.Procfile {
 		t.Errorf("File, Dir, Procfile = %q, %q, %v", cfg.File, cfg.Dir, cfg.Procfile)
 	}
-	wantSup := Supervisor{Workers: 2, ShutdownTimeout: 30 * time.Second, LogFormat: "text", LogLevel: "info", WatchConfig: true, LogRing: 256 << 10,
+	wantSup := Supervisor{Workers: 2, ShutdownTimeout: 30 * time.Second, LogFormat: "text", LogLevel: "info", WatchConfig: true, ProbeJitter: true, LogRing: 256 << 10,
 		MaxConnections: DefaultMaxConnections, MaxFollowers: DefaultMaxFollowers}
 	if !reflect.DeepEqual(cfg.Supervisor, wantSup) {
 		t.Errorf("Supervisor = %+v, want %+v", cfg.Supervisor, wantSup)
@@ -96,6 +96,7 @@ log_format = "json"
 log_level = "debug"
 exit_on = "db"
 watch_config = false
+probe_jitter = false
 
 [program.db]
 command = ["postgres", "-D", "/var/lib/pg data"]
@@ -149,7 +150,7 @@ signal = "HUP"
 `)
 	if got := cfg.Supervisor; got.Socket != "/etc/sv/run/sv.sock" || got.SocketGroup != "adm" || got.Workers != 4 ||
 		got.ShutdownTimeout != time.Minute || got.LogFormat != "json" || got.LogLevel != "debug" ||
-		!reflect.DeepEqual(got.ExitOn, []string{"db"}) || got.Line != 2 || got.WatchConfig {
+		!reflect.DeepEqual(got.ExitOn, []string{"db"}) || got.Line != 2 || got.WatchConfig || got.ProbeJitter {
 		t.Errorf("Supervisor = %+v", got)
 	}
 	if len(cfg.Programs) != 2 || cfg.Programs[0].Name != "db" || cfg.Programs[1].Name != "web" {
@@ -163,7 +164,7 @@ signal = "HUP"
 		name      string
 		got, want any
 	}{
-		{"Line", w.Line, 15},
+		{"Line", w.Line, 16},
 		{"Command", w.Command, []string{"server", "--name", "my web", "--flag=a b"}},
 		{"Dir", w.Dir, "/etc/sv/srv"},
 		{"Env", w.Env, map[string]string{"PORT": "8080", "HOME_DIR": "/home/me/x", "MISSING": "fallback", "DOLLAR": "a$b$c"}},

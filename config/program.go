@@ -35,6 +35,7 @@ func (d *decoder) supervisor(n *node) Supervisor {
 		LogFormat:       DefaultLogFormat,
 		LogLevel:        DefaultLogLevel,
 		WatchConfig:     true,
+		ProbeJitter:     true,
 		LogRing:         DefaultLogRing,
 		MaxConnections:  DefaultMaxConnections,
 		MaxFollowers:    DefaultMaxFollowers,
@@ -44,7 +45,7 @@ func (d *decoder) supervisor(n *node) Supervisor {
 	}
 	s.Line = d.ix.line(n.path)
 	t := d.table(n, "a table: [supervisor]")
-	d.known(t, "socket", "socket_group", "workers", "shutdown_timeout", "log_format", "log_level", "exit_on", "watch_config", "log_ring", "strict_shutdown",
+	d.known(t, "socket", "socket_group", "workers", "shutdown_timeout", "log_format", "log_level", "exit_on", "watch_config", "probe_jitter", "log_ring", "strict_shutdown",
 		"max_connections", "max_followers", "http")
 	if v := t["socket"]; v != nil {
 		if p, ok := d.path(v); ok {
@@ -96,6 +97,11 @@ func (d *decoder) supervisor(n *node) Supervisor {
 	if v := t["watch_config"]; v != nil {
 		if b, ok := d.boolean(v); ok {
 			s.WatchConfig = b
+		}
+	}
+	if v := t["probe_jitter"]; v != nil {
+		if b, ok := d.boolean(v); ok {
+			s.ProbeJitter = b
 		}
 	}
 	if v := t["strict_shutdown"]; v != nil {

@@ -36,6 +36,10 @@ type Config struct {
 	// StartedAt is when the process started: initial delays count from it.
 	// Zero means the clock's now at Start.
 	StartedAt time.Time
+	// Jitter, when set, gives each probe's first run a further delay
+	// (from StartedAt, at least the initial delay) for its period: the
+	// kubelet spreads its probes' first runs after it starts.
+	Jitter func(period time.Duration) time.Duration
 	// OnChange is called with the new status whenever Started, Ready or
 	// LivenessFailed changes, or a probe gives a new error or warning (see
 	// Result), one call at a time, in order, from the
@@ -205,6 +209,11 @@ func (r *Runner) worker(ctx context.Context, kind string, s Spec) {
 	// The kubelet counts the initial delay from the process start, and
 	// probes readiness at once when the startup probe passes.
 	due := r.start.Add(s.InitialDelay)
+	if r.cfg.Jitter != nil {
+		if j := r.start.Add(r.cfg.Jitter(s.Period)); due.Before(j) {
+			due = j
+		}
+	}
 	if due.Before(r.startedAt) {
 		due = r.startedAt
 	}

@@ -506,3 +506,45 @@ func TestExecError(t *testing.T) {
 		}
 	})
 }
+
+// TestFirstProbeJitter: Jitter delays each probe's first run (from the
+// process start, not below the initial delay), then the period runs from
+// there; StartedAt in the past makes the initial delay count from it.
+func TestFirstProbeJitter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		e.exec.set("ready", pass)
+		e.exec.set("live", pass)
+		var mu sync.Mutex
+		var asked []time.Duration
+		e.start(Config{
+			Readiness: &Spec{Command: []string{"ready"}, Period: 10 * s},
+			Liveness:  &Spec{Command: []string{"live"}, InitialDelay: 8 * s, Period: 10 * s},
+			Jitter: func(p time.Duration) time.Duration { // called by each probe's goroutine
+				mu.Lock()
+				defer mu.Unlock()
+				asked = append(asked, p)
+				return p * 3 / 10 // 3s
+			},
+		})
+		e.stepTo(3 * s)
+		e.wantTimes("ready", 3*s)
+		e.wantTimes("live")
+		e.stepTo(8 * s)
+		e.wantTimes("live", 8*s) // the initial delay is the later
+		e.stepTo(13 * s)
+		e.wantTimes("ready", 3*s, 13*s)
+		mu.Lock()
+		defer mu.Unlock()
+		if len(asked) != 2 || asked[0] != 10*s || asked[1] != 10*s {
+			t.Fatalf("Jitter asked for %v, want each probe's period", asked)
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		e.exec.set("live", pass)
+		e.clock.SetTime(t0.Add(5 * s)) // post_start took 5s
+		e.start(Config{Liveness: &Spec{Command: []string{"live"}, InitialDelay: 5 * s, Period: 10 * s}, StartedAt: t0})
+		e.wantTimes("live", 5*s) // due at once: the delay counted from the process start
+	})
+}

@@ -2,11 +2,24 @@ package supervisor
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/supervise-dev/supervise/config"
 )
+
+// waitExec waits (bounded, real time) until cmd has been run. A passing
+// probe changes nothing the supervisor would announce, so this polls.
+func (f *fakeRuntime) waitExec(t *testing.T, cmd string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !slices.Contains(f.hookLog(), cmd); {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never ran; ran: %v", cmd, f.hookLog())
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
 
 // lastExitAt is when name's last run ended, as the supervisor recorded it.
 func (h *harness) lastExitAt(name string) time.Time {
@@ -101,4 +114,56 @@ func TestFailedPostStartRunsPreStop(t *testing.T) {
 	if len(log) < 2 || log[0] != "warm-up" || log[1] != "drain" {
 		t.Fatalf("hooks ran %v; want warm-up then drain", log)
 	}
+}
+
+// initial_delay counts from the process start, post_start included: a
+// post_start that took the whole delay leaves the first probe due at once.
+func TestInitialDelayCountsFromTheProcessStart(t *testing.T) {
+	web := program("web", func(p *config.Program) {
+		p.Hooks.PostStart = &config.Hook{Command: []string{"warm-up"}, Timeout: time.Minute}
+		p.Probes.Liveness = commandProbe("web-live", 3)
+		p.Probes.Liveness.InitialDelay = 5 * time.Second
+	})
+	h := newHarnessSetup(t, func(rt *fakeRuntime) { rt.execTakes = map[string]time.Duration{"warm-up": 5 * time.Second} }, web)
+	h.waitState("web", Running)
+	h.rt.waitExec(t, "web-live") // without a step of the clock
+}
+
+// While the supervisor is younger than a probe's period, the probe's first
+// run waits a random fraction of the period; later starts do not wait.
+func TestFirstProbeSpreadAfterBoot(t *testing.T) {
+	web := program("web", func(p *config.Program) {
+		p.Autostart = false
+		p.Probes.Liveness = commandProbe("web-live", 3)
+		p.Probes.Liveness.Period = 10 * time.Second
+	})
+	h := newHarness(t, web)
+	h.sup.mu.Lock()
+	h.sup.cfg.Supervisor.ProbeJitter = true
+	h.sup.randFloat = func() float64 { return 0.75 }
+	h.sup.mu.Unlock()
+
+	start := func() time.Time {
+		t.Helper()
+		if err := h.sup.Start(context.Background(), []string{"web"}); err != nil {
+			t.Fatal(err)
+		}
+		h.waitState("web", Running)
+		return h.clock.Now()
+	}
+	began := start()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := h.clock.WaitForWaiterAt(ctx, began.Add(7500*time.Millisecond)); err != nil {
+		t.Fatalf("no first probe armed at +7.5s (0.75 of the period): %v", err)
+	}
+	if slices.Contains(h.rt.hookLog(), "web-live") {
+		t.Fatal("probed before its spread")
+	}
+	if err := h.sup.Stop(context.Background(), []string{"web"}); err != nil {
+		t.Fatal(err)
+	}
+	h.clock.Step(10 * time.Second) // the supervisor is now a period old
+	start()
+	h.rt.waitExec(t, "web-live") // at once
 }

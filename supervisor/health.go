@@ -129,6 +129,8 @@ func (s *Supervisor) startHealth(in *instance, h *health, sid string, pcfgEnv []
 			Readiness:  toProbeSpec(spec.Probes.Readiness),
 			Liveness:   toProbeSpec(spec.Probes.Liveness),
 			Clock:      s.clock,
+			StartedAt:  in.startedAt, // initial delays count from here, post_start included
+			Jitter:     s.probeJitterLocked(),
 			Exec:       s.rt,
 			SandboxID:  sid,
 			ExecConfig: execConfig(spec, pcfgEnv),
@@ -382,5 +384,23 @@ func (s *Supervisor) checkSystemdReadyLocked() {
 	s.systemdReady = true
 	if err := notify.NotifySystemd("READY=1\nSTATUS=all programs ready"); err != nil {
 		s.log.Warn("telling systemd we are ready", "err", err)
+	}
+}
+
+// probeJitterLocked is the spread of first probes: while the supervisor is
+// younger than a probe's period, that probe's first run waits a random
+// fraction of the period, as the kubelet's workers do after it starts, so
+// a thousand programs started together do not probe together. nil when
+// probe_jitter is off.
+func (s *Supervisor) probeJitterLocked() func(time.Duration) time.Duration {
+	if !s.cfg.Supervisor.ProbeJitter {
+		return nil
+	}
+	age := s.clock.Since(s.bootedAt)
+	return func(period time.Duration) time.Duration {
+		if age >= period {
+			return 0
+		}
+		return time.Duration(s.randFloat() * float64(period))
 	}
 }
