@@ -21,7 +21,8 @@ var imports = map[string][]string{
 	"clock":                {},
 	"internal/unixsig":     {"golang.org/x/sys/unix"},
 	"internal/execpath":    {"golang.org/x/sys/unix"},
-	"internal/httpcheck":   {},
+	"internal/httpcheck":   {"internal/version"},
+	"internal/version":     {},
 	"clock/fakeclock":      {"clock"}, // imported by tests only
 	"backoff":              {"clock", "golang.org/x/time/rate"},
 	"config":               {"internal/unixsig", "github.com/BurntSushi/toml", "watch/glob", "golang.org/x/sys/unix"},
@@ -42,7 +43,7 @@ var imports = map[string][]string{
 	"supervisor/wait":      {"clock"},
 	"supervisor": {"internal/unixsig", "backoff", "clock", "config", "ctl", "hooks", "logs", "metrics", "notify", "probe", "proc",
 		"supervisor/wait", "supervisor/workqueue", "watch", "golang.org/x/sys/unix"},
-	"cmd/supervise": {"internal/unixsig", "backoff", "clock", "config", "ctl", "ctl/ctlfmt", "logs", "metrics", "pid1", "proc", "supervisor", "watch",
+	"cmd/supervise": {"internal/unixsig", "internal/version", "backoff", "clock", "config", "ctl", "ctl/ctlfmt", "logs", "metrics", "pid1", "proc", "supervisor", "watch",
 		"github.com/urfave/cli/v2", "golang.org/x/sys/unix"},
 	// Harnesses and test binaries: anything of ours, x/sys.
 	"bench/pid1":            {"golang.org/x/sys/unix"},

@@ -11,18 +11,22 @@ const (
 	DefaultWorkers         = 2
 	DefaultShutdownTimeout = 30 * time.Second
 	DefaultStopTimeout     = 10 * time.Second
+	DefaultMinStopGrace    = 2 * time.Second // the kubelet's minimum grace period
 	DefaultStopSignal      = syscall.SIGTERM
 	DefaultBackoffInitial  = 10 * time.Second
 	DefaultBackoffMax      = 5 * time.Minute
-	DefaultHookTimeout     = 30 * time.Second
-	DefaultLogMaxSize      = 10 << 20  // bytes
-	DefaultLogRing         = 256 << 10 // bytes of recent lines kept per instance
-	DefaultMaxConnections  = 256       // control connections open at once
-	DefaultMaxFollowers    = 64        // `logs -f` and `events -f` streams at once
-	DefaultLogMaxFiles     = 5
-	DefaultLogFormat       = "text"
-	DefaultLogLevel        = "info"
-	DefaultWatchDebounce   = 200 * time.Millisecond
+	// DefaultBackoffResetAfter: a run this long forgives past crashes,
+	// whatever max is, as the kubelet resets after 10 minutes.
+	DefaultBackoffResetAfter = 10 * time.Minute
+	DefaultHookTimeout       = 30 * time.Second
+	DefaultLogMaxSize        = 10 << 20  // bytes
+	DefaultLogRing           = 256 << 10 // bytes of recent lines kept per instance
+	DefaultMaxConnections    = 256       // control connections open at once
+	DefaultMaxFollowers      = 64        // `logs -f` and `events -f` streams at once
+	DefaultLogMaxFiles       = 5
+	DefaultLogFormat         = "text"
+	DefaultLogLevel          = "info"
+	DefaultWatchDebounce     = 200 * time.Millisecond
 )
 
 // Config is one validated file. Nothing in it refers to TOML: every value is
@@ -84,6 +88,11 @@ type Supervisor struct {
 	// MaxFollowers bounds the following streams (`logs -f`, `events -f`)
 	// at once, below MaxConnections.
 	MaxFollowers int
+	// ProbeJitter (default true): a probe that starts within its first
+	// period after the supervisor started waits a random fraction of that
+	// period first, as the kubelet's probe workers do after the kubelet
+	// starts, so that programs started together do not all probe at once.
+	ProbeJitter bool
 	// HTTP is the address (HOST:PORT) of the read-only HTTP listener for
 	// /metrics, /healthz and /readyz; "" (the default) serves none.
 	HTTP string
@@ -142,11 +151,15 @@ type Program struct {
 	DependsOn   []string
 	StopSignal  syscall.Signal
 	StopTimeout time.Duration
-	Backoff     Backoff
-	Sandbox     Sandbox
-	Hooks       Hooks
-	Stdout      Output
-	Stderr      Output
+	// MinStopGrace is the least time the stop signal gets before SIGKILL,
+	// however much of StopTimeout pre_stop used (the kubelet's 2 s
+	// minimum grace period). 0 lets pre_stop use it all.
+	MinStopGrace time.Duration
+	Backoff      Backoff
+	Sandbox      Sandbox
+	Hooks        Hooks
+	Stdout       Output
+	Stderr       Output
 	// Watch, when set, restarts the program (or sends it Watch.Signal)
 	// when files it watches change; nil watches nothing. It never needs a
 	// new process by itself: a reload that only changes it keeps the pid.
@@ -260,7 +273,7 @@ type HTTPHook struct {
 	Method  string // default GET
 	Headers map[string]string
 	// ExpectStatus, when not 0, is the only status that counts as success;
-	// otherwise any 2xx or 3xx does.
+	// otherwise any reply does, as for the kubelet's handlers.
 	ExpectStatus int
 }
 

@@ -62,10 +62,11 @@
 //
 //	[supervisor]  socket socket_group workers shutdown_timeout log_format log_ring strict_shutdown
 //	              log_level exit_on watch_config max_connections max_followers http
+//	              probe_jitter
 //	[defaults] and [program.NAME]
 //	              command dir env env_file user group groups restart
 //	              success_exit_codes instances autostart critical depends_on
-//	              stop_signal stop_timeout notify notify_fd watchdog
+//	              stop_signal stop_timeout min_stop_grace notify notify_fd watchdog
 //	              ready_log_line
 //	  .backoff    initial max reset_after
 //	  .sandbox    namespaces hostname memory_max cpu_max pids_max
@@ -80,4 +81,5 @@
 //	              command | http (URL, or url headers expect_status) |
 //	              tcp (host:port, :port or a port), initial_delay period
 //	              timeout success_threshold failure_threshold
+//	              termination_grace_period (startup, liveness)
 package config

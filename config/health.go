@@ -43,7 +43,8 @@ const (
 // Probes are a program's kubelet probes; nil means none.
 type Probes struct {
 	// Startup gates the other two: they run once it passed. Failing
-	// FailureThreshold times restarts the program, as liveness does.
+	// FailureThreshold times restarts the program, as liveness does
+	// (reason StartupProbeFailed).
 	Startup *Probe
 	// Readiness decides Ready, which dependents wait for.
 	Readiness *Probe
@@ -68,6 +69,10 @@ type Probe struct {
 	Timeout          time.Duration // default 1s
 	SuccessThreshold int           // default 1; always 1 for startup and liveness
 	FailureThreshold int           // default 3
+	// TerminationGracePeriod, when not 0, replaces the program's
+	// stop_timeout for a stop this probe caused (startup and liveness
+	// only), as the kubelet's probe-level terminationGracePeriodSeconds.
+	TerminationGracePeriod time.Duration
 }
 
 // HTTPProbe is a GET; any 2xx or 3xx passes, or exactly ExpectStatus when
@@ -194,7 +199,7 @@ func (d *decoder) probe(kind string, n *node, isDefaults bool) *Probe {
 	if t == nil {
 		return nil
 	}
-	d.known(t, "command", "http", "tcp", "initial_delay", "period", "timeout", "success_threshold", "failure_threshold")
+	d.known(t, "command", "http", "tcp", "initial_delay", "period", "timeout", "success_threshold", "failure_threshold", "termination_grace_period")
 	p := &Probe{
 		Period:           DefaultProbePeriod,
 		Timeout:          DefaultProbeTimeout,
@@ -250,6 +255,18 @@ func (d *decoder) probe(kind string, n *node, isDefaults bool) *Probe {
 	if v := t["failure_threshold"]; v != nil {
 		if i, ok := d.integer(v, 1, 1<<20); ok {
 			p.FailureThreshold = int(i)
+		}
+	}
+	if v := t["termination_grace_period"]; v != nil {
+		if dur, ok := d.duration(v); ok {
+			switch {
+			case kind == "readiness":
+				d.errorf(v.path, "only a startup or liveness probe stops the program; a readiness probe has no grace period")
+			case dur <= 0:
+				d.errorf(v.path, "must be more than 0 (leave it out to use stop_timeout)")
+			default:
+				p.TerminationGracePeriod = dur
+			}
 		}
 	}
 	return p

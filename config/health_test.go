@@ -43,6 +43,7 @@ depends_on = { migrate = "completed", db = "ready", cache = "running" }
 command = "check --startup"
 failure_threshold = 30
 period = "1s"
+termination_grace_period = "3s"
 
 [program.web.probes.readiness]
 http = { url = "https://127.0.0.1:8443/ready", headers = { Host = "web.local", X-Probe = "1" }, expect_status = 204 }
@@ -84,7 +85,8 @@ tcp = "db.internal:5432"
 		t.Errorf("cache ready_log_line = %q", cache.ReadyLogLine)
 	}
 
-	wantStartup := &Probe{Command: []string{"check", "--startup"}, Period: time.Second, Timeout: time.Second, SuccessThreshold: 1, FailureThreshold: 30}
+	wantStartup := &Probe{Command: []string{"check", "--startup"}, Period: time.Second, Timeout: time.Second, SuccessThreshold: 1, FailureThreshold: 30,
+		TerminationGracePeriod: 3 * time.Second}
 	if !reflect.DeepEqual(web.Probes.Startup, wantStartup) {
 		t.Errorf("web startup = %+v, want %+v", web.Probes.Startup, wantStartup)
 	}
@@ -146,6 +148,7 @@ period = "0s"
 timeout = "soon"
 failure_threshold = 0
 initial_delay = 5
+termination_grace_period = "5s"
 `,
 			want: []string{
 				`test.toml:4: program.web.probes.readyness: unknown key (did you mean "readiness"?)`,
@@ -158,6 +161,7 @@ initial_delay = 5
 				`test.toml:14: program.web.probes.readiness.timeout: "soon" is not a duration: want a Go duration like "10s", "1m30s" or "250ms"`,
 				`test.toml:15: program.web.probes.readiness.failure_threshold: must be between 1 and 1048576 (got 0)`,
 				`test.toml:16: program.web.probes.readiness.initial_delay: must be a duration string like "10s" (got integer 5)`,
+				`test.toml:17: program.web.probes.readiness.termination_grace_period: only a startup or liveness probe stops the program; a readiness probe has no grace period`,
 			},
 		},
 		{

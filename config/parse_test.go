@@ -58,7 +58,7 @@ command = "server --port 80"
 	if cfg.File != "/etc/sv/test.toml" || cfg.Dir != "/etc/sv" || cfg.Procfile {
 		t.Errorf("File, Dir, Procfile = %q, %q, %v", cfg.File, cfg.Dir, cfg.Procfile)
 	}
-	wantSup := Supervisor{Workers: 2, ShutdownTimeout: 30 * time.Second, LogFormat: "text", LogLevel: "info", WatchConfig: true, LogRing: 256 << 10,
+	wantSup := Supervisor{Workers: 2, ShutdownTimeout: 30 * time.Second, LogFormat: "text", LogLevel: "info", WatchConfig: true, ProbeJitter: true, LogRing: 256 << 10,
 		MaxConnections: DefaultMaxConnections, MaxFollowers: DefaultMaxFollowers}
 	if !reflect.DeepEqual(cfg.Supervisor, wantSup) {
 		t.Errorf("Supervisor = %+v, want %+v", cfg.Supervisor, wantSup)
@@ -74,6 +74,7 @@ command = "server --port 80"
 		Autostart:        true,
 		StopSignal:       syscall.SIGTERM,
 		StopTimeout:      10 * time.Second,
+		MinStopGrace:     2 * time.Second,
 		Backoff:          Backoff{Initial: 10 * time.Second, Max: 5 * time.Minute, ResetAfter: 10 * time.Minute},
 		Sandbox:          Sandbox{Umask: -1},
 		Stdout:           Output{Console: true, MaxSize: 10 << 20, MaxFiles: 5},
@@ -95,6 +96,7 @@ log_format = "json"
 log_level = "debug"
 exit_on = "db"
 watch_config = false
+probe_jitter = false
 
 [program.db]
 command = ["postgres", "-D", "/var/lib/pg data"]
@@ -114,6 +116,7 @@ critical = true
 depends_on = ["db"]
 stop_signal = "SIGQUIT"
 stop_timeout = "2s"
+min_stop_grace = "500ms"
 backoff = { initial = "200ms", max = "1600ms" }
 stdout = { console = false, file = "/var/log/web.log", max_size = "1MiB", max_files = 2 }
 stderr = { file = "logs/web.err" }
@@ -147,7 +150,7 @@ signal = "HUP"
 `)
 	if got := cfg.Supervisor; got.Socket != "/etc/sv/run/sv.sock" || got.SocketGroup != "adm" || got.Workers != 4 ||
 		got.ShutdownTimeout != time.Minute || got.LogFormat != "json" || got.LogLevel != "debug" ||
-		!reflect.DeepEqual(got.ExitOn, []string{"db"}) || got.Line != 2 || got.WatchConfig {
+		!reflect.DeepEqual(got.ExitOn, []string{"db"}) || got.Line != 2 || got.WatchConfig || got.ProbeJitter {
 		t.Errorf("Supervisor = %+v", got)
 	}
 	if len(cfg.Programs) != 2 || cfg.Programs[0].Name != "db" || cfg.Programs[1].Name != "web" {
@@ -161,7 +164,7 @@ signal = "HUP"
 		name      string
 		got, want any
 	}{
-		{"Line", w.Line, 15},
+		{"Line", w.Line, 16},
 		{"Command", w.Command, []string{"server", "--name", "my web", "--flag=a b"}},
 		{"Dir", w.Dir, "/etc/sv/srv"},
 		{"Env", w.Env, map[string]string{"PORT": "8080", "HOME_DIR": "/home/me/x", "MISSING": "fallback", "DOLLAR": "a$b$c"}},
@@ -176,7 +179,8 @@ signal = "HUP"
 		{"DependsOn", w.DependsOn, []string{"db"}},
 		{"StopSignal", w.StopSignal, syscall.SIGQUIT},
 		{"StopTimeout", w.StopTimeout, 2 * time.Second},
-		{"Backoff", w.Backoff, Backoff{Initial: 200 * time.Millisecond, Max: 1600 * time.Millisecond, ResetAfter: 3200 * time.Millisecond}},
+		{"MinStopGrace", w.MinStopGrace, 500 * time.Millisecond},
+		{"Backoff", w.Backoff, Backoff{Initial: 200 * time.Millisecond, Max: 1600 * time.Millisecond, ResetAfter: 10 * time.Minute}}, // the kubelet's reset, whatever max is
 		{"Stdout", w.Stdout, Output{Console: false, File: "/var/log/web.log", MaxSize: 1 << 20, MaxFiles: 2}},
 		{"Stderr", w.Stderr, Output{Console: true, File: "/etc/sv/logs/web.err", MaxSize: 10 << 20, MaxFiles: 5}},
 		{"Sandbox", w.Sandbox, Sandbox{

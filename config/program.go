@@ -24,7 +24,7 @@ const maxSocketPath = 107
 var programKeys = []string{
 	"command", "dir", "env", "env_file", "user", "group", "groups", "restart",
 	"success_exit_codes", "instances", "autostart", "critical", "depends_on", "stop_signal",
-	"stop_timeout", "backoff", "sandbox", "hooks", "stdout", "stderr", "watch",
+	"stop_timeout", "min_stop_grace", "backoff", "sandbox", "hooks", "stdout", "stderr", "watch",
 	"probes", "notify", "notify_fd", "watchdog", "ready_log_line", // health.go
 }
 
@@ -35,6 +35,7 @@ func (d *decoder) supervisor(n *node) Supervisor {
 		LogFormat:       DefaultLogFormat,
 		LogLevel:        DefaultLogLevel,
 		WatchConfig:     true,
+		ProbeJitter:     true,
 		LogRing:         DefaultLogRing,
 		MaxConnections:  DefaultMaxConnections,
 		MaxFollowers:    DefaultMaxFollowers,
@@ -44,7 +45,7 @@ func (d *decoder) supervisor(n *node) Supervisor {
 	}
 	s.Line = d.ix.line(n.path)
 	t := d.table(n, "a table: [supervisor]")
-	d.known(t, "socket", "socket_group", "workers", "shutdown_timeout", "log_format", "log_level", "exit_on", "watch_config", "log_ring", "strict_shutdown",
+	d.known(t, "socket", "socket_group", "workers", "shutdown_timeout", "log_format", "log_level", "exit_on", "watch_config", "probe_jitter", "log_ring", "strict_shutdown",
 		"max_connections", "max_followers", "http")
 	if v := t["socket"]; v != nil {
 		if p, ok := d.path(v); ok {
@@ -96,6 +97,11 @@ func (d *decoder) supervisor(n *node) Supervisor {
 	if v := t["watch_config"]; v != nil {
 		if b, ok := d.boolean(v); ok {
 			s.WatchConfig = b
+		}
+	}
+	if v := t["probe_jitter"]; v != nil {
+		if b, ok := d.boolean(v); ok {
+			s.ProbeJitter = b
 		}
 	}
 	if v := t["strict_shutdown"]; v != nil {
@@ -180,6 +186,7 @@ func (d *decoder) program(name string, n *node, isDefaults bool) *Program {
 		Autostart:        true,
 		StopSignal:       DefaultStopSignal,
 		StopTimeout:      DefaultStopTimeout,
+		MinStopGrace:     DefaultMinStopGrace,
 		Sandbox:          Sandbox{Umask: -1},
 		Stdout:           defaultOutput(),
 		Stderr:           defaultOutput(),
@@ -286,10 +293,15 @@ func (d *decoder) program(name string, n *node, isDefaults bool) *Program {
 			p.StopTimeout = dur
 		}
 	}
+	if v := t["min_stop_grace"]; v != nil {
+		if dur, ok := d.duration(v); ok {
+			p.MinStopGrace = dur
+		}
+	}
 	if v := t["backoff"]; v != nil {
 		p.Backoff = d.backoff(v, isDefaults)
 	} else {
-		p.Backoff = Backoff{Initial: DefaultBackoffInitial, Max: DefaultBackoffMax, ResetAfter: 2 * DefaultBackoffMax}
+		p.Backoff = Backoff{Initial: DefaultBackoffInitial, Max: DefaultBackoffMax, ResetAfter: DefaultBackoffResetAfter}
 	}
 	if v := t["sandbox"]; v != nil {
 		p.Sandbox = d.sandbox(v, isDefaults)
@@ -450,7 +462,7 @@ func (d *decoder) backoff(n *node, isDefaults bool) Backoff {
 		d.errorf(append(slices.Clip(n.path), "max"), "must not be less than initial (%v < %v)", b.Max, b.Initial)
 	}
 	if b.ResetAfter == 0 {
-		b.ResetAfter = 2 * b.Max
+		b.ResetAfter = DefaultBackoffResetAfter
 	}
 	return b
 }

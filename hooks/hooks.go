@@ -39,8 +39,11 @@ type Spec struct {
 	Timeout time.Duration
 }
 
-// HTTP is a hook that is an HTTP request. Success is a 2xx or 3xx reply, or
-// exactly ExpectStatus when it is set.
+// HTTP is a hook that is an HTTP request. Any reply is a success, as the
+// kubelet takes its lifecycle handlers' (what a hook asks for is done by
+// the time it answers); with ExpectStatus set, only exactly that status.
+// Redirects to the same host are followed; the body is drained, never
+// kept.
 type HTTP struct {
 	URL          string
 	Method       string
@@ -71,9 +74,6 @@ type Runner struct {
 	Client *http.Client // nil: httpcheck's client (the hook's timeout applies)
 	Logger *slog.Logger
 }
-
-// userAgent is sent unless the hook sets its own.
-const userAgent = "supervise-hook/1"
 
 // defaultClient is the client of HTTP hooks, the one probes use.
 var defaultClient = httpcheck.NewClient()
@@ -136,7 +136,7 @@ func (r *Runner) runHTTP(ctx context.Context, h *HTTP, timeout time.Duration) er
 	if method == "" {
 		method = http.MethodGet
 	}
-	req, err := httpcheck.NewRequest(ctx, method, h.URL, h.Headers, userAgent)
+	req, err := httpcheck.NewRequest(ctx, method, h.URL, h.Headers, httpcheck.UserAgent("hook"))
 	if err != nil {
 		return fmt.Errorf("building request: %w", err)
 	}
@@ -154,8 +154,8 @@ func (r *Runner) runHTTP(ctx context.Context, h *HTTP, timeout time.Duration) er
 	// The body is not ours to read; a little is drained for a clean close.
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
-	if !httpcheck.OK(resp.StatusCode, h.ExpectStatus) {
-		return fmt.Errorf("%s %s: status %d", method, h.URL, resp.StatusCode)
+	if h.ExpectStatus != 0 && resp.StatusCode != h.ExpectStatus {
+		return fmt.Errorf("%s %s: status %d, want %d", method, h.URL, resp.StatusCode, h.ExpectStatus)
 	}
 	return nil
 }

@@ -22,12 +22,19 @@ const (
 	maxMessage = 256
 )
 
-// userAgent is sent unless the probe sets its own.
-const userAgent = "supervise-probe/1"
+// outcome is what one probe run says. errored means the probe could not
+// run at all (its command could not be started, its request not built):
+// as the kubelet does, such a run is reported but not counted, neither as
+// a success nor as a failure. warning is set on a success the kubelet
+// would warn about (a redirect to another host, not followed).
+type outcome struct {
+	ok, errored bool
+	msg         string
+	warning     string
+}
 
-// check runs s once under ctx and says whether it passed, with a short
-// message for status.
-func (r *Runner) check(ctx context.Context, s *Spec) (ok bool, msg string) {
+// check runs s once under ctx.
+func (r *Runner) check(ctx context.Context, s *Spec) outcome {
 	switch {
 	case len(s.Command) > 0:
 		return r.checkCommand(ctx, s.Command)
@@ -38,55 +45,63 @@ func (r *Runner) check(ctx context.Context, s *Spec) (ok bool, msg string) {
 	}
 }
 
-func (r *Runner) checkCommand(ctx context.Context, argv []string) (bool, string) {
+func (r *Runner) checkCommand(ctx context.Context, argv []string) outcome {
 	cfg := r.cfg.ExecConfig
 	cfg.Args = argv
 	out := &capBuffer{max: maxOutput}
 	cfg.Stdout, cfg.Stderr = out, out
 	res, err := r.cfg.Exec.Exec(ctx, r.cfg.SandboxID, cfg)
 	switch {
-	case err != nil:
-		return false, fmt.Sprintf("running %q: %v", argv[0], err)
-	case res.TimedOut:
-		return false, "timed out" // the caller names the timeout
+	case err != nil && ctx.Err() == nil:
+		return outcome{errored: true, msg: fmt.Sprintf("probe error: running %q: %v", argv[0], err)}
+	case err != nil, res.TimedOut:
+		return outcome{msg: "timed out"} // the caller names the timeout
 	case res.Signal != 0:
-		return false, withOutput(fmt.Sprintf("killed by signal %s", res.Signal), out.String())
+		return outcome{msg: withOutput(fmt.Sprintf("killed by signal %s", res.Signal), out.String())}
 	case res.ExitCode != 0:
-		return false, withOutput(fmt.Sprintf("exit code %d", res.ExitCode), out.String())
+		return outcome{msg: withOutput(fmt.Sprintf("exit code %d", res.ExitCode), out.String())}
 	}
-	return true, withOutput("exit code 0", out.String())
+	return outcome{ok: true, msg: withOutput("exit code 0", out.String())}
 }
 
-func checkHTTP(ctx context.Context, client *http.Client, h *HTTPCheck) (bool, string) {
-	req, err := httpcheck.NewRequest(ctx, http.MethodGet, h.URL, h.Headers, userAgent)
+// checkHTTP: any reply in 200–399 (or exactly ExpectStatus) passes; a
+// failure to connect, a timeout, too many redirects or a body that stalls
+// past the timeout fails. The body is read (up to maxOutput) so that a
+// stalled one is seen, and never kept: it is the program's, and may hold
+// what status and events must not show.
+func checkHTTP(ctx context.Context, client *http.Client, h *HTTPCheck) outcome {
+	req, err := httpcheck.NewRequest(ctx, http.MethodGet, h.URL, h.Headers, httpcheck.UserAgent("probe"))
 	if err != nil {
-		return false, fmt.Sprintf("building request: %v", err)
+		return outcome{errored: true, msg: fmt.Sprintf("probe error: building the request: %v", err)}
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return false, fmt.Sprintf("GET %s: %v", h.URL, httpcheck.Unwrap(err))
+		return outcome{msg: fmt.Sprintf("GET %s: %v", h.URL, httpcheck.Unwrap(err))}
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxOutput))
+	if _, err := io.Copy(io.Discard, io.LimitReader(resp.Body, maxOutput)); err != nil {
+		return outcome{msg: fmt.Sprintf("HTTP %d: reading the body: %v", resp.StatusCode, err)}
+	}
 	ok := httpcheck.OK(resp.StatusCode, h.ExpectStatus)
 	msg := fmt.Sprintf("HTTP %d", resp.StatusCode)
-	if !ok {
-		if h.ExpectStatus != 0 {
-			msg += fmt.Sprintf(" (want %d)", h.ExpectStatus)
-		}
-		msg = withOutput(msg, string(body))
+	if !ok && h.ExpectStatus != 0 {
+		msg += fmt.Sprintf(" (want %d)", h.ExpectStatus)
 	}
-	return ok, msg
+	o := outcome{ok: ok, msg: msg}
+	if ok && h.ExpectStatus == 0 {
+		o.warning = httpcheck.Unfollowed(resp)
+	}
+	return o
 }
 
-func checkTCP(ctx context.Context, addr string) (bool, string) {
+func checkTCP(ctx context.Context, addr string) outcome {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return false, fmt.Sprintf("tcp %s: %v", addr, err)
+		return outcome{msg: fmt.Sprintf("tcp %s: %v", addr, err)}
 	}
 	conn.Close()
-	return true, "tcp " + addr + ": connected"
+	return outcome{ok: true, msg: "tcp " + addr + ": connected"}
 }
 
 // withOutput appends the first line of out to msg, cut short.

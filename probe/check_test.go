@@ -22,23 +22,37 @@ import (
 const deadline = 30 * time.Second // generous: the machine may be loaded
 
 func TestCheckHTTP(t *testing.T) {
-	var gotHost, gotHeader, gotUA atomic.Value
+	var gotHost, gotHeader, gotUA, gotAccept, gotEncoding atomic.Value
 	mux := http.NewServeMux()
 	mux.HandleFunc("/ok", func(w http.ResponseWriter, r *http.Request) {
 		gotHost.Store(r.Host)
 		gotHeader.Store(r.Header.Get("X-Probe"))
 		gotUA.Store(r.UserAgent())
+		gotAccept.Store(r.Header.Get("Accept"))
+		gotEncoding.Store(r.Header.Get("Accept-Encoding"))
 	})
 	mux.HandleFunc("/fail", func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusServiceUnavailable)
-		io.WriteString(w, "db down\nmore detail")
+		io.WriteString(w, "secret-token=abc123 internal error\nmore detail")
 	})
-	mux.HandleFunc("/redirect", func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, "/fail", http.StatusFound) // not followed: 302 is a success
+	mux.HandleFunc("/to-ok", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/ok", http.StatusFound) })
+	mux.HandleFunc("/to-fail", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/fail", http.StatusFound) })
+	mux.HandleFunc("/loop", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/loop", http.StatusFound) })
+	mux.HandleFunc("/no-location", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusMultipleChoices) })
+	mux.HandleFunc("/stall", func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "partial")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done() // the rest never comes
 	})
 	mux.HandleFunc("/nocontent", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
+	// The same server under another host name: a redirect there is to
+	// another host, which a check does not follow.
+	other := strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)
+	mux.HandleFunc("/elsewhere", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other+"/fail", http.StatusTemporaryRedirect)
+	})
 	tlsSrv := httptest.NewTLSServer(mux) // self-signed: probes do not verify
 	defer tlsSrv.Close()
 	closed := httptest.NewServer(mux)
@@ -48,33 +62,58 @@ func TestCheckHTTP(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		check   HTTPCheck
-		ok      bool
-		message string
+		want    outcome // msg: a part of the message
+		timeout time.Duration
 	}{
-		{"200", HTTPCheck{URL: srv.URL + "/ok"}, true, "HTTP 200"},
-		{"503 with body", HTTPCheck{URL: srv.URL + "/fail"}, false, "HTTP 503: db down …"},
-		{"302 not followed", HTTPCheck{URL: srv.URL + "/redirect"}, true, "HTTP 302"},
-		{"404", HTTPCheck{URL: srv.URL + "/nothing"}, false, "HTTP 404: 404 page not found"},
-		{"expect 204 got 204", HTTPCheck{URL: srv.URL + "/nocontent", ExpectStatus: 204}, true, "HTTP 204"},
-		{"expect 204 got 200", HTTPCheck{URL: srv.URL + "/ok", ExpectStatus: 204}, false, "HTTP 200 (want 204)"},
-		{"expect 503 got 503", HTTPCheck{URL: srv.URL + "/fail", ExpectStatus: 503}, true, "HTTP 503"},
-		{"https self-signed", HTTPCheck{URL: tlsSrv.URL + "/ok"}, true, "HTTP 200"},
-		{"refused", HTTPCheck{URL: closed.URL + "/ok"}, false, "connection refused"},
+		{name: "200", check: HTTPCheck{URL: srv.URL + "/ok"}, want: outcome{ok: true, msg: "HTTP 200"}},
+		{name: "503: the body is not shown", check: HTTPCheck{URL: srv.URL + "/fail"}, want: outcome{msg: "HTTP 503"}},
+		{name: "same host redirect followed", check: HTTPCheck{URL: srv.URL + "/to-ok"}, want: outcome{ok: true, msg: "HTTP 200"}},
+		{name: "same host redirect to a failure", check: HTTPCheck{URL: srv.URL + "/to-fail"}, want: outcome{msg: "HTTP 503"}},
+		{name: "redirect loop", check: HTTPCheck{URL: srv.URL + "/loop"}, want: outcome{msg: "stopped after 10 redirects"}},
+		{name: "another host: success with a warning", check: HTTPCheck{URL: srv.URL + "/elsewhere"},
+			want: outcome{ok: true, msg: "HTTP 307", warning: "HTTP 307: the redirect to another host (" + strings.TrimPrefix(other, "http://") + ") was not followed"}},
+		{name: "3xx without Location", check: HTTPCheck{URL: srv.URL + "/no-location"},
+			want: outcome{ok: true, msg: "HTTP 300", warning: "HTTP 300 without a redirect to follow"}},
+		{name: "404", check: HTTPCheck{URL: srv.URL + "/nothing"}, want: outcome{msg: "HTTP 404"}},
+		{name: "expect 204 got 204", check: HTTPCheck{URL: srv.URL + "/nocontent", ExpectStatus: 204}, want: outcome{ok: true, msg: "HTTP 204"}},
+		{name: "expect 204 got 200", check: HTTPCheck{URL: srv.URL + "/ok", ExpectStatus: 204}, want: outcome{msg: "HTTP 200 (want 204)"}},
+		{name: "expect 503 got 503", check: HTTPCheck{URL: srv.URL + "/fail", ExpectStatus: 503}, want: outcome{ok: true, msg: "HTTP 503"}},
+		{name: "https self-signed", check: HTTPCheck{URL: tlsSrv.URL + "/ok"}, want: outcome{ok: true, msg: "HTTP 200"}},
+		{name: "refused", check: HTTPCheck{URL: closed.URL + "/ok"}, want: outcome{msg: "connection refused"}},
+		{name: "a body that stalls past the timeout fails", check: HTTPCheck{URL: srv.URL + "/stall"},
+			want: outcome{msg: "HTTP 200: reading the body"}, timeout: 200 * time.Millisecond},
+		{name: "a request that cannot be built is an error", check: HTTPCheck{URL: "http://[::1/x"},
+			want: outcome{errored: true, msg: "probe error: building the request"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ok, msg := checkHTTP(t.Context(), client, &tc.check)
-			if ok != tc.ok || !strings.Contains(msg, tc.message) {
-				t.Fatalf("checkHTTP = %v, %q; want %v, %q", ok, msg, tc.ok, tc.message)
+			ctx := t.Context()
+			if tc.timeout > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, tc.timeout)
+				defer cancel()
+			}
+			got := checkHTTP(ctx, client, &tc.check)
+			if got.ok != tc.want.ok || got.errored != tc.want.errored || got.warning != tc.want.warning || !strings.Contains(got.msg, tc.want.msg) {
+				t.Fatalf("checkHTTP = %+v; want %+v", got, tc.want)
+			}
+			if strings.Contains(got.msg, "secret") {
+				t.Fatalf("the message shows the body: %q", got.msg)
 			}
 		})
 	}
 
-	ok, msg := checkHTTP(t.Context(), client, &HTTPCheck{URL: srv.URL + "/ok", Headers: map[string]string{"X-Probe": "yes", "host": "web.internal"}})
-	if !ok {
-		t.Fatalf("with headers: %s", msg)
+	o := checkHTTP(t.Context(), client, &HTTPCheck{URL: srv.URL + "/ok", Headers: map[string]string{"X-Probe": "yes", "host": "web.internal"}})
+	if !o.ok {
+		t.Fatalf("with headers: %s", o.msg)
 	}
-	if gotHost.Load() != "web.internal" || gotHeader.Load() != "yes" || gotUA.Load() != userAgent {
-		t.Fatalf("server saw Host %q, X-Probe %q, User-Agent %q", gotHost.Load(), gotHeader.Load(), gotUA.Load())
+	if gotHost.Load() != "web.internal" || gotHeader.Load() != "yes" || gotUA.Load() != "supervise-probe/dev" ||
+		gotAccept.Load() != "*/*" || gotEncoding.Load() != "" {
+		t.Fatalf("server saw Host %q, X-Probe %q, User-Agent %q, Accept %q, Accept-Encoding %q; want web.internal, yes, supervise-probe/dev, */*, none",
+			gotHost.Load(), gotHeader.Load(), gotUA.Load(), gotAccept.Load(), gotEncoding.Load())
+	}
+	o = checkHTTP(t.Context(), client, &HTTPCheck{URL: srv.URL + "/ok", Headers: map[string]string{"User-Agent": "mine/1", "Accept": "application/json"}})
+	if !o.ok || gotUA.Load() != "mine/1" || gotAccept.Load() != "application/json" {
+		t.Fatalf("own User-Agent and Accept: %+v; server saw %q, %q", o, gotUA.Load(), gotAccept.Load())
 	}
 }
 
@@ -93,12 +132,12 @@ func TestCheckTCP(t *testing.T) {
 			c.Close()
 		}
 	}()
-	if ok, msg := checkTCP(t.Context(), addr); !ok || msg != "tcp "+addr+": connected" {
-		t.Fatalf("open port: %v, %q", ok, msg)
+	if o := checkTCP(t.Context(), addr); !o.ok || o.msg != "tcp "+addr+": connected" {
+		t.Fatalf("open port: %+v", o)
 	}
 	ln.Close()
-	if ok, msg := checkTCP(t.Context(), addr); ok || !strings.Contains(msg, "connection refused") {
-		t.Fatalf("closed port: %v, %q; want refused", ok, msg)
+	if o := checkTCP(t.Context(), addr); o.ok || !strings.Contains(o.msg, "connection refused") {
+		t.Fatalf("closed port: %+v; want refused", o)
 	}
 }
 

@@ -17,7 +17,8 @@
 //     ready. Without a readiness probe a started program is ready.
 //   - Liveness failing FailureThreshold times in a row sets LivenessFailed,
 //     reports it once, and ends the Runner's probing: the supervisor restarts
-//     the program (reason LivenessProbeFailed, counted as a crash).
+//     the program (reason LivenessProbeFailed, or StartupProbeFailed when
+//     the startup probe failed; a failure whatever the exit code).
 //   - Every probe waits InitialDelay from the process start, then runs every
 //     Period, scheduled from when it was due (a probe that overran skips the
 //     periods it missed); each has Timeout, counted from when it was due, on

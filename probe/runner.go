@@ -36,8 +36,13 @@ type Config struct {
 	// StartedAt is when the process started: initial delays count from it.
 	// Zero means the clock's now at Start.
 	StartedAt time.Time
+	// Jitter, when set, gives each probe's first run a further delay
+	// (from StartedAt, at least the initial delay) for its period: the
+	// kubelet spreads its probes' first runs after it starts.
+	Jitter func(period time.Duration) time.Duration
 	// OnChange is called with the new status whenever Started, Ready or
-	// LivenessFailed changes, one call at a time, in order, from the
+	// LivenessFailed changes, or a probe gives a new error or warning (see
+	// Result), one call at a time, in order, from the
 	// Runner's goroutines. It must return quickly (put the key on a queue)
 	// and must not call Stop, which waits for those goroutines.
 	OnChange func(Status)
@@ -57,12 +62,15 @@ type Status struct {
 	Ready bool
 	// LivenessFailed: the liveness probe failed FailureThreshold times in
 	// a row, or the startup probe did. The process must be restarted
-	// (reason LivenessProbeFailed, counted as a crash); the Runner has
+	// (FailedProbe says which, counted as a crash); the Runner has
 	// stopped probing.
 	LivenessFailed bool
 	// Failure says which probe failed and its last message, when
 	// LivenessFailed.
 	Failure string
+	// FailedProbe is the kind (Startup or Liveness) that failed, when
+	// LivenessFailed: the kubelet reports the two kills apart.
+	FailedProbe string
 	// Last is the last result of each probe that ran, keyed Startup,
 	// Readiness, Liveness.
 	Last map[string]Result
@@ -74,7 +82,13 @@ type Result struct {
 	OK       bool
 	Message  string        // e.g. "HTTP 200", "exit code 1: not ready", "timed out after 1s"
 	Duration time.Duration // how long it took
-
+	// Error: the probe could not run (its command could not be started,
+	// its request not built). Such a run is reported but not counted
+	// toward either threshold, as the kubelet discards a probe error.
+	Error bool
+	// Warning is set on a success the kubelet warns about: a redirect to
+	// another host, not followed.
+	Warning string
 }
 
 // Runner runs the probes of one process run, each on its own timer and in
@@ -195,6 +209,11 @@ func (r *Runner) worker(ctx context.Context, kind string, s Spec) {
 	// The kubelet counts the initial delay from the process start, and
 	// probes readiness at once when the startup probe passes.
 	due := r.start.Add(s.InitialDelay)
+	if r.cfg.Jitter != nil {
+		if j := r.start.Add(r.cfg.Jitter(s.Period)); due.Before(j) {
+			due = j
+		}
+	}
 	if due.Before(r.startedAt) {
 		due = r.startedAt
 	}
@@ -205,17 +224,21 @@ func (r *Runner) worker(ctx context.Context, kind string, s Spec) {
 			return
 		}
 		began := r.clock.Now()
-		ok, msg := r.probe(ctx, &s, due)
+		o := r.probe(ctx, &s, due)
 		ended := r.clock.Now()
 		if ctx.Err() != nil {
 			return // stopped mid-probe: the result means nothing
 		}
-		if run == 0 || ok != last {
-			last, run = ok, 1
-		} else {
+		res := Result{Time: ended, OK: o.ok, Message: o.msg, Duration: ended.Sub(began), Error: o.errored, Warning: o.warning}
+		switch {
+		case o.errored:
+			r.recordError(kind, res)
+		case run == 0 || o.ok != last:
+			last, run = o.ok, 1
+		default:
 			run++
 		}
-		if !r.record(kind, s, Result{Time: ended, OK: ok, Message: msg, Duration: ended.Sub(began)}, run) {
+		if !o.errored && !r.record(kind, s, res, run) {
 			return
 		}
 		// Schedule from when the probe was due, not from when it ended, as a
@@ -248,7 +271,7 @@ func (r *Runner) sleepUntil(ctx context.Context, due time.Time) bool {
 }
 
 // probe runs s once, due at due; its timeout counts from due, on the clock.
-func (r *Runner) probe(ctx context.Context, s *Spec, due time.Time) (bool, string) {
+func (r *Runner) probe(ctx context.Context, s *Spec, due time.Time) outcome {
 	pctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	if left := due.Add(s.Timeout).Sub(r.clock.Now()); left <= 0 {
@@ -257,11 +280,33 @@ func (r *Runner) probe(ctx context.Context, s *Spec, due time.Time) (bool, strin
 		t := r.clock.AfterFunc(left, func() { cancel(errTimeout) })
 		defer t.Stop()
 	}
-	ok, msg := r.check(pctx, s)
-	if !ok && errors.Is(context.Cause(pctx), errTimeout) {
-		return false, fmt.Sprintf("timed out after %v", s.Timeout)
+	o := r.check(pctx, s)
+	if !o.ok && errors.Is(context.Cause(pctx), errTimeout) {
+		return outcome{msg: fmt.Sprintf("timed out after %v", s.Timeout)}
 	}
-	return ok, msg
+	return o
+}
+
+// recordError stores a run that could not be made, without counting it,
+// and logs it when its message is new.
+func (r *Runner) recordError(kind string, res Result) {
+	r.notifyMu.Lock()
+	defer r.notifyMu.Unlock()
+	r.mu.Lock()
+	if r.st.LivenessFailed { // the run is over
+		r.mu.Unlock()
+		return
+	}
+	prev := r.st.Last[kind]
+	r.st.Last[kind] = res
+	snap := r.snapshotLocked()
+	r.mu.Unlock()
+	if prev.Message != res.Message {
+		r.log.Warn("probe could not run; not counted", "probe", kind, "msg", res.Message)
+		if r.cfg.OnChange != nil {
+			r.cfg.OnChange(snap)
+		}
+	}
 }
 
 // record stores the result of one probe of kind, whose result has now come
@@ -276,6 +321,7 @@ func (r *Runner) record(kind string, s Spec, res Result, run int) (more bool) {
 		r.mu.Unlock()
 		return false
 	}
+	warned := res.Warning != "" && r.st.Last[kind].Warning != res.Warning
 	r.st.Last[kind] = res
 	before := r.st
 	more = true
@@ -289,7 +335,7 @@ func (r *Runner) record(kind string, s Spec, res Result, run int) (more bool) {
 			close(r.started)
 			more = false
 		} else if failed {
-			r.failLocked(fmt.Sprintf("startup probe failed %d times: %s", run, res.Message))
+			r.failLocked(Startup, fmt.Sprintf("startup probe failed %d times: %s", run, res.Message))
 			more = false
 		}
 	case Readiness:
@@ -300,12 +346,12 @@ func (r *Runner) record(kind string, s Spec, res Result, run int) (more bool) {
 		}
 	case Liveness:
 		if failed {
-			r.failLocked(fmt.Sprintf("liveness probe failed %d times: %s", run, res.Message))
+			r.failLocked(Liveness, fmt.Sprintf("liveness probe failed %d times: %s", run, res.Message))
 			more = false
 		}
 	}
 	r.st.Ready = r.st.Started && !r.st.LivenessFailed && (r.cfg.Readiness == nil || r.ready)
-	changed := before.Started != r.st.Started || before.Ready != r.st.Ready || before.LivenessFailed != r.st.LivenessFailed
+	changed := before.Started != r.st.Started || before.Ready != r.st.Ready || before.LivenessFailed != r.st.LivenessFailed || warned
 	snap := r.snapshotLocked()
 	r.mu.Unlock()
 
@@ -318,6 +364,8 @@ func (r *Runner) record(kind string, s Spec, res Result, run int) (more bool) {
 			r.log.Warn("probe failed: restart needed", "probe", kind, "msg", snap.Failure)
 		case before.Ready != snap.Ready:
 			r.log.Info("readiness changed", "probe", kind, "ready", snap.Ready, "msg", res.Message)
+		case warned:
+			r.log.Warn("probe passed with a warning", "probe", kind, "msg", res.Warning)
 		}
 		if r.cfg.OnChange != nil {
 			r.cfg.OnChange(snap)
@@ -327,8 +375,9 @@ func (r *Runner) record(kind string, s Spec, res Result, run int) (more bool) {
 }
 
 // failLocked marks the run as failed and stops every probe.
-func (r *Runner) failLocked(why string) {
+func (r *Runner) failLocked(kind, why string) {
 	r.st.LivenessFailed = true
 	r.st.Failure = why
+	r.st.FailedProbe = kind
 	r.cancel()
 }

@@ -15,20 +15,20 @@ import (
 
 var t0 = time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
 
-// outcome is what the fake Execer answers for one command.
-type outcome struct {
+// execOutcome is what the fake Execer answers for one command.
+type execOutcome struct {
 	code int
 	out  string
 	hang bool // block until the probe's context ends
 }
 
 // fakeExec answers command probes by their argv[0] ("startup", "ready",
-// "live"), with the outcome currently set for it, and records every call.
+// "live"), with the execOutcome currently set for it, and records every call.
 type fakeExec struct {
 	clock *fakeclock.Clock
 	mu    sync.Mutex
-	next  map[string]outcome // guarded by mu
-	calls []execCall         // guarded by mu
+	next  map[string]execOutcome // guarded by mu
+	calls []execCall             // guarded by mu
 }
 
 type execCall struct {
@@ -38,10 +38,10 @@ type execCall struct {
 }
 
 func newFakeExec(c *fakeclock.Clock) *fakeExec {
-	return &fakeExec{clock: c, next: map[string]outcome{}}
+	return &fakeExec{clock: c, next: map[string]execOutcome{}}
 }
 
-func (f *fakeExec) set(name string, o outcome) {
+func (f *fakeExec) set(name string, o execOutcome) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.next[name] = o
@@ -97,8 +97,8 @@ func (c *changes) get() []Status {
 }
 
 var (
-	pass = outcome{code: 0}
-	fail = outcome{code: 1, out: "not yet\nsecond line"}
+	pass = execOutcome{code: 0}
+	fail = execOutcome{code: 1, out: "not yet\nsecond line"}
 )
 
 // env is one test's fake world inside a synctest bubble: stepping the
@@ -406,7 +406,7 @@ func TestStartupWithoutReadiness(t *testing.T) {
 func TestStartupFailureIsLivenessFailure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
-		e.exec.set("startup", outcome{code: 2})
+		e.exec.set("startup", execOutcome{code: 2})
 		e.exec.set("live", pass)
 		r := e.start(Config{
 			Startup:  &Spec{Command: []string{"startup"}, FailureThreshold: 2, Period: s},
@@ -434,7 +434,7 @@ func TestStartupFailureIsLivenessFailure(t *testing.T) {
 func TestCommandTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
-		e.exec.set("live", outcome{hang: true})
+		e.exec.set("live", execOutcome{hang: true})
 		r := e.start(Config{Liveness: &Spec{Command: []string{"live"}, InitialDelay: 3 * s, Timeout: 2 * s, FailureThreshold: 1}})
 		e.stepTo(3 * s)
 		e.wantTimes("live", 3*s)
@@ -459,7 +459,7 @@ func TestCommandTimeout(t *testing.T) {
 func TestOverrunSkipsPeriods(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
-		e.exec.set("ready", outcome{hang: true})
+		e.exec.set("ready", execOutcome{hang: true})
 		e.start(Config{Readiness: &Spec{Command: []string{"ready"}, Period: 2 * s, Timeout: 5 * s}})
 		e.wantTimes("ready", 0)
 		e.stepTo(5 * s) // times out at 5s; 2s and 4s were missed
@@ -475,7 +475,7 @@ func TestOverrunSkipsPeriods(t *testing.T) {
 func TestStopMidProbe(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
-		e.exec.set("live", outcome{hang: true})
+		e.exec.set("live", execOutcome{hang: true})
 		r := e.start(Config{Liveness: &Spec{Command: []string{"live"}, FailureThreshold: 1}})
 		e.wantTimes("live", 0)
 		r.Stop()
@@ -492,15 +492,59 @@ func TestStopMidProbe(t *testing.T) {
 	})
 }
 
-// TestExecError: an Exec that fails (no such sandbox, command not found)
-// is a probe failure with the error as message.
+// TestExecError: an Exec that cannot run (no such sandbox, command not
+// found) is a probe error, as the kubelet's: reported in Last, never
+// counted, so even a threshold of 1 does not kill.
 func TestExecError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
 		r := e.start(Config{Liveness: &Spec{Command: []string{"missing"}, FailureThreshold: 1}})
 		st := r.Status()
-		if !st.LivenessFailed || st.Last[Liveness].Message != `running "missing": no such command` {
+		last := st.Last[Liveness]
+		if st.LivenessFailed || !last.Error || last.OK || last.Message != `probe error: running "missing": no such command` {
 			t.Fatalf("status = %+v", st)
 		}
+	})
+}
+
+// TestFirstProbeJitter: Jitter delays each probe's first run (from the
+// process start, not below the initial delay), then the period runs from
+// there; StartedAt in the past makes the initial delay count from it.
+func TestFirstProbeJitter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		e.exec.set("ready", pass)
+		e.exec.set("live", pass)
+		var mu sync.Mutex
+		var asked []time.Duration
+		e.start(Config{
+			Readiness: &Spec{Command: []string{"ready"}, Period: 10 * s},
+			Liveness:  &Spec{Command: []string{"live"}, InitialDelay: 8 * s, Period: 10 * s},
+			Jitter: func(p time.Duration) time.Duration { // called by each probe's goroutine
+				mu.Lock()
+				defer mu.Unlock()
+				asked = append(asked, p)
+				return p * 3 / 10 // 3s
+			},
+		})
+		e.stepTo(3 * s)
+		e.wantTimes("ready", 3*s)
+		e.wantTimes("live")
+		e.stepTo(8 * s)
+		e.wantTimes("live", 8*s) // the initial delay is the later
+		e.stepTo(13 * s)
+		e.wantTimes("ready", 3*s, 13*s)
+		mu.Lock()
+		defer mu.Unlock()
+		if len(asked) != 2 || asked[0] != 10*s || asked[1] != 10*s {
+			t.Fatalf("Jitter asked for %v, want each probe's period", asked)
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		e.exec.set("live", pass)
+		e.clock.SetTime(t0.Add(5 * s)) // post_start took 5s
+		e.start(Config{Liveness: &Spec{Command: []string{"live"}, InitialDelay: 5 * s, Period: 10 * s}, StartedAt: t0})
+		e.wantTimes("live", 5*s) // due at once: the delay counted from the process start
 	})
 }

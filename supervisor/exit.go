@@ -160,7 +160,7 @@ func (s *Supervisor) endedForGoodLocked(program string) bool {
 
 func exitMessage(e *exitInfo) string {
 	switch {
-	case e.Reason == ReasonLivenessProbeFailed || e.Reason == ReasonWatchdogTimeout:
+	case healthKill(e.Reason):
 		return e.Reason
 	case e.Reason == string(proc.ReasonOOMKilled):
 		return string(proc.ReasonOOMKilled)

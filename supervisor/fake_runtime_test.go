@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/supervise-dev/supervise/clock"
+	"github.com/supervise-dev/supervise/clock/fakeclock"
 	"github.com/supervise-dev/supervise/proc"
 )
 
@@ -24,8 +25,13 @@ type fakeRuntime struct {
 	execs      []string // hook commands, in order
 	resets     int
 	ignoreTerm map[string]bool // program name → its processes ignore the stop signal
+	termExit0  map[string]bool // program name → its processes trap the stop signal and exit 0
 	created    map[string]int  // sandbox name → sandboxes created
 	execFail   map[string]bool
+	execFailN  map[string]int // command → its next runs that fail
+	// execTakes: command → how long its runs take on the fake clock (the
+	// clock is stepped from inside Exec).
+	execTakes  map[string]time.Duration
 	starts     map[string][]time.Time // sandbox name → start times
 	events     chan proc.ExitEvent
 	failStart  map[string]int                // program name → its next starts that fail (EMFILE)
@@ -56,6 +62,8 @@ func newFakeRuntime(clk clock.Clock) *fakeRuntime {
 		starts:    map[string][]time.Time{},
 		failStart: map[string]int{},
 		selfPid:   map[string]bool{},
+		termExit0: map[string]bool{},
+		execFailN: map[string]int{},
 		configs:   map[string]proc.ProcessConfig{},
 		events:    make(chan proc.ExitEvent, 1024),
 	}
@@ -208,7 +216,10 @@ func (f *fakeRuntime) Signal(id string, sig syscall.Signal) error {
 	if p == nil || p.state != proc.StateRunning {
 		return proc.ErrNotFound
 	}
-	if sig == syscall.SIGKILL || !p.ignoreStop {
+	switch {
+	case sig != syscall.SIGKILL && f.termExit0[p.name]:
+		f.exitLocked(p, 0, 0)
+	case sig == syscall.SIGKILL || !p.ignoreStop:
 		f.exitLocked(p, -1, sig)
 	}
 	return nil
@@ -253,6 +264,13 @@ func (f *fakeRuntime) Exec(ctx context.Context, sid string, cfg proc.ExecConfig)
 	cmd := cfg.Args[0]
 	f.execs = append(f.execs, cmd)
 	if f.execFail[cmd] {
+		return proc.ExecResult{ExitCode: 1}, nil
+	}
+	if d := f.execTakes[cmd]; d > 0 {
+		f.clock.(*fakeclock.Clock).Step(d)
+	}
+	if f.execFailN[cmd] > 0 {
+		f.execFailN[cmd]--
 		return proc.ExecResult{ExitCode: 1}, nil
 	}
 	return proc.ExecResult{}, nil

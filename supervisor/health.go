@@ -16,8 +16,21 @@ import (
 // Reasons of exits the supervisor causes for a program's health.
 const (
 	ReasonLivenessProbeFailed = "LivenessProbeFailed"
+	ReasonStartupProbeFailed  = "StartupProbeFailed"
 	ReasonWatchdogTimeout     = "WatchdogTimeout"
 )
+
+// healthKill reports whether reason is one of the kills above. Such a run
+// failed whatever its exit code: a program that traps SIGTERM and exits 0
+// after a failed liveness probe was still hung, and the kubelet restarts
+// it under every policy but Never.
+func healthKill(reason string) bool {
+	switch reason {
+	case ReasonLivenessProbeFailed, ReasonStartupProbeFailed, ReasonWatchdogTimeout:
+		return true
+	}
+	return false
+}
 
 // health is what watches one process run for readiness and liveness:
 // probes, an sd_notify socket, a watchdog, a follower of the log for
@@ -39,6 +52,9 @@ type health struct {
 	logReady    bool
 	status      string // STATUS= of sd_notify
 	killReason  string // set when the run must end for its health
+	// notices: per probe kind, the last error or warning an event told
+	// of, so each new one is told once.
+	notices map[string]string
 }
 
 func toProbeSpec(p *config.Probe) *probe.Spec {
@@ -113,6 +129,8 @@ func (s *Supervisor) startHealth(in *instance, h *health, sid string, pcfgEnv []
 			Readiness:  toProbeSpec(spec.Probes.Readiness),
 			Liveness:   toProbeSpec(spec.Probes.Liveness),
 			Clock:      s.clock,
+			StartedAt:  in.startedAt, // initial delays count from here, post_start included
+			Jitter:     s.probeJitterLocked(),
 			Exec:       s.rt,
 			SandboxID:  sid,
 			ExecConfig: execConfig(spec, pcfgEnv),
@@ -299,6 +317,9 @@ func (s *Supervisor) checkHealthLocked(in *instance) (kill bool) {
 	if h.killReason == "" && h.probes != nil {
 		if st := h.probes.Status(); st.LivenessFailed {
 			h.killReason = ReasonLivenessProbeFailed
+			if st.FailedProbe == probe.Startup {
+				h.killReason = ReasonStartupProbeFailed
+			}
 			in.message = st.Failure
 		}
 	}
@@ -320,7 +341,30 @@ func (s *Supervisor) checkHealthLocked(in *instance) (kill bool) {
 		}
 		s.checkSystemdReadyLocked()
 	}
+	if h.probes != nil {
+		s.probeNoticesLocked(in, h)
+	}
 	return h.killReason != ""
+}
+
+// probeNoticesLocked adds an event for each new probe error (the probe
+// could not run, and did not count) or warning (a redirect to another
+// host, not followed, counted as a success).
+func (s *Supervisor) probeNoticesLocked(in *instance, h *health) {
+	for kind, r := range h.probes.Status().Last {
+		n := r.Warning
+		if r.Error {
+			n = r.Message
+		}
+		if n == "" || h.notices[kind] == n {
+			continue
+		}
+		if h.notices == nil {
+			h.notices = map[string]string{}
+		}
+		h.notices[kind] = n
+		s.events.add(in.key, string(in.state), string(in.state), kind+" probe: "+n)
+	}
 }
 
 // checkSystemdReadyLocked tells systemd (Type=notify) READY=1 once every
@@ -340,5 +384,23 @@ func (s *Supervisor) checkSystemdReadyLocked() {
 	s.systemdReady = true
 	if err := notify.NotifySystemd("READY=1\nSTATUS=all programs ready"); err != nil {
 		s.log.Warn("telling systemd we are ready", "err", err)
+	}
+}
+
+// probeJitterLocked is the spread of first probes: while the supervisor is
+// younger than a probe's period, that probe's first run waits a random
+// fraction of the period, as the kubelet's workers do after it starts, so
+// a thousand programs started together do not probe together. nil when
+// probe_jitter is off.
+func (s *Supervisor) probeJitterLocked() func(time.Duration) time.Duration {
+	if !s.cfg.Supervisor.ProbeJitter {
+		return nil
+	}
+	age := s.clock.Since(s.bootedAt)
+	return func(period time.Duration) time.Duration {
+		if age >= period {
+			return 0
+		}
+		return time.Duration(s.randFloat() * float64(period))
 	}
 }

@@ -216,3 +216,59 @@ func TestFailedStartKeepsSandboxItCouldNotDelete(t *testing.T) {
 		t.Errorf("stopped, %d sandboxes left", live)
 	}
 }
+
+// A run ended for its health failed whatever its exit code: a program that
+// traps SIGTERM and exits 0 after a failed liveness probe is restarted under
+// on-failure, and under never it is Failed, so a dependent waiting for it
+// to complete never starts. A startup probe's kill has its own reason.
+func TestHealthKillIsAFailureWhateverTheCode(t *testing.T) {
+	t.Run("liveness, on-failure", func(t *testing.T) {
+		job := program("job", func(p *config.Program) {
+			p.Restart = config.RestartOnFailure
+			p.Probes.Liveness = commandProbe("job-live", 1)
+		})
+		h := newHarnessSetup(t, func(rt *fakeRuntime) { rt.termExit0["job"] = true }, job)
+		h.waitState("job", Running)
+		first := h.sup.instances["job"].procID
+		h.rt.mu.Lock()
+		h.rt.execFailN["job-live"] = 1 // the next run's probes pass
+		h.rt.mu.Unlock()
+		h.stepUntil("liveness kill", time.Second, func() bool {
+			in := h.sup.instances["job"]
+			return in.procID != first && in.lastExit != nil
+		})
+		h.sup.mu.Lock()
+		last, restarts := *h.sup.instances["job"].lastExit, h.sup.instances["job"].restarts
+		h.sup.mu.Unlock()
+		if last.Code != 0 || last.Reason != ReasonLivenessProbeFailed || restarts != 1 {
+			t.Fatalf("after the kill: exit %+v, restarts %d; want code 0, LivenessProbeFailed, 1 restart", last, restarts)
+		}
+		h.waitState("job", Running)
+	})
+	t.Run("startup, never", func(t *testing.T) {
+		job := program("job", func(p *config.Program) {
+			p.Restart = config.RestartNever
+			p.Probes.Startup = commandProbe("job-started", 2)
+		})
+		after := program("after", func(p *config.Program) {
+			p.DependsOn = []string{"job"}
+			p.DependsOnCond = map[string]string{"job": config.DependCompleted}
+		})
+		h := newHarnessSetup(t, func(rt *fakeRuntime) {
+			rt.termExit0["job"] = true
+			rt.execFail["job-started"] = true
+		}, job, after)
+		h.waitState("job", Running)
+		h.stepUntil("startup kill", time.Second, func() bool { return h.sup.instances["job"].state == Failed })
+		h.sup.mu.Lock()
+		last := *h.sup.instances["job"].lastExit
+		afterState, afterStarts := h.sup.instances["after"].state, len(h.rt.startTimes("after"))
+		h.sup.mu.Unlock()
+		if last.Code != 0 || last.Reason != ReasonStartupProbeFailed || last.status() != 1 {
+			t.Fatalf("after the kill: exit %+v (status %d); want code 0, StartupProbeFailed, status 1", last, last.status())
+		}
+		if afterState == Running || afterState == Completed || afterStarts != 0 {
+			t.Fatalf("the dependent of a killed job: %s, %d starts; want it never started", afterState, afterStarts)
+		}
+	})
+}

@@ -112,6 +112,17 @@ func (s *Supervisor) start(ctx context.Context, in *instance) error {
 
 	if h := spec.Hooks.PostStart; h != nil {
 		if err := s.runHook(ctx, in, hooks.PostStart, h, env); err != nil {
+			// The process is killed for it, after its pre_stop, as the
+			// kubelet's killContainer runs preStop whatever the reason.
+			if ps := spec.Hooks.PreStop; ps != nil {
+				hs := *ps
+				if grace := stopGraceLocked(spec, nil); hs.Timeout <= 0 || hs.Timeout > grace {
+					hs.Timeout = grace
+				}
+				if err := s.runHook(ctx, in, hooks.PreStop, &hs, env); err != nil {
+					s.log.Warn("pre_stop hook failed; stopping anyway", "program", in.key, "err", err)
+				}
+			}
 			return s.startFailed(ctx, in, id, ReasonHookError, err)
 		}
 	}

@@ -113,7 +113,7 @@ type exitInfo struct {
 // failed reports whether the exit is a failure under the program's
 // success_exit_codes.
 func (e *exitInfo) failed(spec *config.Program) bool {
-	if e.Signal != 0 || e.Code < 0 {
+	if e.Signal != 0 || e.Code < 0 || healthKill(e.Reason) {
 		return true
 	}
 	codes := spec.SuccessExitCodes
@@ -133,8 +133,8 @@ func (e *exitInfo) status() int {
 	if e.Signal != 0 {
 		return 128 + int(e.Signal)
 	}
-	if e.Code < 0 {
-		return 1
+	if e.Code < 0 || e.Code == 0 && healthKill(e.Reason) {
+		return 1 // a failure, whatever the program said
 	}
 	return e.Code
 }

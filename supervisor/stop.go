@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/supervise-dev/supervise/config"
 	"github.com/supervise-dev/supervise/hooks"
 	"github.com/supervise-dev/supervise/proc"
 )
@@ -51,14 +52,11 @@ func (s *Supervisor) advanceStop(ctx context.Context, in *instance) bool {
 		return false
 	}
 	if deadline.IsZero() { // the stop begins
-		grace := spec.StopTimeout
-		if grace <= 0 {
-			grace = 10 * time.Second
-		}
-		deadline = s.clock.Now().Add(grace)
 		s.mu.Lock()
-		in.stopDeadline = deadline
 		health := in.health
+		grace := stopGraceLocked(spec, health)
+		deadline = s.clock.Now().Add(grace)
+		in.stopDeadline = deadline
 		s.mu.Unlock()
 		// Nothing asks a stopping program about its health: a probe
 		// would only disturb its shutdown, and no verdict matters now.
@@ -74,6 +72,15 @@ func (s *Supervisor) advanceStop(ctx context.Context, in *instance) bool {
 			}
 			if err := s.runHook(ctx, in, hooks.PreStop, &hs, programEnv(spec, in, last)); err != nil {
 				s.log.Warn("pre_stop hook failed; stopping anyway", "program", in.key, "err", err)
+			}
+			// pre_stop's time came out of the grace, but the stop signal
+			// always gets min_stop_grace: a program's TERM handler runs
+			// however long the hook took, as the kubelet allows.
+			if floor := s.clock.Now().Add(spec.MinStopGrace); deadline.Before(floor) {
+				deadline = floor
+				s.mu.Lock()
+				in.stopDeadline = deadline
+				s.mu.Unlock()
 			}
 		}
 		sig := spec.StopSignal
@@ -103,4 +110,27 @@ func (s *Supervisor) advanceStop(ctx context.Context, in *instance) bool {
 	}
 	s.handleExit(ctx, in, exit)
 	return false
+}
+
+// stopGraceLocked is how long a stop of a run may take before SIGKILL,
+// pre_stop included: stop_timeout, or the grace period of the probe whose
+// failure caused the stop.
+func stopGraceLocked(spec *config.Program, h *health) time.Duration {
+	grace := spec.StopTimeout
+	if h != nil {
+		var p *config.Probe
+		switch h.killReason {
+		case ReasonLivenessProbeFailed:
+			p = spec.Probes.Liveness
+		case ReasonStartupProbeFailed:
+			p = spec.Probes.Startup
+		}
+		if p != nil && p.TerminationGracePeriod > 0 {
+			grace = p.TerminationGracePeriod
+		}
+	}
+	if grace <= 0 {
+		grace = config.DefaultStopTimeout
+	}
+	return grace
 }

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"slices"
 	"sort"
@@ -89,6 +90,9 @@ type Supervisor struct {
 	logs   *logSet
 	events *eventLog
 
+	bootedAt  time.Time      // for the spread of first probes
+	randFloat func() float64 // [0, 1); tests replace it
+
 	ctx    context.Context // cancelled by Kill: aborts every blocking call
 	cancel context.CancelFunc
 	// bg holds work started off a caller's path (removing a program's
@@ -159,6 +163,8 @@ func New(opts Options) (*Supervisor, error) {
 			RateLimiter: backoff.DefaultControllerRateLimiter[string](clk),
 		}),
 		hooks:     &hooks.Runner{Exec: opts.Runtime, Logger: log},
+		bootedAt:  clk.Now(),
+		randFloat: rand.Float64,
 		events:    newEventLog(clk, 1000),
 		streams:   newStreamSet(),
 		ctx:       ctx,

@@ -24,14 +24,13 @@ import (
 	"github.com/supervise-dev/supervise/config"
 	"github.com/supervise-dev/supervise/ctl"
 	"github.com/supervise-dev/supervise/internal/unixsig"
+	"github.com/supervise-dev/supervise/internal/version"
 	"github.com/supervise-dev/supervise/metrics"
 	"github.com/supervise-dev/supervise/pid1"
 	"github.com/supervise-dev/supervise/proc"
 	"github.com/supervise-dev/supervise/supervisor"
 	"github.com/supervise-dev/supervise/watch"
 )
-
-var version = "dev"
 
 // Exit codes of supervise itself (a supervised program's code passes through).
 const (
@@ -65,7 +64,7 @@ func runApp(args []string) int {
 	app := &cli.App{
 		Name:                 "supervise",
 		Usage:                "run programs in sandboxes, restart them with the kubelet's crash backoff",
-		Version:              version,
+		Version:              version.Version,
 		EnableBashCompletion: true,
 		Flags:                runFlags(),
 		Action: func(c *cli.Context) error { // bare `supervise` in a project folder
@@ -292,7 +291,7 @@ func runCommand(c *cli.Context) int {
 		httpAddr = cfg.Supervisor.HTTP
 	}
 	if httpAddr != "" {
-		h := metrics.NewHandler(sup, metrics.Build{Version: version, GoVersion: runtime.Version()})
+		h := metrics.NewHandler(sup, metrics.Build{Version: version.Version, GoVersion: runtime.Version()})
 		ms, err := metrics.Listen(httpAddr, h, log)
 		if err != nil {
 			log.Error("metrics listener", "err", err)

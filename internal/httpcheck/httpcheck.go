@@ -8,30 +8,59 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
+
+	"github.com/supervise-dev/supervise/internal/version"
 )
+
+// MaxRedirects is how many redirects to the same host a check follows, as
+// the kubelet does.
+const MaxRedirects = 10
 
 // NewClient returns the client: no keep-alives (a check every few seconds
 // must not pile up idle connections in the program), no proxy from the
-// environment (the target is the program, usually on localhost),
-// redirects not followed (a 3xx is already an answer), and certificates
-// not verified, as the kubelet does: a check asks "are you up?" and sends
-// nothing that needs the server authenticated.
+// environment (the target is the program, usually on localhost), no
+// compression (a check reads status codes, and a gzip bomb is nothing it
+// should inflate), certificates not verified, as the kubelet does: a check
+// asks "are you up?" and sends nothing that needs the server
+// authenticated. Redirects to the same host are followed (up to
+// MaxRedirects); one to another host is not: its 3xx is the answer.
 func NewClient() *http.Client {
 	return &http.Client{
 		Transport: &http.Transport{
-			Proxy:             nil,
-			DisableKeepAlives: true,
-			TLSClientConfig:   &tls.Config{InsecureSkipVerify: true},
+			Proxy:              nil,
+			DisableKeepAlives:  true,
+			DisableCompression: true,
+			TLSClientConfig:    &tls.Config{InsecureSkipVerify: true},
 		},
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		CheckRedirect: sameHostRedirects,
 	}
 }
 
+// errTooManyRedirects ends a chain of redirects; the check fails.
+var errTooManyRedirects = errors.New("stopped after 10 redirects")
+
+func sameHostRedirects(req *http.Request, via []*http.Request) error {
+	if req.URL.Hostname() != via[0].URL.Hostname() {
+		return http.ErrUseLastResponse
+	}
+	if len(via) >= MaxRedirects {
+		return errTooManyRedirects
+	}
+	return nil
+}
+
+// UserAgent is what a check of kind ("probe", "hook") sends unless its
+// headers name their own: supervise-probe/VERSION, as the kubelet sends
+// kube-probe/VERSION.
+func UserAgent(kind string) string { return "supervise-" + kind + "/" + version.Version }
+
 // NewRequest builds the request of a check: method (GET when empty) on
 // rawURL with headers, of which "Host" (any case) sets the Host the server
-// sees; userAgent is sent unless the headers name their own.
+// sees; userAgent and "Accept: */*" are sent unless the headers name their
+// own.
 func NewRequest(ctx context.Context, method, rawURL string, headers map[string]string, userAgent string) (*http.Request, error) {
 	if method == "" {
 		method = http.MethodGet
@@ -41,6 +70,7 @@ func NewRequest(ctx context.Context, method, rawURL string, headers map[string]s
 		return nil, err
 	}
 	req.Header.Set("User-Agent", userAgent)
+	req.Header.Set("Accept", "*/*")
 	for k, v := range headers {
 		if http.CanonicalHeaderKey(k) == "Host" {
 			req.Host = v // net/http ignores a Host in Header
@@ -58,6 +88,26 @@ func OK(status, expect int) bool {
 		return status == expect
 	}
 	return status >= 200 && status < 400
+}
+
+// Unfollowed says, for a reply the client did not follow any further (a
+// 3xx: a redirect to another host, or without a Location), a short
+// warning naming the host it pointed to; "" for any other reply. The
+// kubelet counts such a reply as a success with a warning. The host is
+// cut to 253 bytes, the longest DNS name: the program chooses it.
+func Unfollowed(resp *http.Response) string {
+	if resp.StatusCode < 300 || resp.StatusCode >= 400 {
+		return ""
+	}
+	loc, err := resp.Location()
+	if err != nil || loc.Host == "" {
+		return fmt.Sprintf("HTTP %d without a redirect to follow", resp.StatusCode)
+	}
+	h := loc.Host
+	if len(h) > 253 {
+		h = h[:253]
+	}
+	return fmt.Sprintf("HTTP %d: the redirect to another host (%s) was not followed", resp.StatusCode, h)
 }
 
 // Unwrap drops the *url.Error wrapper, whose text repeats the method and
