@@ -1,6 +1,7 @@
 package config
 
 import (
+	"slices"
 	"syscall"
 	"time"
 )
@@ -100,6 +101,27 @@ type Supervisor struct {
 	Line int
 }
 
+// RestartRule is one of restart_rules: an exit whose status (the code, or
+// 128 + the signal, as a shell reports it) is In or NotIn Values takes
+// Action, whatever the restart policy says.
+type RestartRule struct {
+	Action   string // RuleRestart
+	Operator string // RuleIn or RuleNotIn
+	Values   []int  // 0–255
+}
+
+// The actions and operators of restart rules, spelled as the kubelet's.
+const (
+	RuleRestart = "restart"
+	RuleIn      = "In"
+	RuleNotIn   = "NotIn"
+)
+
+// Match reports whether status matches the rule's exit codes.
+func (r RestartRule) Match(status int) bool {
+	return slices.Contains(r.Values, status) == (r.Operator == RuleIn)
+}
+
 // RestartPolicy says whether an exited program is started again.
 type RestartPolicy string
 
@@ -134,6 +156,10 @@ type Program struct {
 	Group    string   // name or numeric gid; "" = the user's primary group
 	Groups   []string // supplementary groups
 	Restart  RestartPolicy
+	// RestartRules are checked, in order, before Restart when the program
+	// ends on its own: the first whose exit codes match the exit status
+	// decides (the kubelet's container restart rules).
+	RestartRules []RestartRule
 	// SuccessExitCodes are the exit statuses that count as success for
 	// RestartOnFailure and for Completed; default [0].
 	SuccessExitCodes []int

@@ -759,3 +759,51 @@ depends_on = { db = { condition = "running", restart_with = false }, cache = "re
 		t.Errorf("an unknown key in a dependency's table: got %v", err)
 	}
 }
+
+func TestParseRestartRules(t *testing.T) {
+	cfg := mustParse(t, `
+[program.job]
+command = "job"
+restart = "never"
+restart_rules = [
+  { action = "restart", exit_codes = { operator = "In", values = [42, 43] } },
+  { exit_codes = { operator = "NotIn", values = [0] } },
+]
+
+[program.other]
+command = "other"
+[[program.other.restart_rules]]
+exit_codes = { operator = "In", values = [137] }
+`)
+	want := []RestartRule{{Action: RuleRestart, Operator: RuleIn, Values: []int{42, 43}}, {Action: RuleRestart, Operator: RuleNotIn, Values: []int{0}}}
+	if got := cfg.Program("job").RestartRules; !reflect.DeepEqual(got, want) {
+		t.Errorf("job rules = %+v, want %+v", got, want)
+	}
+	if got := cfg.Program("other").RestartRules; len(got) != 1 || !got[0].Match(137) || got[0].Match(1) {
+		t.Errorf("other rules = %+v", got)
+	}
+
+	got := problems(t, `[program.job]
+command = "job"
+restart_rules = [
+  { action = "stop", exit_codes = { operator = "In", values = [1] } },
+  { exit_codes = { operator = "Maybe", values = [1] } },
+  { exit_codes = { operator = "In", values = [] } },
+  { exit_codes = { operator = "In", values = [300] } },
+  { exit_code = 1 },
+]
+`)
+	// Keys inside an array's inline tables take the line of the first
+	// element that has them: the element index in the key says which.
+	want2 := []string{
+		`test.toml:3: program.job.restart_rules[4]: needs exit_codes = { operator = "In" or "NotIn", values = [...] }`,
+		`test.toml:4: program.job.restart_rules[0].action: must be one of restart (got "stop")`,
+		`test.toml:4: program.job.restart_rules[1].exit_codes.operator: must be one of In, NotIn (got "Maybe")`,
+		`test.toml:4: program.job.restart_rules[2].exit_codes.values: needs values: an array of 1 to 255 exit codes like [42] (a signal N is 128+N)`,
+		`test.toml:4: program.job.restart_rules[3].exit_codes.values[0]: must be between 0 and 255 (got 300)`,
+		`test.toml:8: program.job.restart_rules[4].exit_code: unknown key (did you mean "exit_codes"?)`,
+	}
+	if !reflect.DeepEqual(got, want2) {
+		t.Errorf("got:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(want2, "\n  "))
+	}
+}
