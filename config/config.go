@@ -172,6 +172,12 @@ type Program struct {
 	// supervisor stops everything and exits with its status, as if the
 	// program were named in [supervisor] exit_on.
 	Critical bool
+	// Sidecar, as the kubelet's sidecar containers: the programs that
+	// depend on it wait for it to be started (running, its startup probe
+	// passed), not ready; it does not keep the supervisor running once
+	// every other program has ended for good, and it is stopped after the
+	// programs that depend on it.
+	Sidecar bool
 	// DependsOn names programs (never instances) started before this one and
 	// stopped after it. Every name exists and there is no cycle.
 	DependsOn   []string

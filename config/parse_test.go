@@ -113,6 +113,7 @@ success_exit_codes = [0, 3]
 instances = 3
 autostart = false
 critical = true
+sidecar = true
 depends_on = ["db"]
 stop_signal = "SIGQUIT"
 stop_timeout = "2s"
@@ -176,6 +177,7 @@ signal = "HUP"
 		{"Instances", w.Instances, 3},
 		{"Autostart", w.Autostart, false},
 		{"Critical", w.Critical, true},
+		{"Sidecar", w.Sidecar, true},
 		{"DependsOn", w.DependsOn, []string{"db"}},
 		{"StopSignal", w.StopSignal, syscall.SIGQUIT},
 		{"StopTimeout", w.StopTimeout, 2 * time.Second},

@@ -23,7 +23,7 @@ const maxSocketPath = 107
 // programKeys are the keys of [program.NAME] and [defaults].
 var programKeys = []string{
 	"command", "dir", "env", "env_file", "user", "group", "groups", "restart",
-	"success_exit_codes", "restart_rules", "instances", "autostart", "critical", "depends_on", "stop_signal",
+	"success_exit_codes", "restart_rules", "instances", "autostart", "critical", "sidecar", "depends_on", "stop_signal",
 	"stop_timeout", "min_stop_grace", "backoff", "sandbox", "hooks", "stdout", "stderr", "watch",
 	"probes", "notify", "notify_fd", "watchdog", "ready_log_line", // health.go
 }
@@ -279,6 +279,9 @@ func (d *decoder) program(name string, n *node, isDefaults bool) *Program {
 	}
 	if v := t["autostart"]; v != nil {
 		p.Autostart, _ = d.boolean(v)
+	}
+	if v := t["sidecar"]; v != nil {
+		p.Sidecar, _ = d.boolean(v)
 	}
 	if v := t["critical"]; v != nil {
 		p.Critical, _ = d.boolean(v)
