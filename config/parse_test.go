@@ -809,3 +809,26 @@ restart_rules = [
 		t.Errorf("got:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(want2, "\n  "))
 	}
 }
+
+// The kubelet's backoff shapes: max alone below the 10s initial lowers the
+// initial delay (a node-wide maximum of 1–300s); the reduced curve is
+// initial 1s, max 60s.
+func TestParseBackoffShapes(t *testing.T) {
+	cfg := mustParse(t, `
+[defaults.backoff]
+max = "5s"
+
+[program.capped]
+command = "x"
+
+[program.reduced]
+command = "y"
+backoff = { initial = "1s", max = "60s" }
+`)
+	if b := cfg.Program("capped").Backoff; b.Initial != 5*time.Second || b.Max != 5*time.Second || b.ResetAfter != 10*time.Minute {
+		t.Errorf("capped backoff = %+v, want initial 5s, max 5s, reset 10m", b)
+	}
+	if b := cfg.Program("reduced").Backoff; b.Initial != time.Second || b.Max != time.Minute {
+		t.Errorf("reduced backoff = %+v, want 1s, 1m", b)
+	}
+}

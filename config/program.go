@@ -445,9 +445,10 @@ func (d *decoder) backoff(n *node, isDefaults bool) Backoff {
 	b := Backoff{Initial: DefaultBackoffInitial, Max: DefaultBackoffMax}
 	t := d.table(n, `a table like { initial = "10s", max = "5m" }`)
 	d.known(t, "initial", "max", "reset_after")
-	var setMax bool
+	var setMax, setInitial bool
 	if v := t["initial"]; v != nil {
 		b.Initial, _ = d.duration(v)
+		setInitial = true
 	}
 	if v := t["max"]; v != nil {
 		b.Max, _ = d.duration(v)
@@ -463,6 +464,9 @@ func (d *decoder) backoff(n *node, isDefaults bool) Backoff {
 	}
 	if !setMax && b.Initial > b.Max {
 		b.Max = b.Initial // initial alone above the 5m default: never shrink it
+	}
+	if setMax && !setInitial && b.Max < b.Initial {
+		b.Initial = b.Max // max alone below 10s lowers the first delay, as the kubelet's node-wide maximum does
 	}
 	if b.Max < b.Initial && !isDefaults {
 		d.errorf(append(slices.Clip(n.path), "max"), "must not be less than initial (%v < %v)", b.Max, b.Initial)
