@@ -264,6 +264,11 @@ func runCommand(c *cli.Context) int {
 	if socket == "" {
 		socket = cfg.Supervisor.Socket
 	}
+	if socket == "" && (cfg.Procfile || c.String("config") == "" && c.Args().Len() == 0) {
+		// A dev runner, found in its folder: one supervisor per project,
+		// which supervisectl finds from the folder.
+		socket = ctl.ProjectSocketPath(cfg.Dir)
+	}
 	if socket == "" {
 		socket = ctl.DefaultSocketPath()
 	}
