@@ -180,6 +180,9 @@ func New(opts Options) (*Supervisor, error) {
 }
 
 // instanceKeys names the instances of a program: "web", or "web:0" … "web:N-1".
+// InstanceKeys are the names of p's instances: "web", or "web:0" … "web:N-1".
+func InstanceKeys(p *config.Program) []string { return instanceKeys(p) }
+
 func instanceKeys(p *config.Program) []string {
 	n := p.Instances
 	if n <= 1 {
