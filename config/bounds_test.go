@@ -110,10 +110,10 @@ func TestProcfileAndEnvLineBounds(t *testing.T) {
 	if _, err := ParseProcfile("Procfile", []byte(exact), ProcfileOptions{}); err != nil {
 		t.Errorf("%d lines refused: %v", maxLines, err)
 	}
-	if _, err := parseEnv(".env", "A="+strings.Repeat("x", maxLineLen)); err == nil || !strings.Contains(err.Error(), ".env:1: line longer than") {
+	if _, err := parseEnv(".env", "A="+strings.Repeat("x", maxLineLen), nil); err == nil || !strings.Contains(err.Error(), ".env:1: line longer than") {
 		t.Errorf("long .env line: got %v", err)
 	}
-	if _, err := parseEnv(".env", strings.Repeat("A=1\n", maxLines+1)); err == nil || !strings.Contains(err.Error(), "more than 10000 lines") {
+	if _, err := parseEnv(".env", strings.Repeat("A=1\n", maxLines+1), nil); err == nil || !strings.Contains(err.Error(), "more than 10000 lines") {
 		t.Errorf("many .env lines: got %v", err)
 	}
 }

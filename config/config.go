@@ -1,6 +1,7 @@
 package config
 
 import (
+	"slices"
 	"syscall"
 	"time"
 )
@@ -100,6 +101,27 @@ type Supervisor struct {
 	Line int
 }
 
+// RestartRule is one of restart_rules: an exit whose status (the code, or
+// 128 + the signal, as a shell reports it) is In or NotIn Values takes
+// Action, whatever the restart policy says.
+type RestartRule struct {
+	Action   string // RuleRestart
+	Operator string // RuleIn or RuleNotIn
+	Values   []int  // 0–255
+}
+
+// The actions and operators of restart rules, spelled as the kubelet's.
+const (
+	RuleRestart = "restart"
+	RuleIn      = "In"
+	RuleNotIn   = "NotIn"
+)
+
+// Match reports whether status matches the rule's exit codes.
+func (r RestartRule) Match(status int) bool {
+	return slices.Contains(r.Values, status) == (r.Operator == RuleIn)
+}
+
 // RestartPolicy says whether an exited program is started again.
 type RestartPolicy string
 
@@ -134,6 +156,10 @@ type Program struct {
 	Group    string   // name or numeric gid; "" = the user's primary group
 	Groups   []string // supplementary groups
 	Restart  RestartPolicy
+	// RestartRules are checked, in order, before Restart when the program
+	// ends on its own: the first whose exit codes match the exit status
+	// decides (the kubelet's container restart rules).
+	RestartRules []RestartRule
 	// SuccessExitCodes are the exit statuses that count as success for
 	// RestartOnFailure and for Completed; default [0].
 	SuccessExitCodes []int
@@ -146,6 +172,12 @@ type Program struct {
 	// supervisor stops everything and exits with its status, as if the
 	// program were named in [supervisor] exit_on.
 	Critical bool
+	// Sidecar, as the kubelet's sidecar containers: the programs that
+	// depend on it wait for it to be started (running, its startup probe
+	// passed), not ready; it does not keep the supervisor running once
+	// every other program has ended for good, and it is stopped after the
+	// programs that depend on it.
+	Sidecar bool
 	// DependsOn names programs (never instances) started before this one and
 	// stopped after it. Every name exists and there is no cycle.
 	DependsOn   []string

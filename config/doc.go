@@ -65,7 +65,7 @@
 //	              probe_jitter
 //	[defaults] and [program.NAME]
 //	              command dir env env_file user group groups restart
-//	              success_exit_codes instances autostart critical depends_on
+//	              success_exit_codes restart_rules instances autostart critical sidecar depends_on
 //	              stop_signal stop_timeout min_stop_grace notify notify_fd watchdog
 //	              ready_log_line
 //	  .backoff    initial max reset_after

@@ -167,7 +167,7 @@ func FuzzParseEnv(f *testing.F) {
 	f.Add("A=1\nexport B='x'\nC=\"multi\nline\"\n# c\n")
 	f.Add("broken\nQ=\"open\n")
 	f.Fuzz(func(t *testing.T, src string) {
-		vars, err := parseEnv(".env", src)
+		vars, err := parseEnv(".env", src, nil)
 		lines := strings.Count(strings.ReplaceAll(src, "\r\n", "\n"), "\n") + 1
 		if err != nil {
 			list, ok := err.(ErrorList)

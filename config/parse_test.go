@@ -113,6 +113,7 @@ success_exit_codes = [0, 3]
 instances = 3
 autostart = false
 critical = true
+sidecar = true
 depends_on = ["db"]
 stop_signal = "SIGQUIT"
 stop_timeout = "2s"
@@ -176,6 +177,7 @@ signal = "HUP"
 		{"Instances", w.Instances, 3},
 		{"Autostart", w.Autostart, false},
 		{"Critical", w.Critical, true},
+		{"Sidecar", w.Sidecar, true},
 		{"DependsOn", w.DependsOn, []string{"db"}},
 		{"StopSignal", w.StopSignal, syscall.SIGQUIT},
 		{"StopTimeout", w.StopTimeout, 2 * time.Second},
@@ -757,5 +759,76 @@ depends_on = { db = { condition = "running", restart_with = false }, cache = "re
 	_, err := Parse("/etc/sv/test.toml", []byte("[program.db]\ncommand = \"db\"\n[program.web]\ncommand = \"web\"\ndepends_on = { db = { restart = true } }\n"))
 	if err == nil || !strings.Contains(err.Error(), "test.toml:5: program.web.depends_on.db.restart: unknown key") {
 		t.Errorf("an unknown key in a dependency's table: got %v", err)
+	}
+}
+
+func TestParseRestartRules(t *testing.T) {
+	cfg := mustParse(t, `
+[program.job]
+command = "job"
+restart = "never"
+restart_rules = [
+  { action = "restart", exit_codes = { operator = "In", values = [42, 43] } },
+  { exit_codes = { operator = "NotIn", values = [0] } },
+]
+
+[program.other]
+command = "other"
+[[program.other.restart_rules]]
+exit_codes = { operator = "In", values = [137] }
+`)
+	want := []RestartRule{{Action: RuleRestart, Operator: RuleIn, Values: []int{42, 43}}, {Action: RuleRestart, Operator: RuleNotIn, Values: []int{0}}}
+	if got := cfg.Program("job").RestartRules; !reflect.DeepEqual(got, want) {
+		t.Errorf("job rules = %+v, want %+v", got, want)
+	}
+	if got := cfg.Program("other").RestartRules; len(got) != 1 || !got[0].Match(137) || got[0].Match(1) {
+		t.Errorf("other rules = %+v", got)
+	}
+
+	got := problems(t, `[program.job]
+command = "job"
+restart_rules = [
+  { action = "stop", exit_codes = { operator = "In", values = [1] } },
+  { exit_codes = { operator = "Maybe", values = [1] } },
+  { exit_codes = { operator = "In", values = [] } },
+  { exit_codes = { operator = "In", values = [300] } },
+  { exit_code = 1 },
+]
+`)
+	// Keys inside an array's inline tables take the line of the first
+	// element that has them: the element index in the key says which.
+	want2 := []string{
+		`test.toml:3: program.job.restart_rules[4]: needs exit_codes = { operator = "In" or "NotIn", values = [...] }`,
+		`test.toml:4: program.job.restart_rules[0].action: must be one of restart (got "stop")`,
+		`test.toml:4: program.job.restart_rules[1].exit_codes.operator: must be one of In, NotIn (got "Maybe")`,
+		`test.toml:4: program.job.restart_rules[2].exit_codes.values: needs values: an array of 1 to 255 exit codes like [42] (a signal N is 128+N)`,
+		`test.toml:4: program.job.restart_rules[3].exit_codes.values[0]: must be between 0 and 255 (got 300)`,
+		`test.toml:8: program.job.restart_rules[4].exit_code: unknown key (did you mean "exit_codes"?)`,
+	}
+	if !reflect.DeepEqual(got, want2) {
+		t.Errorf("got:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(want2, "\n  "))
+	}
+}
+
+// The kubelet's backoff shapes: max alone below the 10s initial lowers the
+// initial delay (a node-wide maximum of 1–300s); the reduced curve is
+// initial 1s, max 60s.
+func TestParseBackoffShapes(t *testing.T) {
+	cfg := mustParse(t, `
+[defaults.backoff]
+max = "5s"
+
+[program.capped]
+command = "x"
+
+[program.reduced]
+command = "y"
+backoff = { initial = "1s", max = "60s" }
+`)
+	if b := cfg.Program("capped").Backoff; b.Initial != 5*time.Second || b.Max != 5*time.Second || b.ResetAfter != 10*time.Minute {
+		t.Errorf("capped backoff = %+v, want initial 5s, max 5s, reset 10m", b)
+	}
+	if b := cfg.Program("reduced").Backoff; b.Initial != time.Second || b.Max != time.Minute {
+		t.Errorf("reduced backoff = %+v, want 1s, 1m", b)
 	}
 }

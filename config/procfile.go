@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -221,16 +222,40 @@ func ParseProcfile(file string, data []byte, opts ProcfileOptions) (*Config, err
 //   - unquoted values trimmed, and cut at " #" (a comment);
 //   - 'single-quoted' values taken literally;
 //   - "double-quoted" values with \n, \t, \r, \", \\ and \$ escapes;
-//   - quoted values may span lines.
+//   - quoted values may span lines;
+//   - in unquoted and double-quoted values, ${VAR}, ${VAR:-default} and
+//     $VAR expand to the variable from an earlier line, else the
+//     supervisor's environment, else "" (\$ and $$ are a literal $);
+//     nothing expands in single quotes.
 //
-// Nothing is expanded: $VAR stays as written. Problems come back together
-// as an ErrorList naming path:line and the variable.
+// Problems come back together as an ErrorList naming path:line and the
+// variable.
 func LoadEnvFile(path string) (map[string]string, error) {
-	data, err := readFile(path)
-	if err != nil {
-		return nil, ErrorList{{File: path, Msg: "cannot read: " + errText(err)}}
+	return LoadEnvFiles([]string{path})
+}
+
+// LoadEnvFiles reads several .env files in order into one set: a later
+// file's variable replaces an earlier one's, and may refer to it.
+func LoadEnvFiles(paths []string) (map[string]string, error) {
+	all := map[string]string{}
+	outer := func(name string) (string, bool) {
+		if v, ok := all[name]; ok {
+			return v, true
+		}
+		return os.LookupEnv(name)
 	}
-	return parseEnv(path, string(data))
+	for _, path := range paths {
+		data, err := readFile(path)
+		if err != nil {
+			return nil, ErrorList{{File: path, Msg: "cannot read: " + errText(err)}}
+		}
+		env, err := parseEnv(path, string(data), outer)
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(all, env)
+	}
+	return all, nil
 }
 
 // errText is err's message without the path, which the Error names already.
@@ -242,7 +267,9 @@ func errText(err error) string {
 	return err.Error()
 }
 
-func parseEnv(file, data string) (map[string]string, error) {
+// parseEnv parses one .env file; outer resolves the variables its values
+// refer to that it does not set itself (nil: none).
+func parseEnv(file, data string, outer func(string) (string, bool)) (map[string]string, error) {
 	if err := checkSize(file, []byte(data)); err != nil {
 		return nil, err
 	}
@@ -251,6 +278,15 @@ func parseEnv(file, data string) (map[string]string, error) {
 	}
 	errs := &errorSet{}
 	env := map[string]string{}
+	lookup := func(name string) (string, bool) {
+		if v, ok := env[name]; ok {
+			return v, true
+		}
+		if outer != nil {
+			return outer(name)
+		}
+		return "", false
+	}
 	lines := strings.Split(strings.ReplaceAll(data, "\r\n", "\n"), "\n")
 	for i := 0; i < len(lines); i++ {
 		lineNo := i + 1
@@ -276,7 +312,7 @@ func parseEnv(file, data string) (map[string]string, error) {
 			if j := strings.Index(val, " #"); j >= 0 {
 				val = val[:j]
 			}
-			env[key] = strings.TrimSpace(val)
+			env[key] = interpolate(strings.TrimSpace(val), lookup)
 			continue
 		}
 		// A quoted value may continue on the following lines.
@@ -296,6 +332,13 @@ func parseEnv(file, data string) (map[string]string, error) {
 					j++
 					writeEscape(&b, body[j])
 					continue
+				}
+				if q == '"' && c == '$' {
+					if v, n := reference(body[j:], lookup); n > 0 {
+						b.WriteString(v)
+						j += n - 1
+						continue
+					}
 				}
 				b.WriteByte(c)
 			}
@@ -340,4 +383,68 @@ func writeEscape(b *strings.Builder, c byte) {
 		b.WriteByte('\\')
 		b.WriteByte(c)
 	}
+}
+
+// interpolate expands the references of an unquoted value; \$ is a literal
+// $, and any other backslash stays as written.
+func interpolate(s string, lookup func(string) (string, bool)) string {
+	if !strings.Contains(s, "$") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch {
+		case s[i] == '\\' && i+1 < len(s) && s[i+1] == '$':
+			b.WriteByte('$')
+			i++
+		case s[i] == '$':
+			if v, n := reference(s[i:], lookup); n > 0 {
+				b.WriteString(v)
+				i += n - 1
+				continue
+			}
+			b.WriteByte('$')
+		default:
+			b.WriteByte(s[i])
+		}
+	}
+	return b.String()
+}
+
+// reference reads the variable reference that s starts with ("$NAME",
+// "${NAME}", "${NAME:-default}", or "$$" for a $) and returns its value
+// and length; n is
+// 0 when s does not start with one (a lone "$", "$1", "${" unclosed),
+// which then stays as written.
+func reference(s string, lookup func(string) (string, bool)) (v string, n int) {
+	if len(s) < 2 || s[0] != '$' {
+		return "", 0
+	}
+	if s[1] == '$' {
+		return "$", 2 // $$ is a literal $, as in the TOML env and docker compose
+	}
+	if s[1] == '{' {
+		end := strings.IndexByte(s, '}')
+		if end < 0 {
+			return "", 0
+		}
+		name, def, hasDef := strings.Cut(s[2:end], ":-")
+		if !envNameRE().MatchString(name) {
+			return "", 0
+		}
+		v, ok := lookup(name)
+		if hasDef && (!ok || v == "") {
+			v = def
+		}
+		return v, end + 1
+	}
+	n = 1
+	for n < len(s) && (s[n] == '_' || s[n] >= 'A' && s[n] <= 'Z' || s[n] >= 'a' && s[n] <= 'z' || n > 1 && s[n] >= '0' && s[n] <= '9') {
+		n++
+	}
+	if n == 1 {
+		return "", 0
+	}
+	v, _ = lookup(s[1:n])
+	return v, n
 }

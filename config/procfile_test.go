@@ -129,7 +129,7 @@ b'   # after
 EQUALS=a=b=c
 exporter=notexport
 `
-	got, err := parseEnv(".env", src)
+	got, err := parseEnv(".env", src, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ exporter=notexport
 
 func TestParseEnvErrors(t *testing.T) {
 	src := "OK=1\nnoequals\n1BAD=x\nQ=\"closed\" junk\nA B=1\nOPEN=\"never\nclosed\n"
-	_, err := parseEnv("app.env", src)
+	_, err := parseEnv("app.env", src, nil)
 	want := []string{
 		`app.env:2: want KEY=VALUE (no "=" on this line)`,
 		`app.env:3: 1BAD: invalid variable name: use letters, digits and '_', not starting with a digit`,
@@ -333,5 +333,54 @@ func TestLoadWithOptions(t *testing.T) {
 	var list ErrorList
 	if !errors.As(err, &list) || !strings.Contains(err.Error(), "apply to a Procfile only") {
 		t.Errorf("TOML with a formation: got %v, want an ErrorList refusing it", err)
+	}
+}
+
+// Interpolation, as docker compose and the dotenv libraries do it: in
+// unquoted and double-quoted values, from earlier lines, then the outer
+// lookup (the supervisor's environment), else empty; never in single
+// quotes; \$ is a literal $; a $ that starts no reference stays.
+func TestParseEnvInterpolation(t *testing.T) {
+	src := `FOO=plain
+INT=${FOO}-interp
+BARE=$FOO-bare
+BOTH=$FOO$FOO
+DQ="${FOO} and $FOO"
+SQ='${FOO} and $FOO'
+OUTER=${FROM_OUTER}
+UNSET=[${NOPE}]
+LATER=${DEFINED_LATER}
+DEFINED_LATER=x
+DEFAULT=${NOPE:-fallback}
+EMPTYDEF=${EMPTY:-fallback}
+EMPTY=
+ESCAPED=a\$FOO
+ESCAPED_DQ="a\$FOO"
+LONE=cost $ 5
+DIGIT=$1
+UNCLOSED=${FOO
+PASS=pa$$word
+CHAIN=${INT}!
+`
+	outer := func(name string) (string, bool) {
+		if name == "FROM_OUTER" {
+			return "outside", true
+		}
+		return "", false
+	}
+	got, err := parseEnv(".env", src, outer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[string]string{
+		"INT": "plain-interp", "BARE": "plain-bare", "BOTH": "plainplain",
+		"DQ": "plain and plain", "SQ": "${FOO} and $FOO", "OUTER": "outside", "UNSET": "[]",
+		"LATER": "", "DEFAULT": "fallback", "EMPTYDEF": "fallback",
+		"ESCAPED": "a$FOO", "ESCAPED_DQ": "a$FOO", "LONE": "cost $ 5", "DIGIT": "$1",
+		"UNCLOSED": "${FOO", "PASS": "pa$word", "CHAIN": "plain-interp!",
+	} {
+		if got[k] != want {
+			t.Errorf("%s = %q, want %q", k, got[k], want)
+		}
 	}
 }

@@ -23,7 +23,7 @@ const maxSocketPath = 107
 // programKeys are the keys of [program.NAME] and [defaults].
 var programKeys = []string{
 	"command", "dir", "env", "env_file", "user", "group", "groups", "restart",
-	"success_exit_codes", "instances", "autostart", "critical", "depends_on", "stop_signal",
+	"success_exit_codes", "restart_rules", "instances", "autostart", "critical", "sidecar", "depends_on", "stop_signal",
 	"stop_timeout", "min_stop_grace", "backoff", "sandbox", "hooks", "stdout", "stderr", "watch",
 	"probes", "notify", "notify_fd", "watchdog", "ready_log_line", // health.go
 }
@@ -269,6 +269,9 @@ func (d *decoder) program(name string, n *node, isDefaults bool) *Program {
 			d.errorf(v.path, "must be an array of exit codes like [0, 3] (got %s)", describe(v.v))
 		}
 	}
+	if v := t["restart_rules"]; v != nil {
+		p.RestartRules = d.restartRules(v)
+	}
 	if v := t["instances"]; v != nil {
 		if i, ok := d.integer(v, 1, 10000); ok {
 			p.Instances = int(i)
@@ -276,6 +279,9 @@ func (d *decoder) program(name string, n *node, isDefaults bool) *Program {
 	}
 	if v := t["autostart"]; v != nil {
 		p.Autostart, _ = d.boolean(v)
+	}
+	if v := t["sidecar"]; v != nil {
+		p.Sidecar, _ = d.boolean(v)
 	}
 	if v := t["critical"]; v != nil {
 		p.Critical, _ = d.boolean(v)
@@ -439,9 +445,10 @@ func (d *decoder) backoff(n *node, isDefaults bool) Backoff {
 	b := Backoff{Initial: DefaultBackoffInitial, Max: DefaultBackoffMax}
 	t := d.table(n, `a table like { initial = "10s", max = "5m" }`)
 	d.known(t, "initial", "max", "reset_after")
-	var setMax bool
+	var setMax, setInitial bool
 	if v := t["initial"]; v != nil {
 		b.Initial, _ = d.duration(v)
+		setInitial = true
 	}
 	if v := t["max"]; v != nil {
 		b.Max, _ = d.duration(v)
@@ -457,6 +464,9 @@ func (d *decoder) backoff(n *node, isDefaults bool) Backoff {
 	}
 	if !setMax && b.Initial > b.Max {
 		b.Max = b.Initial // initial alone above the 5m default: never shrink it
+	}
+	if setMax && !setInitial && b.Max < b.Initial {
+		b.Initial = b.Max // max alone below 10s lowers the first delay, as the kubelet's node-wide maximum does
 	}
 	if b.Max < b.Initial && !isDefaults {
 		d.errorf(append(slices.Clip(n.path), "max"), "must not be less than initial (%v < %v)", b.Max, b.Initial)
@@ -1011,4 +1021,79 @@ func cycleIn(scc []string, byName map[string]*Program) []string {
 		}
 	}
 	return append(slices.Clone(scc), start) // unreachable for a true component
+}
+
+// restartRules reads restart_rules: an array of tables like
+// { action = "restart", exit_codes = { operator = "In", values = [42] } }.
+func (d *decoder) restartRules(n *node) []RestartRule {
+	items := anySlice(n.v)
+	if items == nil {
+		d.errorf(n.path, `must be an array of tables like [{ action = "restart", exit_codes = { operator = "In", values = [42] } }] (got %s)`, describe(n.v))
+		return nil
+	}
+	if len(items) > 64 {
+		d.errorf(n.path, "at most 64 rules (got %d)", len(items))
+		return nil
+	}
+	var rules []RestartRule
+	for i, x := range items {
+		en := toNode(elem(n.path, i), x)
+		t := d.table(en, `a table like { action = "restart", exit_codes = { operator = "In", values = [42] } }`)
+		if t == nil {
+			continue
+		}
+		d.known(t, "action", "exit_codes")
+		r := RestartRule{Action: RuleRestart}
+		if v := t["action"]; v != nil {
+			r.Action, _ = d.enum(v, RuleRestart)
+		}
+		ec := t["exit_codes"]
+		if ec == nil {
+			d.errorf(en.path, "needs exit_codes = { operator = \"In\" or \"NotIn\", values = [...] }")
+			continue
+		}
+		et := d.table(ec, `a table like { operator = "In", values = [42] }`)
+		if et == nil {
+			continue
+		}
+		d.known(et, "operator", "values")
+		if v := et["operator"]; v != nil {
+			r.Operator, _ = d.enum(v, RuleIn, RuleNotIn)
+		} else {
+			d.errorf(ec.path, "needs operator = \"In\" or \"NotIn\"")
+		}
+		vals := et["values"]
+		var arr []any
+		path := ec.path
+		if vals != nil {
+			arr, path = anySlice(vals.v), vals.path
+		}
+		if len(arr) == 0 || len(arr) > 255 {
+			d.errorf(path, "needs values: an array of 1 to 255 exit codes like [42] (a signal N is 128+N)")
+			continue
+		}
+		for j, x := range arr {
+			if c, ok := d.integer(&node{path: elem(vals.path, j), v: x}, 0, 255); ok {
+				r.Values = append(r.Values, int(c))
+			}
+		}
+		rules = append(rules, r)
+	}
+	return rules
+}
+
+// anySlice returns v as a []any when it is an array (TOML decodes an array
+// of tables as []map[string]any), else nil.
+func anySlice(v any) []any {
+	switch x := v.(type) {
+	case []any:
+		return x
+	case []map[string]any:
+		out := make([]any, len(x))
+		for i, m := range x {
+			out[i] = m
+		}
+		return out
+	}
+	return nil
 }

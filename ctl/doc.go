@@ -52,6 +52,12 @@
 // user with the same environment; otherwise pass the path explicitly
 // (--socket).
 //
+// A dev runner (a Procfile, or `supervise` run in a folder without naming
+// a file) has its own socket per project folder, [ProjectSocketPath]:
+// NAME-HASH.sock in $XDG_RUNTIME_DIR/supervise, /run/supervise for root,
+// or the private /tmp/supervise-<uid>. The client, given no socket, uses
+// [FindProjectSocket] from its working directory upwards first.
+//
 // # Trust
 //
 // The server admits root, its own uid and the members of its socket group,

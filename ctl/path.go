@@ -1,8 +1,11 @@
 package ctl
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // DefaultSocketPath is where the control socket lives when nothing says
@@ -25,4 +28,67 @@ func socketPath(getenv func(string) string, uid int) string {
 		return "/run/supervise.sock"
 	}
 	return filepath.Join(fallbackDir(uid), "supervise.sock")
+}
+
+// ProjectSocketPath is the control socket of the dev runner of the project
+// in dir (an absolute path), so that each project folder has its own
+// supervisor: $XDG_RUNTIME_DIR/supervise/NAME-HASH.sock, else
+// /run/supervise/… for root, else /tmp/supervise-<uid>/…, in a directory
+// the server makes private (0700). NAME is the folder's base name (cut to
+// 24 bytes, for people), HASH the first 16 hex digits of the SHA-256 of
+// dir (for uniqueness).
+func ProjectSocketPath(dir string) string {
+	return filepath.Join(projectDir(os.Getenv, os.Getuid()), projectSocketName(dir))
+}
+
+func projectDir(getenv func(string) string, uid int) string {
+	if d := getenv("XDG_RUNTIME_DIR"); d != "" {
+		return filepath.Join(d, "supervise")
+	}
+	if uid == 0 {
+		return "/run/supervise"
+	}
+	return fallbackDir(uid)
+}
+
+func projectSocketName(dir string) string {
+	sum := sha256.Sum256([]byte(filepath.Clean(dir)))
+	name := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' {
+			return r
+		}
+		return '_'
+	}, filepath.Base(dir))
+	if len(name) > 24 {
+		name = name[:24]
+	}
+	return name + "-" + hex.EncodeToString(sum[:8]) + ".sock"
+}
+
+// ProjectMarkers are the files that make a folder a project: what
+// `supervise` runs when given no file.
+var ProjectMarkers = []string{"supervise.toml", "Procfile"}
+
+// FindProjectSocket looks from dir up to the root for a project folder
+// whose dev runner's socket exists, and returns that socket; "" when there
+// is none, and the default socket applies.
+func FindProjectSocket(dir string) string {
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		for _, m := range ProjectMarkers {
+			if _, err := os.Stat(filepath.Join(d, m)); err == nil {
+				if p := ProjectSocketPath(d); isSocket(p) {
+					return p
+				}
+				break
+			}
+		}
+		if d == filepath.Dir(d) {
+			return ""
+		}
+	}
+}
+
+func isSocket(path string) bool {
+	st, err := os.Lstat(path)
+	return err == nil && st.Mode().Type() == os.ModeSocket
 }

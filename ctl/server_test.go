@@ -494,3 +494,50 @@ func TestStatusWithNaNCPU(t *testing.T) {
 		t.Fatalf("status with a NaN CPU figure: %+v %v", st, err)
 	}
 }
+
+func TestProjectSocketPath(t *testing.T) {
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	if got := projectDir(env(map[string]string{"XDG_RUNTIME_DIR": "/run/user/1000"}), 1000); got != "/run/user/1000/supervise" {
+		t.Errorf("with XDG_RUNTIME_DIR: %s", got)
+	}
+	if got := projectDir(env(nil), 0); got != "/run/supervise" {
+		t.Errorf("root: %s", got)
+	}
+	if got := projectDir(env(nil), 1000); got != fallbackDir(1000) {
+		t.Errorf("user without a runtime dir: %s", got)
+	}
+	a, b := projectSocketName("/home/ann/src/shop"), projectSocketName("/home/bob/src/shop")
+	if a == b || !strings.HasPrefix(a, "shop-") || !strings.HasSuffix(a, ".sock") || len(a) != len("shop-")+16+len(".sock") {
+		t.Errorf("names %q and %q: want shop-<16 hex>.sock, different", a, b)
+	}
+	if n := projectSocketName("/x/" + strings.Repeat("é", 40)); len(n) > 24+1+16+5 || strings.ContainsAny(n, "é/ ") {
+		t.Errorf("a long non-ASCII name: %q", n)
+	}
+
+	// FindProjectSocket walks up to the nearest folder with a Procfile or
+	// supervise.toml whose runner's socket exists.
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	root := t.TempDir()
+	proj := filepath.Join(root, "proj")
+	deep := filepath.Join(proj, "a", "b")
+	if err := os.MkdirAll(deep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got := FindProjectSocket(deep); got != "" {
+		t.Errorf("no project: %q", got)
+	}
+	os.WriteFile(filepath.Join(proj, "Procfile"), []byte("web: x\n"), 0o644)
+	if got := FindProjectSocket(deep); got != "" {
+		t.Errorf("a project without a runner: %q", got)
+	}
+	sock := ProjectSocketPath(proj)
+	os.MkdirAll(filepath.Dir(sock), 0o700)
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if got := FindProjectSocket(deep); got != sock {
+		t.Errorf("from %s: %q, want %q", deep, got, sock)
+	}
+}

@@ -57,14 +57,14 @@ func fallbackDir(uid int) string {
 }
 
 // preparePrivateDir makes sure that the directory of the default non-root
-// socket is private: made by us with mode 0700, or already there as our own
+// socket, and of the project sockets, is private: made by us with mode 0700, or already there as our own
 // directory that no one else can enter. In a world-writable /tmp another
 // user may create it first; then nothing is bound there (a socket in a
 // directory someone else controls can be swapped), and the error says
 // what to do. Other socket paths are the user's choice and left as given.
 func preparePrivateDir(path string) error {
 	dir := filepath.Dir(path)
-	if dir != fallbackDir(os.Getuid()) {
+	if dir != fallbackDir(os.Getuid()) && dir != projectDir(os.Getenv, os.Getuid()) {
 		return nil
 	}
 	err := os.Mkdir(dir, 0o700)

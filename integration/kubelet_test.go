@@ -169,3 +169,23 @@ command = ["sleep", "30"]
 		t.Errorf("app's exit: code %d signal %q; want 0 from its TERM handler, not a SIGKILL", e.Code, e.Signal)
 	}
 }
+
+// A one-shot job that uses an always-restarting proxy marked as a sidecar:
+// the job starts once the proxy runs, and when the job completes supervise
+// stops the proxy and exits with the job's status.
+func TestSidecarEndsWithTheJob(t *testing.T) {
+	dir, file := writeConfig(t, `
+[program.proxy]
+command = ["sleep", "1000"]
+sidecar = true
+
+[program.job]
+command = ["sh", "-c", "sleep 0.2; exit 3"]
+restart = "never"
+depends_on = ["proxy"]
+`)
+	d := startDaemon(t, dir, file)
+	if code := d.wait(60 * time.Second); code != 3 {
+		t.Fatalf("supervise exited %d, want 3 (the job's status)", code)
+	}
+}

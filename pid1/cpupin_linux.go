@@ -81,20 +81,31 @@ func (p *cpuPin) forkExec(path string, args []string, attr *syscall.ProcAttr) (i
 
 // setThreadsAffinity sets the mask of every thread of the process. A new
 // thread inherits the mask of the thread that made it, so threads the
-// runtime starts afterwards have it too.
+// runtime starts afterwards have it too; one started during a pass by a
+// thread not yet set is not in that pass's listing, so passes repeat until
+// one finds no thread it has not set (a few at most).
 func setThreadsAffinity(set *unix.CPUSet) error {
-	tasks, err := os.ReadDir("/proc/self/task")
-	if err != nil {
-		return err
-	}
 	var first error
-	for _, t := range tasks {
-		tid, err := strconv.Atoi(t.Name())
+	done := map[int]bool{}
+	for range 16 {
+		tasks, err := os.ReadDir("/proc/self/task")
 		if err != nil {
-			continue
+			return err
 		}
-		if err := unix.SchedSetaffinity(tid, set); err != nil && !errors.Is(err, unix.ESRCH) && first == nil {
-			first = err
+		fresh := 0
+		for _, t := range tasks {
+			tid, err := strconv.Atoi(t.Name())
+			if err != nil || done[tid] {
+				continue
+			}
+			done[tid] = true
+			fresh++
+			if err := unix.SchedSetaffinity(tid, set); err != nil && !errors.Is(err, unix.ESRCH) && first == nil {
+				first = err
+			}
+		}
+		if fresh == 0 {
+			break
 		}
 	}
 	return first

@@ -3,17 +3,22 @@
 # and the conformance module against client-go.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# promtool (Debian's prometheus package) checks the /metrics output.
-if ! command -v promtool >/dev/null; then
+# Tools the tests compare with, from Debian: promtool (package prometheus)
+# checks the /metrics output; foreman (ruby-foreman) is the reference for
+# .env files.
+need() { # need COMMAND PACKAGE
+	command -v "$1" >/dev/null && return
 	if [ "$(id -u)" = 0 ]; then
 		export DEBIAN_FRONTEND=noninteractive
-		apt-get install -y --no-install-recommends prometheus >/dev/null ||
-			{ apt-get update >/dev/null && apt-get install -y --no-install-recommends prometheus >/dev/null; }
+		apt-get install -y --no-install-recommends "$2" >/dev/null ||
+			{ apt-get update >/dev/null && apt-get install -y --no-install-recommends "$2" >/dev/null; }
 	else
-		echo "promtool is missing: apt-get install prometheus" >&2
+		echo "$1 is missing: apt-get install $2" >&2
 		exit 1
 	fi
-fi
+}
+need promtool prometheus
+need foreman ruby-foreman
 go vet ./...
 # The packages without Linux-only parts must keep building elsewhere, so the
 # config checker and the client work on a developer's laptop.

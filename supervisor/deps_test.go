@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/supervise-dev/supervise/config"
 )
@@ -104,4 +105,46 @@ func TestFinalExitStopsBoundDependents(t *testing.T) {
 	}
 	h.waitState("web", Running)
 	h.waitState("nginx", Running)
+}
+
+// A sidecar, as the kubelet's: its dependents wait for it to start (its
+// startup probe), not to be ready; once the one-shot job that uses it
+// completes, the supervisor is done and stops the sidecar, exiting with
+// the job's status.
+func TestSidecar(t *testing.T) {
+	proxy := program("proxy", func(p *config.Program) {
+		p.Sidecar = true
+		p.Probes.Startup = commandProbe("proxy-started", 1)
+		p.Probes.Readiness = commandProbe("proxy-ready", 1)
+	})
+	job := program("job", func(p *config.Program) {
+		p.Restart = config.RestartOnFailure
+		p.DependsOn = []string{"proxy"}
+	})
+	h := newHarnessSetup(t, func(rt *fakeRuntime) { rt.execFail["proxy-ready"] = true }, proxy, job)
+	h.waitState("proxy", Running)
+	h.stepUntil("job started once the proxy's startup probe passed", time.Second, func() bool {
+		return h.sup.instances["job"].state == Running
+	})
+	h.sup.mu.Lock()
+	proxyReady := h.sup.instances["proxy"].ready
+	h.sup.mu.Unlock()
+	if proxyReady {
+		t.Fatal("the proxy is ready; the test needs it started and not ready")
+	}
+	h.exit("job", 0)
+	select {
+	case code := <-h.code:
+		h.code <- code
+		if code != 0 {
+			t.Fatalf("exit code %d, want 0 (the job's)", code)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("supervise kept running after the job completed; now: %s", h.sup.statusSummary())
+	}
+	h.sup.mu.Lock()
+	defer h.sup.mu.Unlock()
+	if st := h.sup.instances["proxy"].state; st != Stopped {
+		t.Fatalf("proxy %s after the end, want Stopped", st)
+	}
 }

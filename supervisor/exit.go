@@ -107,13 +107,7 @@ func (s *Supervisor) recordExit(in *instance, exit exitInfo, requested bool) {
 		return
 	}
 	failed := e.failed(in.spec)
-	restart := false
-	switch in.spec.Restart {
-	case config.RestartAlways:
-		restart = true
-	case config.RestartOnFailure:
-		restart = failed
-	}
+	restart := restartWanted(in.spec, &e, failed)
 	if s.shuttingDown {
 		restart = false
 	}
@@ -171,4 +165,22 @@ func exitMessage(e *exitInfo) string {
 	default:
 		return "exit " + strconv.Itoa(e.Code)
 	}
+}
+
+// restartWanted applies the program's restart rules, in order, then its
+// restart policy, to an exit the program made on its own.
+func restartWanted(spec *config.Program, e *exitInfo, failed bool) bool {
+	status := e.status()
+	for _, r := range spec.RestartRules {
+		if r.Match(status) {
+			return r.Action == config.RuleRestart
+		}
+	}
+	switch spec.Restart {
+	case config.RestartAlways:
+		return true
+	case config.RestartOnFailure:
+		return failed
+	}
+	return false
 }

@@ -343,6 +343,9 @@ func (s *Supervisor) checkHealthLocked(in *instance) (kill bool) {
 	}
 	if h.probes != nil {
 		s.probeNoticesLocked(in, h)
+		if in.spec.Sidecar && !ready && h.probes.Status().Started {
+			s.wakeDependentsLocked(in.spec.Name) // they wait for it to start, not to be ready
+		}
 	}
 	return h.killReason != ""
 }

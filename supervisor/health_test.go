@@ -272,3 +272,40 @@ func TestHealthKillIsAFailureWhateverTheCode(t *testing.T) {
 		}
 	})
 }
+
+// restart_rules come before the policy, as the kubelet's container restart
+// rules: under restart = "never", exit 42 is restarted and exit 1 is not;
+// a NotIn rule restarts everything but its codes, a signal matching as
+// 128+N.
+func TestRestartRules(t *testing.T) {
+	in42 := config.RestartRule{Action: config.RuleRestart, Operator: config.RuleIn, Values: []int{42}}
+	notIn0 := config.RestartRule{Action: config.RuleRestart, Operator: config.RuleNotIn, Values: []int{0, 143}}
+	job := program("job", func(p *config.Program) {
+		p.Restart = config.RestartNever
+		p.RestartRules = []config.RestartRule{in42}
+	})
+	h := newHarness(t, job)
+	h.waitState("job", Running)
+	h.exit("job", 42)
+	h.waitState("job", Running) // restarted by the rule, at once (first crash)
+	h.exit("job", 1)
+	h.waitState("job", Failed) // no rule matches; the policy says never
+
+	for _, tc := range []struct {
+		e    exitInfo
+		want bool
+	}{
+		{exitInfo{Code: 0}, false},
+		{exitInfo{Code: 3}, true},
+		{exitInfo{Code: -1, Signal: 15}, false}, // 143
+		{exitInfo{Code: -1, Signal: 9}, true},   // 137
+	} {
+		p := program("x", func(p *config.Program) {
+			p.Restart = config.RestartNever
+			p.RestartRules = []config.RestartRule{notIn0}
+		})
+		if got := restartWanted(p, &tc.e, tc.e.failed(p)); got != tc.want {
+			t.Errorf("NotIn [0 143], exit %+v: restart %v, want %v", tc.e, got, tc.want)
+		}
+	}
+}

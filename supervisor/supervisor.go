@@ -180,6 +180,9 @@ func New(opts Options) (*Supervisor, error) {
 }
 
 // instanceKeys names the instances of a program: "web", or "web:0" … "web:N-1".
+// InstanceKeys are the names of p's instances: "web", or "web:0" … "web:N-1".
+func InstanceKeys(p *config.Program) []string { return instanceKeys(p) }
+
 func instanceKeys(p *config.Program) []string {
 	n := p.Instances
 	if n <= 1 {
@@ -433,6 +436,14 @@ func (s *Supervisor) unmetDepLocked(in *instance) string {
 					return d
 				}
 			default:
+				if other.spec.Sidecar {
+					// A sidecar serves once started, as the kubelet's:
+					// its readiness is for its own clients.
+					if !startedLocked(other) {
+						return d + " to start"
+					}
+					continue
+				}
 				if !other.ready {
 					if other.state == Running {
 						return d + " to be ready"
@@ -448,14 +459,17 @@ func (s *Supervisor) unmetDepLocked(in *instance) string {
 	return ""
 }
 
-// checkDoneLocked closes s.done when every instance has ended for good: all
-// settled (Completed or Failed) or stopped, none of them wanting to run.
+// checkDoneLocked closes s.done when every instance but the sidecars has
+// ended for good: all settled (Completed or Failed), none of them wanting
+// to run. The shutdown that follows stops the sidecars.
 // A supervisor of long-running programs never gets here.
 func (s *Supervisor) checkDoneLocked() {
-	if len(s.instances) == 0 {
-		return
-	}
+	mains := 0
 	for _, in := range s.instances {
+		if in.spec.Sidecar {
+			continue // sidecars serve the others; shutdownAll stops them
+		}
+		mains++
 		if in.goal == goalRun && !in.settled {
 			return
 		}
@@ -470,7 +484,24 @@ func (s *Supervisor) checkDoneLocked() {
 			return
 		}
 	}
+	if mains == 0 {
+		return
+	}
 	s.doneOnce.Do(func() { close(s.done) })
+}
+
+// startedLocked reports whether in's process runs and its startup probe
+// (if any) passed: when the kubelet starts the next container after a
+// sidecar.
+func startedLocked(in *instance) bool {
+	if in.procID == "" || in.state != Running {
+		return false
+	}
+	if in.spec.Probes.Startup == nil {
+		return true
+	}
+	h := in.health
+	return h != nil && h.probes != nil && h.probes.Status().Started
 }
 
 func (s *Supervisor) sortedKeysLocked() []string {

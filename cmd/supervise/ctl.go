@@ -90,7 +90,7 @@ func ctlCommand() *cli.Command {
 func ctlFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "socket", Aliases: []string{"s"}, EnvVars: []string{"SUPERVISE_SOCKET"},
-			Usage: "control socket (default: $XDG_RUNTIME_DIR/supervise.sock, /run/supervise.sock for root, else /tmp/supervise-UID/supervise.sock)"},
+			Usage: "control socket (default: the dev runner of this folder or one above it, else $XDG_RUNTIME_DIR/supervise.sock, /run/supervise.sock for root, else /tmp/supervise-UID/supervise.sock)"},
 		&cli.IntSliceFlag{Name: "server-uid",
 			Usage: "trust a supervisor running as this uid (root and your own uid are always trusted; any other listener is refused)"},
 		jsonFlag(),
@@ -223,6 +223,11 @@ func ctlRun(c *cli.Context, late lateFlags, fn verbFunc) int {
 		}
 		for _, uid := range x.IntSlice("server-uid") {
 			trust = append(trust, ctl.TrustServerUID(uid))
+		}
+	}
+	if socket == "" && os.Getenv("SUPERVISE_SOCKET") == "" {
+		if wd, err := os.Getwd(); err == nil {
+			socket = ctl.FindProjectSocket(wd) // a dev runner of this folder, or one above
 		}
 	}
 	if socket == "" {

@@ -237,6 +237,19 @@ func runCommand(c *cli.Context) int {
 	stderr := newQueuedWriter(os.Stderr, 1<<20)
 	defer stderr.Close() // registered first: runs last, after everything logged
 	log := newLogger(stderr, format, level)
+	// A dev runner (a Procfile, or a project folder's config found without
+	// naming it) speaks in short human lines among the programs' output,
+	// unless a log format was asked for.
+	devRunner := cfg.Procfile || c.String("config") == "" && c.Args().Len() == 0
+	if devRunner && c.String("log-format") == "" {
+		stdout := newQueuedWriter(os.Stdout, 1<<20)
+		defer stdout.Close()
+		var names []string
+		for _, p := range cfg.Programs {
+			names = append(names, supervisor.InstanceKeys(p)...)
+		}
+		log = slog.New(newHumanHandler(stdout, names, false))
+	}
 	slog.SetDefault(log)
 
 	rt, err := proc.New(proc.Options{Logger: log})
@@ -252,7 +265,7 @@ func runCommand(c *cli.Context) int {
 		Runtime:  rt,
 		Logger:   log,
 		Console:  os.Stdout,
-		Color:    isTerminal(os.Stdout),
+		Color:    isTerminal(os.Stdout) && os.Getenv("NO_COLOR") == "",
 		Terminal: isTerminal(os.Stdout),
 	})
 	if err != nil {
@@ -263,6 +276,11 @@ func runCommand(c *cli.Context) int {
 	socket := c.String("socket")
 	if socket == "" {
 		socket = cfg.Supervisor.Socket
+	}
+	if socket == "" && devRunner {
+		// A dev runner, found in its folder: one supervisor per project,
+		// which supervisectl finds from the folder.
+		socket = ctl.ProjectSocketPath(cfg.Dir)
 	}
 	if socket == "" {
 		socket = ctl.DefaultSocketPath()

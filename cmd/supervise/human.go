@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+)
+
+// humanHandler is the dev runner's own voice on the console: a few short
+// lines among the programs' output, aligned with their prefixes, as
+// foreman speaks ("web | started (pid 4352)", "supervise | stopping
+// all"), instead of structured records. What it leaves out (each state
+// change, hooks) stays in `supervisectl events`; --log-format text or json
+// brings the full records back.
+type humanHandler struct {
+	w          io.Writer // one Write per line
+	width      int       // of the program names, for the column
+	timestamps bool
+	now        func() time.Time
+	attrs      []slog.Attr
+}
+
+func newHumanHandler(w io.Writer, names []string, timestamps bool) *humanHandler {
+	h := &humanHandler{w: w, timestamps: timestamps, now: time.Now}
+	for _, n := range names {
+		h.width = max(h.width, len(n))
+	}
+	return h
+}
+
+func (h *humanHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelInfo }
+
+func (h *humanHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	c := *h
+	c.attrs = append(append([]slog.Attr(nil), h.attrs...), as...)
+	return &c
+}
+
+func (h *humanHandler) WithGroup(string) slog.Handler { return h }
+
+func (h *humanHandler) Handle(_ context.Context, r slog.Record) error {
+	a := map[string]string{}
+	var rest []string // the attributes a warning shows
+	add := func(x slog.Attr) {
+		v := x.Value.Resolve().String()
+		a[x.Key] = v
+		if x.Key != "program" {
+			rest = append(rest, x.Key+"="+quoteIfNeeded(v))
+		}
+	}
+	for _, x := range h.attrs {
+		add(x)
+	}
+	r.Attrs(func(x slog.Attr) bool { add(x); return true })
+
+	name, text := a["program"], ""
+	switch r.Message {
+	case "started":
+		text = "started (pid " + a["pid"] + ")"
+	case "exited":
+		text = exitText(a)
+	case "state":
+		switch a["to"] {
+		case "CrashLoopBackOff":
+			text = "restarting after a " + strings.TrimPrefix(a["msg"], "back-off ") + " back-off (CrashLoopBackOff)"
+		case "Failed":
+			text = "failed; not restarted"
+		case "Waiting":
+			text = "waiting: " + a["msg"]
+		}
+	case "supervise running":
+		name, text = "supervise", fmt.Sprintf("running %s programs from %s; supervisectl in this folder talks to it", a["programs"], a["config"])
+	case "exit_on program ended; stopping everything":
+		name, text = "supervise", a["program"]+" ended; stopping all"
+	case "stopping everything":
+		name, text = "supervise", "stopping all (Ctrl-C again to kill)"
+	case "second signal: killing everything":
+		name, text = "supervise", "killing all"
+	case "supervise exiting":
+		name, text = "supervise", "exiting with code "+a["code"]
+	default:
+		if r.Level < slog.LevelWarn {
+			return nil
+		}
+		if name == "" {
+			name = "supervise"
+		}
+		text = strings.ToLower(r.Level.String()) + ": " + r.Message
+		if len(rest) > 0 {
+			text += " (" + strings.Join(rest, " ") + ")"
+		}
+	}
+	if text == "" {
+		return nil
+	}
+	if name == "" {
+		name = "supervise"
+	}
+	var b strings.Builder
+	if h.timestamps {
+		b.WriteString(h.now().Format("15:04:05 "))
+	}
+	b.WriteString(name)
+	for range h.width - len(name) {
+		b.WriteByte(' ')
+	}
+	b.WriteString(" | ")
+	b.WriteString(text)
+	b.WriteByte('\n')
+	_, err := io.WriteString(h.w, b.String())
+	return err
+}
+
+// exitText says how a run ended, as foreman does: "exited with code 3",
+// "killed by signal KILL", and the reason when it is supervise's own.
+func exitText(a map[string]string) string {
+	var s string
+	if sig := a["signal"]; sig != "" && sig != "0" {
+		s = "killed by signal " + sig
+	} else {
+		s = "exited with code " + a["exit_code"]
+	}
+	switch r := a["reason"]; r {
+	case "", "Completed", "Error", "Signaled":
+	default:
+		s += " (" + r + ")"
+	}
+	return s
+}
+
+func quoteIfNeeded(s string) string {
+	if s == "" || strings.ContainsAny(s, " \t\"=") {
+		return fmt.Sprintf("%q", s)
+	}
+	return s
+}
