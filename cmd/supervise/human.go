@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -81,6 +82,11 @@ func (h *humanHandler) Handle(_ context.Context, r slog.Record) error {
 		name, text = "supervise", "killing all"
 	case "supervise exiting":
 		name, text = "supervise", "exiting with code "+a["code"]
+	case "files changed; restarting", "files changed; signalling", "config reloaded", "config changed; reloading":
+		text = r.Message // said as it is, by the program it concerns or by supervise
+		if f := a["file"]; f != "" && strings.HasPrefix(r.Message, "files changed") {
+			text = strings.Replace(text, "files changed", "files changed ("+filepath.Base(f)+")", 1)
+		}
 	default:
 		if r.Level < slog.LevelWarn {
 			return nil
