@@ -73,7 +73,11 @@ func (h *humanHandler) Handle(_ context.Context, r slog.Record) error {
 			text = "waiting: " + a["msg"]
 		}
 	case "supervise running":
-		name, text = "supervise", fmt.Sprintf("running %s programs from %s; supervisectl in this folder talks to it", a["programs"], a["config"])
+		n := a["programs"] + " programs"
+		if n == "1 programs" {
+			n = "1 program"
+		}
+		name, text = "supervise", fmt.Sprintf("running %s from %s; supervisectl in this folder talks to it", n, a["config"])
 	case "exit_on program ended; stopping everything":
 		name, text = "supervise", a["program"]+" ended; stopping all"
 	case "stopping everything":

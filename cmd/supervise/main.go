@@ -137,6 +137,7 @@ func runFlags() []cli.Flag {
 		&cli.StringFlag{Name: "restart", Usage: "Procfile: restart policy of every process (default never)"},
 		&cli.BoolFlag{Name: "keep-running", Usage: "Procfile: keep the others running when one process ends"},
 		&cli.StringSliceFlag{Name: "env", Aliases: []string{"e"}, Usage: "Procfile: env files to read instead of ./.env, in order (repeat, or FILE1,FILE2)"},
+		&cli.BoolFlag{Name: "timestamps", Aliases: []string{"t"}, Usage: "start each console line with the time, as foreman does"},
 		&cli.BoolFlag{Name: "watch", Usage: "Procfile: restart every process when a file under the Procfile's folder changes"},
 		rootFlag(),
 	}
@@ -305,7 +306,7 @@ func runPrograms(c *cli.Context, only []string) int {
 		for _, p := range cfg.Programs {
 			names = append(names, supervisor.InstanceKeys(p)...)
 		}
-		log = slog.New(newHumanHandler(stdout, names, false))
+		log = slog.New(newHumanHandler(stdout, names, c.Bool("timestamps")))
 	}
 	slog.SetDefault(log)
 
@@ -317,13 +318,14 @@ func runPrograms(c *cli.Context, only []string) int {
 	defer rt.Close()
 
 	sup, err := supervisor.New(supervisor.Options{
-		Config:   cfg,
-		Load:     load,
-		Runtime:  rt,
-		Logger:   log,
-		Console:  os.Stdout,
-		Color:    isTerminal(os.Stdout) && os.Getenv("NO_COLOR") == "",
-		Terminal: isTerminal(os.Stdout),
+		Config:     cfg,
+		Load:       load,
+		Runtime:    rt,
+		Logger:     log,
+		Console:    os.Stdout,
+		Color:      isTerminal(os.Stdout) && os.Getenv("NO_COLOR") == "",
+		Terminal:   isTerminal(os.Stdout),
+		Timestamps: c.Bool("timestamps"),
 	})
 	if err != nil {
 		log.Error("starting the supervisor", "err", err)
