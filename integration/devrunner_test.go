@@ -233,3 +233,26 @@ func TestForemanVerbs(t *testing.T) {
 		return strings.Count(buf.String(), "web up") == 2 && strings.Contains(buf.String(), "web | files changed (app.py); restarting")
 	})
 }
+
+// A project's limits are for production: the dev runner of an ordinary
+// user who may not create cgroups runs the program without them, and says
+// so once. (`supervise run -c FILE` refuses instead; see the non-root
+// cgroup test.)
+func TestDevRunnerDropsLimitsItCannotApply(t *testing.T) {
+	needRoot(t) // to become uid 65534
+	dir := nobodyDir(t)
+	p := filepath.Join(dir, "supervise.toml")
+	if err := os.WriteFile(p, []byte("[program.job]\ncommand = [\"echo\", \"job ran\"]\nrestart = \"never\"\nsandbox = { memory_max = \"64MiB\" }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Chown(p, 65534, 65534)
+	argv := asNobody(binary)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir, cmd.Env = dir, append(devEnv(nobodyDir(t)), "NO_COLOR=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "job | job ran") || strings.Count(string(out), "limits not applied") != 1 {
+		t.Fatalf("dev runner as uid 65534 with a memory limit: %v\n%s", err, out)
+	}
+}

@@ -310,7 +310,7 @@ func runPrograms(c *cli.Context, only []string) int {
 	}
 	slog.SetDefault(log)
 
-	rt, err := proc.New(proc.Options{Logger: log})
+	rt, err := proc.New(proc.Options{Logger: log, LimitsBestEffort: devRunner})
 	if err != nil {
 		log.Error("starting the sandbox runtime", "err", err)
 		return exitFailed
