@@ -106,6 +106,7 @@ func runApp(args []string) int {
 				},
 			},
 			runOnceCommand(),
+			exportCommand(),
 			execCommand(),
 			ctlCommand(),
 		},

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/supervise-dev/supervise/config"
+	"github.com/supervise-dev/supervise/export"
+)
+
+// exportCommand is `supervise export systemd`: the config as units of
+// another engine, with a warning on stderr for every key that engine
+// cannot express.
+func exportCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "export",
+		Usage: "write the config as another engine's files",
+		Subcommands: []*cli.Command{{
+			Name:  "systemd",
+			Usage: "one unit per program (a template for instances) and a target that wants them",
+			Flags: []cli.Flag{
+				configFlag(),
+				&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Required: true, Usage: "directory to write the units into"},
+				&cli.StringFlag{Name: "prefix", Usage: "unit name prefix, PREFIX-NAME.service and PREFIX.target (default: the config's folder name)"},
+				&cli.IntFlag{Name: "systemd-version", Usage: "the systemd the units are for; 254 and later get RestartSteps= (default 252)"},
+			},
+			Action: func(c *cli.Context) error {
+				return exportSystemd(c)
+			},
+		}},
+	}
+}
+
+func exportSystemd(c *cli.Context) error {
+	file, err := findConfig(c, true)
+	if err != nil {
+		return err
+	}
+	cfg, err := config.Load(file)
+	if err != nil {
+		printConfigError(err)
+		return cli.Exit("", exitUsage)
+	}
+	prefix := c.String("prefix")
+	if prefix == "" {
+		prefix = unitPrefix(filepath.Base(cfg.Dir))
+	}
+	files, warns, err := export.Systemd(cfg, export.SystemdOptions{Prefix: prefix, Version: c.Int("systemd-version")})
+	if err != nil {
+		return err
+	}
+	dir := c.String("output")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	for _, f := range files {
+		if err := os.WriteFile(filepath.Join(dir, f.Name), f.Data, 0o644); err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
+	}
+	for _, w := range warns {
+		fmt.Fprintln(os.Stderr, "warning:", w)
+	}
+	fmt.Fprintf(os.Stderr, "wrote %d units to %s (%d warnings); start them with: systemctl link %s/*.service && systemctl start %s.target\n",
+		len(files), dir, len(warns), dir, prefix)
+	return nil
+}
+
+// unitPrefix makes a unit name part of a folder name.
+func unitPrefix(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' {
+			return r
+		}
+		return '-'
+	}, s)
+	if s == "" || s == "." || s == "/" {
+		return "supervise"
+	}
+	return s
+}
