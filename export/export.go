@@ -1,5 +1,6 @@
 // Package export translates a supervise config into what another engine
-// runs: systemd units for a host. Every config key is either mapped or
+// runs: systemd units for a host, Kubernetes workloads for a cluster.
+// Every config key is either mapped or
 // produces a Warning naming the program, the key and why; nothing is
 // dropped silently.
 package export

@@ -20,6 +20,17 @@ func exportCommand() *cli.Command {
 		Name:  "export",
 		Usage: "write the config as another engine's files",
 		Subcommands: []*cli.Command{{
+			Name:  "kubernetes",
+			Usage: "a Deployment per long-running program, a Job per one-shot, a Service per probed port",
+			Flags: []cli.Flag{
+				configFlag(),
+				&cli.StringFlag{Name: "image", Required: true, Usage: "the image the containers run"},
+				&cli.StringFlag{Name: "name", Usage: "the app: prefix of object names and its label (default: the config's folder name)"},
+				&cli.StringFlag{Name: "namespace", Aliases: []string{"n"}, Usage: "namespace of the objects (default: kubectl's)"},
+				&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "-", Usage: "file to write, - for stdout"},
+			},
+			Action: func(c *cli.Context) error { return exportKubernetes(c) },
+		}, {
 			Name:  "systemd",
 			Usage: "one unit per program (a template for instances) and a target that wants them",
 			Flags: []cli.Flag{
@@ -82,4 +93,36 @@ func unitPrefix(s string) string {
 		return "supervise"
 	}
 	return s
+}
+
+func exportKubernetes(c *cli.Context) error {
+	file, err := findConfig(c, true)
+	if err != nil {
+		return err
+	}
+	cfg, err := config.Load(file)
+	if err != nil {
+		printConfigError(err)
+		return cli.Exit("", exitUsage)
+	}
+	name := c.String("name")
+	if name == "" {
+		name = strings.ToLower(unitPrefix(filepath.Base(cfg.Dir)))
+	}
+	data, warns, err := export.Kubernetes(cfg, export.KubernetesOptions{Image: c.String("image"), Name: name, Namespace: c.String("namespace")})
+	if err != nil {
+		return err
+	}
+	for _, w := range warns {
+		fmt.Fprintln(os.Stderr, "warning:", w)
+	}
+	if out := c.String("output"); out != "-" {
+		if err := os.WriteFile(out, data, 0o644); err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
+		fmt.Fprintf(os.Stderr, "wrote %s (%d warnings); apply it with: kubectl apply -f %s\n", out, len(warns), out)
+		return nil
+	}
+	_, err = os.Stdout.Write(data)
+	return err
 }
