@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -125,4 +126,71 @@ func exportKubernetes(c *cli.Context) error {
 	}
 	_, err = os.Stdout.Write(data)
 	return err
+}
+
+// importCommand is `supervise import`: another tool's configuration as a
+// supervise.toml, with a warning on stderr for what has no equivalent.
+func importCommand() *cli.Command {
+	out := &cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "-", Usage: "file to write, - for stdout"}
+	return &cli.Command{
+		Name:  "import",
+		Usage: "write another tool's configuration as a supervise.toml",
+		Subcommands: []*cli.Command{{
+			Name:      "supervisord",
+			Usage:     "the [program:x] sections of a supervisord.conf",
+			ArgsUsage: "FILE",
+			Flags:     []cli.Flag{out},
+			Action: func(c *cli.Context) error {
+				if c.Args().Len() != 1 {
+					return errors.New("import supervisord: give the supervisord configuration file")
+				}
+				f := c.Args().First()
+				data, err := os.ReadFile(f)
+				if err != nil {
+					return err
+				}
+				toml, warns, err := export.ImportSupervisord(f, data)
+				if err != nil {
+					return err
+				}
+				return writeImport(c.String("output"), toml, warns)
+			},
+		}, {
+			Name:      "procfile",
+			Usage:     "a Procfile and its .env",
+			ArgsUsage: "[PROCFILE]",
+			Flags:     []cli.Flag{out},
+			Action: func(c *cli.Context) error {
+				f := "Procfile"
+				if c.Args().Len() > 0 {
+					f = c.Args().First()
+				}
+				cfg, err := config.Load(f)
+				if err != nil {
+					printConfigError(err)
+					return cli.Exit("", exitUsage)
+				}
+				if !cfg.Procfile {
+					return fmt.Errorf("import procfile: %s is not a Procfile", f)
+				}
+				toml, warns := export.ImportProcfile(cfg)
+				return writeImport(c.String("output"), toml, warns)
+			},
+		}},
+	}
+}
+
+func writeImport(out string, toml []byte, warns []export.Warning) error {
+	for _, w := range warns {
+		fmt.Fprintln(os.Stderr, "warning:", w)
+	}
+	if out == "-" {
+		_, err := os.Stdout.Write(toml)
+		return err
+	}
+	if err := os.WriteFile(out, toml, 0o644); err != nil {
+		return fmt.Errorf("import: %w", err)
+	}
+	fmt.Fprintf(os.Stderr, "wrote %s (%d warnings); check it with: supervise check -c %s\n", out, len(warns), out)
+	return nil
 }

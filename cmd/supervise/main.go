@@ -107,6 +107,7 @@ func runApp(args []string) int {
 			},
 			runOnceCommand(),
 			exportCommand(),
+			importCommand(),
 			execCommand(),
 			ctlCommand(),
 		},
