@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/url"
 	"os/user"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -20,6 +21,10 @@ type KubernetesOptions struct {
 	Image     string // the image every container runs (required)
 	Name      string // the app: a prefix of object names and the app label
 	Namespace string // "" leaves it to kubectl's context
+	// Pod keeps the box together: every program a container of one Pod
+	// (one-shots as init containers, programs others wait for as native
+	// sidecars), instead of a workload per program.
+	Pod bool
 }
 
 // Kubernetes returns YAML documents, "---" between them: a Deployment per
@@ -39,9 +44,13 @@ func Kubernetes(cfg *config.Config, opts KubernetesOptions) ([]byte, []Warning, 
 		ws.add("", "supervisor.exit_on", "not mapped: each program is its own workload, and nothing stops the others when one ends")
 	}
 	var docs []obj
-	for _, p := range cfg.Programs {
-		k := &kubeWriter{opts: opts, ws: &ws, p: p, cfg: cfg}
-		docs = append(docs, k.workload()...)
+	if opts.Pod {
+		docs = podDocs(cfg, opts, &ws)
+	} else {
+		for _, p := range cfg.Programs {
+			k := &kubeWriter{opts: opts, ws: &ws, p: p, cfg: cfg}
+			docs = append(docs, k.workload()...)
+		}
 	}
 	var b strings.Builder
 	for i, d := range docs {
@@ -494,3 +503,111 @@ func dnsify(s string) string {
 }
 
 func dnsLabel(s string) bool { return s != "" && dnsify(s) == s }
+
+// podDocs is --mode pod: one Pod with every program, and one Service for
+// the ports its probes name. Programs run in dependency order: one-shots
+// as init containers (each runs to its end before the next), programs
+// that others depend on as native sidecars (init containers with
+// restartPolicy Always, up once their startup probe passes), the rest as
+// the Pod's containers.
+func podDocs(cfg *config.Config, opts KubernetesOptions, ws *warnings) []obj {
+	needed := map[string]bool{}
+	for _, p := range cfg.Programs {
+		for _, d := range p.DependsOn {
+			needed[d] = true
+		}
+	}
+	var inits, containers []any
+	var ports []int
+	grace := 0
+	for _, p := range inDependencyOrder(cfg) {
+		k := &kubeWriter{opts: opts, ws: ws, p: p, cfg: cfg}
+		if p.Instances > 1 {
+			k.warn("instances", "one Pod runs one container per program: run more Pods (a Deployment of this Pod) for %d", p.Instances)
+		}
+		if p.Hooks.PreStart != nil {
+			k.warn("hooks.pre_start", "not exported in a Pod: make it an init container before %s by hand", p.Name)
+		}
+		c := k.container()
+		switch {
+		case p.Restart != config.RestartAlways:
+			if p.Restart == config.RestartOnFailure {
+				k.warn("restart", `an init container that fails is retried by the Pod's restart policy (Always here)`)
+			}
+			// A run-to-completion init container takes no probes and no
+			// lifecycle handlers.
+			c = slices.DeleteFunc(c, func(e kv) bool {
+				drop := strings.HasSuffix(e.k, "Probe") || e.k == "lifecycle"
+				if drop {
+					k.warn(e.k, "dropped: an init container that runs to completion takes no %s", e.k)
+				}
+				return drop
+			})
+			inits = append(inits, c)
+		case needed[p.Name] || p.Sidecar:
+			c = append(c, kv{"restartPolicy", "Always"})
+			if p.Probes.Startup == nil && p.Probes.Readiness != nil {
+				// A sidecar is up for the next container once its startup
+				// probe passes: readiness is what its dependents waited for.
+				if sp := k.probe("readiness", p.Probes.Readiness); sp != nil {
+					c = append(c, kv{"startupProbe", sp})
+				}
+			}
+			inits = append(inits, c)
+		default:
+			containers = append(containers, c)
+		}
+		for _, port := range k.ports() {
+			if !slices.Contains(ports, port) {
+				ports = append(ports, port)
+			}
+		}
+		grace = max(grace, ceilSeconds(p.StopTimeout))
+	}
+	if len(containers) == 0 {
+		ws.add("", "mode pod", "no long-running program: the Pod ends once its init containers have")
+	}
+	labels := obj{{"app.kubernetes.io/name", opts.Name}}
+	meta := obj{{"name", opts.Name}}
+	meta.set("namespace", opts.Namespace)
+	meta.set("labels", labels)
+	spec := obj{}
+	spec.set("initContainers", inits)
+	spec.set("containers", containers)
+	if grace > 0 {
+		spec.set("terminationGracePeriodSeconds", grace)
+	}
+	docs := []obj{{{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", meta}, {"spec", spec}}}
+	if len(ports) > 0 {
+		var sp []any
+		for _, port := range ports {
+			sp = append(sp, obj{{"name", "p" + strconv.Itoa(port)}, {"port", port}, {"targetPort", port}})
+		}
+		docs = append(docs, obj{{"apiVersion", "v1"}, {"kind", "Service"}, {"metadata", meta}, {"spec", obj{{"selector", labels}, {"ports", sp}}}})
+	}
+	return docs
+}
+
+// inDependencyOrder lists cfg's programs with every dependency before its
+// dependents, otherwise in file order.
+func inDependencyOrder(cfg *config.Config) []*config.Program {
+	var out []*config.Program
+	seen := map[string]bool{}
+	var visit func(p *config.Program)
+	visit = func(p *config.Program) {
+		if seen[p.Name] {
+			return
+		}
+		seen[p.Name] = true
+		for _, d := range p.DependsOn {
+			if dp := cfg.Program(d); dp != nil {
+				visit(dp)
+			}
+		}
+		out = append(out, p)
+	}
+	for _, p := range cfg.Programs {
+		visit(p)
+	}
+	return out
+}

@@ -29,6 +29,7 @@ func exportCommand() *cli.Command {
 				&cli.StringFlag{Name: "name", Usage: "the app: prefix of object names and its label (default: the config's folder name)"},
 				&cli.StringFlag{Name: "namespace", Aliases: []string{"n"}, Usage: "namespace of the objects (default: kubectl's)"},
 				&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "-", Usage: "file to write, - for stdout"},
+				&cli.StringFlag{Name: "mode", Value: "workloads", Usage: "workloads (a Deployment or Job per program) or pod (every program a container of one Pod)"},
 			},
 			Action: func(c *cli.Context) error { return exportKubernetes(c) },
 		}, {
@@ -110,7 +111,11 @@ func exportKubernetes(c *cli.Context) error {
 	if name == "" {
 		name = strings.ToLower(unitPrefix(filepath.Base(cfg.Dir)))
 	}
-	data, warns, err := export.Kubernetes(cfg, export.KubernetesOptions{Image: c.String("image"), Name: name, Namespace: c.String("namespace")})
+	mode := c.String("mode")
+	if mode != "workloads" && mode != "pod" {
+		return fmt.Errorf("export kubernetes: --mode is workloads or pod, not %q", mode)
+	}
+	data, warns, err := export.Kubernetes(cfg, export.KubernetesOptions{Image: c.String("image"), Name: name, Namespace: c.String("namespace"), Pod: mode == "pod"})
 	if err != nil {
 		return err
 	}

@@ -39,6 +39,8 @@ func decodeStrict(t *testing.T, out []byte) []any {
 			o = &batchv1.Job{}
 		case "v1/Service":
 			o = &corev1.Service{}
+		case "v1/Pod":
+			o = &corev1.Pod{}
 		default:
 			t.Fatalf("document %d: unexpected kind %s/%s", i, tm.APIVersion, tm.Kind)
 		}
@@ -163,5 +165,61 @@ restart = "never"
 	}
 	if !keys["web depends_on.db"] {
 		t.Errorf("no warning that the wait orders the first start only: %v", warns)
+	}
+}
+
+// --mode pod: one Pod in dependency order: the one-shot migration as an
+// init container, the database others wait for as a native sidecar with a
+// startup probe, the web as a container; the Pod decodes strictly.
+func TestKubernetesExportPod(t *testing.T) {
+	cfg, err := config.Parse(filepath.Join(t.TempDir(), "supervise.toml"), []byte(`
+[program.web]
+command = "server"
+depends_on = { db = "ready", migrate = "completed" }
+[program.web.probes.readiness]
+http = "http://127.0.0.1:8080/ready"
+
+[program.db]
+command = "postgres"
+[program.db.probes.readiness]
+tcp = 5432
+
+[program.migrate]
+command = "migrate up"
+restart = "never"
+depends_on = ["db"]
+[program.migrate.probes.liveness]
+tcp = 9999
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, warns, err := export.Kubernetes(cfg, export.KubernetesOptions{Image: "shop:2", Name: "shop", Pod: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := decodeStrict(t, out)
+	pod, ok := objs[0].(*corev1.Pod)
+	if !ok {
+		t.Fatalf("first object %T, want a Pod", objs[0])
+	}
+	ic, cs := pod.Spec.InitContainers, pod.Spec.Containers
+	if len(ic) != 2 || ic[0].Name != "db" || ic[0].RestartPolicy == nil || *ic[0].RestartPolicy != corev1.ContainerRestartPolicyAlways ||
+		ic[0].StartupProbe == nil || ic[0].StartupProbe.TCPSocket.Port.IntValue() != 5432 ||
+		ic[1].Name != "migrate" || ic[1].RestartPolicy != nil || ic[1].LivenessProbe != nil {
+		t.Errorf("init containers: %+v", ic)
+	}
+	if len(cs) != 1 || cs[0].Name != "web" || cs[0].ReadinessProbe == nil {
+		t.Errorf("containers: %+v", cs)
+	}
+	if svc := objs[1].(*corev1.Service); len(svc.Spec.Ports) != 3 {
+		t.Errorf("service ports: %+v", svc.Spec.Ports)
+	}
+	found := false
+	for _, w := range warns {
+		found = found || w.Program == "migrate" && w.Key == "livenessProbe"
+	}
+	if !found {
+		t.Errorf("no warning for the dropped probe of the init container: %v", warns)
 	}
 }
