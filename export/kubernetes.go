@@ -166,7 +166,14 @@ func (k *kubeWriter) waitFor(d string) obj {
 	kw := &kubeWriter{opts: k.opts, ws: k.ws, p: dp, cfg: k.cfg}
 	ports := kw.ports()
 	cond := k.p.DependsOnCondition(d)
-	if cond == config.DependCompleted || len(ports) == 0 {
+	if cond == config.DependCompleted {
+		k.warn("depends_on."+d, "%s runs as an init container in each Pod of %s, before it starts (its own Job runs it once more)", d, k.p.Name)
+		c := obj{{"name", dnsify("run-" + d)}, {"image", k.opts.Image}, {"command", strs(dp.Command)}}
+		c.set("workingDir", dp.Dir)
+		c.set("env", (&kubeWriter{opts: k.opts, ws: &warnings{}, p: dp, cfg: k.cfg}).env())
+		return c
+	}
+	if len(ports) == 0 {
 		k.warn("depends_on."+d, "Kubernetes starts workloads independently: nothing waits for %s here (no Service port to wait on)", d)
 		return nil
 	}

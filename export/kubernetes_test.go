@@ -23,6 +23,7 @@ func TestKubernetesWarnings(t *testing.T) {
 		{"on-failure job", base + "restart = \"on-failure\"\n", "restart"},
 		{"http pre_start", base + "hooks.pre_start = { http = \"http://127.0.0.1:1/x\" }\n", "hooks.pre_start"},
 		{"completed dependency", base + "restart = \"never\"\n[program.q]\ncommand = \"x\"\ndepends_on = { p = \"completed\" }\n", "depends_on.p"},
+		{"dependency without a port", base + "[program.q]\ncommand = \"x\"\ndepends_on = [\"p\"]\n", "depends_on.p"},
 		{"notify", base + "notify = \"sd_notify\"\n", "notify"},
 		{"ready_log_line", base + "ready_log_line = \"up\"\n", "ready_log_line"},
 		{"watchdog", base + "notify = \"sd_notify\"\nwatchdog = \"10s\"\n", "watchdog"},

@@ -223,3 +223,34 @@ tcp = 9999
 		t.Errorf("no warning for the dropped probe of the init container: %v", warns)
 	}
 }
+
+// A dependency that must complete runs as an init container of its
+// dependent's Pod.
+func TestKubernetesExportCompletedDependency(t *testing.T) {
+	cfg, err := config.Parse(filepath.Join(t.TempDir(), "supervise.toml"), []byte(`
+[program.migrate]
+command = "migrate up"
+restart = "never"
+env = { DB = "x" }
+[program.web]
+command = "server"
+depends_on = { migrate = "completed" }
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := export.Kubernetes(cfg, export.KubernetesOptions{Image: "shop:2", Name: "shop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range decodeStrict(t, out) {
+		if d, ok := o.(*appsv1.Deployment); ok {
+			ic := d.Spec.Template.Spec.InitContainers
+			if len(ic) != 1 || ic[0].Name != "run-migrate" || strings.Join(ic[0].Command, " ") != "migrate up" || ic[0].Env[0].Value != "x" {
+				t.Errorf("web's init containers: %+v", ic)
+			}
+			return
+		}
+	}
+	t.Fatal("no Deployment")
+}
