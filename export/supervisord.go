@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/supervise-dev/supervise/config"
 )
@@ -106,9 +107,11 @@ func stripComment(v string) string {
 	return strings.TrimSpace(v)
 }
 
+// Compiled on first use: package-level work would cost every start of
+// the binary, supervise exec's included.
 var (
-	envExpansion = regexp.MustCompile(`%\(ENV_([A-Za-z_][A-Za-z0-9_]*)\)s`)
-	anyExpansion = regexp.MustCompile(`%\([a-z_]+\)[sd0-9]*`)
+	envExpansion = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`%\(ENV_([A-Za-z_][A-Za-z0-9_]*)\)s`) })
+	anyExpansion = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`%\([a-z_]+\)[sd0-9]*`) })
 )
 
 func writeProgram(b *strings.Builder, ws *warnings, name string, s *iniSection) error {
@@ -126,11 +129,11 @@ func writeProgram(b *strings.Builder, ws *warnings, name string, s *iniSection) 
 	k := s.keys
 	expand := func(key, v string) string {
 		v = strings.ReplaceAll(v, "%(program_name)s", name)
-		if key != "environment" && key != "command" && envExpansion.MatchString(v) {
+		if key != "environment" && key != "command" && envExpansion().MatchString(v) {
 			warn(key, "%%(ENV_x)s becomes ${x}, which supervise expands in env values only: use a shell command to expand it here")
 		}
-		v = envExpansion.ReplaceAllString(v, "$${$1}")
-		if anyExpansion.MatchString(v) {
+		v = envExpansion().ReplaceAllString(v, "$${$1}")
+		if anyExpansion().MatchString(v) {
 			warn(key, "%q keeps a supervisord expansion supervise does not know", v)
 		}
 		return strings.ReplaceAll(v, "%%", "%")
@@ -140,7 +143,7 @@ func writeProgram(b *strings.Builder, ws *warnings, name string, s *iniSection) 
 		return fmt.Errorf("no command")
 	}
 	fmt.Fprintf(b, "\n[program.%s]\n", tomlName)
-	if envExpansion.MatchString(cmd) {
+	if envExpansion().MatchString(cmd) {
 		// supervisord expanded the variable itself; a shell does it here.
 		fmt.Fprintf(b, "command = [\"/bin/sh\", \"-c\", %s]\n", tomlQuote("exec "+expand("command", cmd)))
 	} else {
