@@ -43,7 +43,8 @@ var imports = map[string][]string{
 	"supervisor/wait":      {"clock"},
 	"supervisor": {"internal/unixsig", "backoff", "clock", "config", "ctl", "hooks", "logs", "metrics", "notify", "probe", "proc",
 		"supervisor/wait", "supervisor/workqueue", "watch", "golang.org/x/sys/unix"},
-	"cmd/supervise": {"internal/unixsig", "internal/version", "backoff", "clock", "config", "ctl", "ctl/ctlfmt", "logs", "metrics", "pid1", "proc", "supervisor", "watch",
+	"export": {"config", "internal/execpath", "internal/unixsig"},
+	"cmd/supervise": {"internal/unixsig", "internal/version", "internal/execpath", "export", "backoff", "clock", "config", "ctl", "ctl/ctlfmt", "logs", "metrics", "pid1", "proc", "supervisor", "watch",
 		"github.com/urfave/cli/v2", "golang.org/x/sys/unix"},
 	// Harnesses and test binaries: anything of ours, x/sys.
 	"bench/pid1":            {"golang.org/x/sys/unix"},

@@ -41,18 +41,23 @@ func LoadWithOptions(path string, opts ProcfileOptions) (*Config, error) {
 		return Parse(path, data)
 	}
 	var envFiles []string
-	envPath := filepath.Join(filepath.Dir(path), ".env")
-	if _, err := os.Stat(envPath); err == nil {
-		env, err := LoadEnvFile(envPath)
+	if opts.EnvFiles != nil {
+		envFiles = opts.EnvFiles
+	} else if envPath := filepath.Join(filepath.Dir(path), ".env"); fileExists(envPath) {
+		envFiles = []string{envPath}
+	}
+	for i, f := range envFiles {
+		if abs, err := filepath.Abs(f); err == nil {
+			envFiles[i] = abs
+		}
+	}
+	if len(envFiles) > 0 {
+		env, err := LoadEnvFiles(envFiles)
 		if err != nil {
 			return nil, err
 		}
 		maps.Copy(env, opts.Env)
 		opts.Env = env
-		if abs, err := filepath.Abs(envPath); err == nil {
-			envPath = abs
-		}
-		envFiles = []string{envPath}
 	}
 	cfg, err := ParseProcfile(path, data, opts)
 	if err != nil {
@@ -60,6 +65,9 @@ func LoadWithOptions(path string, opts ProcfileOptions) (*Config, error) {
 	}
 	for _, p := range cfg.Programs {
 		p.EnvFiles = slices.Clone(envFiles)
+		if opts.Watch {
+			p.Watch = &Watch{Paths: []string{cfg.Dir}, Debounce: DefaultWatchDebounce}
+		}
 	}
 	return cfg, nil
 }
@@ -555,4 +563,9 @@ func (d *decoder) abs(p string) string {
 		return filepath.Clean(p)
 	}
 	return filepath.Join(d.dir, p)
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }

@@ -32,10 +32,17 @@ type ProcfileOptions struct {
 	// KeepRunning, when false, makes any program's end stop the whole set,
 	// as foreman does: Supervisor.ExitOn lists every program.
 	KeepRunning bool
+	// EnvFiles, when set, are read in order instead of the .env beside
+	// the Procfile (foreman's -e).
+	EnvFiles []string
+	// Watch restarts every process when a file under the Procfile's
+	// directory changes (.git and editor files aside).
+	Watch bool
 }
 
 func (o *ProcfileOptions) isZero() bool {
-	return o.BasePort == 0 && o.PortStep == 0 && o.Env == nil && o.Formation == nil && o.Restart == "" && !o.KeepRunning
+	return o.BasePort == 0 && o.PortStep == 0 && o.Env == nil && o.Formation == nil && o.Restart == "" && !o.KeepRunning &&
+		o.EnvFiles == nil && !o.Watch
 }
 
 // ParseFormation reads a formation as foreman's -m takes it:

@@ -169,3 +169,90 @@ func TestDevRunnerAsAnOrdinaryUser(t *testing.T) {
 		t.Errorf("the console has structured records or a failed start:\n%s", console)
 	}
 }
+
+// foreman's verbs: run-once runs one command with the .env (interpolated)
+// and a PORT, and exits with its status; start runs only the named
+// process types; -d runs in another folder, -e reads other env files, and
+// --watch restarts a process when a file in the folder changes.
+func TestForemanVerbs(t *testing.T) {
+	dir := t.TempDir()
+	env := devEnv(t.TempDir())
+	write := func(name, text string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(".env", "NAME=dev\nGREETING=\"hi ${NAME}\"\n")
+	write("other.env", "PORT=7000\nGREETING=other\n")
+	write("Procfile", "web: echo \"web $GREETING $PORT\"; sleep 0.2\nworker: echo worker up; sleep 0.2\nclock: echo clock up; sleep 0.2\n")
+	run := func(args ...string) (string, int) {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, binary, args...)
+		cmd.Dir, cmd.Env = t.TempDir(), append(env, "NO_COLOR=1", "PORT=") // elsewhere: -d names the folder
+		out, err := cmd.CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return string(out), ee.ExitCode()
+		}
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		return string(out), 0
+	}
+	if out, code := run("run-once", "-d", dir, "sh", "-c", `echo "$GREETING port=$PORT"; exit 4`); code != 4 || out != "hi dev port=5000\n" {
+		t.Errorf("run-once: exit %d, %q; want 4, \"hi dev port=5000\"", code, out)
+	}
+	if out, code := run("run-once", "-d", dir, "-e", "other.env", `echo "[$GREETING] $PORT"`); code != 0 || out != "[other] 7000\n" {
+		t.Errorf("run-once -e: exit %d, %q", code, out)
+	}
+	if _, code := run("run-once", "-d", dir, "no-such-command"); code != 127 {
+		t.Errorf("run-once of a missing command: exit %d, want 127", code)
+	}
+	out, code := run("start", "-d", dir, "--keep-running", "web", "clock")
+	if code != 0 || !strings.Contains(out, "web   | web hi dev 5000") || !strings.Contains(out, "clock | clock up") || strings.Contains(out, "worker") {
+		t.Errorf("start web clock: exit %d:\n%s", code, out)
+	}
+	if out, code := run("start", "-d", dir, "nope"); code != 2 || !strings.Contains(out, `no program "nope"`) {
+		t.Errorf("start nope: exit %d:\n%s", code, out)
+	}
+
+	// --watch: web restarts when a file in the folder changes.
+	write("Procfile", "web: echo \"web up $$\"; sleep 1000\n")
+	argv := []string{binary, "-d", dir, "--watch"}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir, cmd.Env = dir, append(env, "NO_COLOR=1")
+	var buf syncBuffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
+	eventually(t, "web up", 30*time.Second, func() bool { return strings.Count(buf.String(), "web up") == 1 })
+	write("app.py", "print(1)\n")
+	eventually(t, "web restarted after app.py changed", 30*time.Second, func() bool {
+		return strings.Count(buf.String(), "web up") == 2 && strings.Contains(buf.String(), "web | files changed (app.py); restarting")
+	})
+}
+
+// A project's limits are for production: the dev runner of an ordinary
+// user who may not create cgroups runs the program without them, and says
+// so once. (`supervise run -c FILE` refuses instead; see the non-root
+// cgroup test.)
+func TestDevRunnerDropsLimitsItCannotApply(t *testing.T) {
+	needRoot(t) // to become uid 65534
+	dir := nobodyDir(t)
+	p := filepath.Join(dir, "supervise.toml")
+	if err := os.WriteFile(p, []byte("[program.job]\ncommand = [\"echo\", \"job ran\"]\nrestart = \"never\"\nsandbox = { memory_max = \"64MiB\" }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Chown(p, 65534, 65534)
+	argv := asNobody(binary)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir, cmd.Env = dir, append(devEnv(nobodyDir(t)), "NO_COLOR=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "job | job ran") || strings.Count(string(out), "limits not applied") != 1 {
+		t.Fatalf("dev runner as uid 65534 with a memory limit: %v\n%s", err, out)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 )
 
 // ColorMode says whether the console colours program names.
@@ -36,6 +37,9 @@ type ConsoleConfig struct {
 	// that would drive it (ESC sequences but colours, other controls) are
 	// written escaped. Elsewhere (a pipe, a file) lines go as they are.
 	Terminal bool
+	// Timestamps starts each line with the time it was read (HH:MM:SS),
+	// as foreman does.
+	Timestamps bool
 }
 
 // Console is a sink that writes "name | text" lines to one writer, the
@@ -48,10 +52,11 @@ type ConsoleConfig struct {
 // dropped and the error is returned: the program must not block on a
 // console nobody reads.
 type Console struct {
-	w        io.Writer
-	color    bool
-	terminal bool // escape what would drive a terminal
-	bufSize  int
+	w          io.Writer
+	color      bool
+	terminal   bool // escape what would drive a terminal
+	timestamps bool
+	bufSize    int
 
 	mu       sync.Mutex
 	buf      []byte            // guarded by mu
@@ -67,12 +72,13 @@ func NewConsole(w io.Writer, cfg ConsoleConfig) *Console {
 		cfg.BufferSize = DefaultConsoleBuffer
 	}
 	c := &Console{
-		w:        w,
-		terminal: cfg.Terminal,
-		bufSize:  cfg.BufferSize,
-		buf:      make([]byte, 0, cfg.BufferSize),
-		prefixes: make(map[string][]byte),
-		colors:   make(map[string]string),
+		w:          w,
+		terminal:   cfg.Terminal,
+		timestamps: cfg.Timestamps,
+		bufSize:    cfg.BufferSize,
+		buf:        make([]byte, 0, cfg.BufferSize),
+		prefixes:   make(map[string][]byte),
+		colors:     make(map[string]string),
 	}
 	switch cfg.Color {
 	case ColorAlways:
@@ -148,6 +154,13 @@ func (c *Console) WriteLine(l Line) error {
 	var err error
 	if n := len(p) + len(l.Text) + 1; len(c.buf) > 0 && len(c.buf)+n > c.bufSize {
 		err = c.flushLocked()
+	}
+	if c.timestamps {
+		t := l.Time
+		if t.IsZero() {
+			t = time.Now()
+		}
+		c.buf = t.AppendFormat(c.buf, "15:04:05 ")
 	}
 	c.buf = append(c.buf, p...)
 	if c.terminal {

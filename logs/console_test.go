@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // writes records every Write call.
@@ -218,5 +219,18 @@ func TestConsoleLongLine(t *testing.T) {
 	want := []string{"a | short\n", "a | " + long + "\n"}
 	if len(w.calls) != 2 || w.calls[0] != want[0] || w.calls[1] != want[1] {
 		t.Fatalf("writes %q, want %q", w.calls, want)
+	}
+}
+
+func TestConsoleTimestamps(t *testing.T) {
+	var b bytes.Buffer
+	c := NewConsole(&b, ConsoleConfig{Names: []string{"web", "worker"}, Timestamps: true})
+	at := time.Date(2026, 11, 25, 9, 8, 7, 0, time.UTC)
+	if err := c.WriteLine(Line{Program: "web", Text: "up", Time: at}); err != nil {
+		t.Fatal(err)
+	}
+	c.Flush()
+	if got, want := b.String(), "09:08:07 web    | up\n"; got != want {
+		t.Fatalf("got %q, want %q", got, want)
 	}
 }

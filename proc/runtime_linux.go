@@ -54,6 +54,8 @@ type Runtime struct {
 	closeOnce      sync.Once
 	closeErr       error
 	noCgroupOnce   sync.Once      // says once that sandboxes go without a cgroup
+	limitsOptional bool           // Options.LimitsBestEffort
+	noLimitsOnce   sync.Once      // says once that limits were dropped
 	wg             sync.WaitGroup // exit watchers and init readers
 
 	mu        sync.Mutex
@@ -133,10 +135,11 @@ func New(opts Options) (*Runtime, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	r := &Runtime{
-		log:       log,
-		initPath:  opts.InitPath,
-		sandboxes: make(map[string]*sandbox),
-		procs:     make(map[string]*process),
+		log:            log,
+		initPath:       opts.InitPath,
+		limitsOptional: opts.LimitsBestEffort,
+		sandboxes:      make(map[string]*sandbox),
+		procs:          make(map[string]*process),
 	}
 	if r.initPath == "" {
 		r.initPath = "/proc/self/exe"

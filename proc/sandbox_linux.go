@@ -56,6 +56,8 @@ func (r *Runtime) CreateSandbox(ctx context.Context, cfg SandboxConfig) (id stri
 	sb.cfg.Namespaces = slices.Clone(cfg.Namespaces)
 	if !cfg.NoCgroup {
 		switch {
+		case r.cg == nil && cfg.hasLimits() && errors.Is(r.cgErr, fs.ErrPermission) && r.limitsOptional:
+			r.sayNoLimits(cfg.Name, r.cgErr)
 		case r.cg == nil && cfg.hasLimits() && errors.Is(r.cgErr, fs.ErrPermission):
 			return "", errNotPermitted(cfg.Name, r.cgErr)
 		case r.cg == nil && cfg.hasLimits():
@@ -68,6 +70,8 @@ func (r *Runtime) CreateSandbox(ctx context.Context, cfg SandboxConfig) (id stri
 				// root; root made the subtree) runs what asks for no
 				// limits without a cgroup, as it would with none at all.
 				r.sayNoCgroup(err)
+			case err != nil && errors.Is(err, fs.ErrPermission) && r.limitsOptional:
+				r.sayNoLimits(cfg.Name, err)
 			case err != nil && errors.Is(err, fs.ErrPermission):
 				return "", errNotPermitted(cfg.Name, err)
 			case err != nil:
@@ -502,6 +506,15 @@ func (r *Runtime) sayNoCgroup(err error) {
 	r.noCgroupOnce.Do(func() {
 		r.log.Warn("no cgroup for programs without limits: this user may not create cgroups here; their leftovers are not killed with a cgroup",
 			"uid", os.Getuid(), "err", err)
+	})
+}
+
+// sayNoLimits says once that sandboxes that ask for limits run without
+// them (Options.LimitsBestEffort).
+func (r *Runtime) sayNoLimits(name string, err error) {
+	r.noLimitsOnce.Do(func() {
+		r.log.Warn("limits not applied: this user may not create cgroups here; programs run without their memory, CPU and pids limits (run as root, or in a delegated cgroup, to have them)",
+			"first", name, "uid", os.Getuid(), "err", err)
 	})
 }
 

@@ -28,6 +28,11 @@ type Options struct {
 	// (which it does when it is not PID 1), so orphans of our programs go
 	// to the system's init instead of being reaped here.
 	NoSubreaper bool
+	// LimitsBestEffort runs a sandbox that asks for limits without them
+	// (saying so once) when this user may not create cgroups, instead of
+	// failing its start: a developer's run of a project, where the limits
+	// are for production.
+	LimitsBestEffort bool
 }
 
 // Namespace names a Linux namespace a sandbox can have.

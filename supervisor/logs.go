@@ -44,7 +44,7 @@ type instLogs struct {
 
 type programLogs = *instLogs
 
-func newLogSet(w io.Writer, color, terminal bool, log *slog.Logger, programs []*config.Program) *logSet {
+func newLogSet(w io.Writer, color, terminal, timestamps bool, log *slog.Logger, programs []*config.Program) *logSet {
 	mode := logs.ColorNever
 	if color {
 		mode = logs.ColorAlways
@@ -54,7 +54,7 @@ func newLogSet(w io.Writer, color, terminal bool, log *slog.Logger, programs []*
 		names = append(names, instanceKeys(p)...)
 	}
 	return &logSet{
-		console: logs.NewConsole(w, logs.ConsoleConfig{Color: mode, Names: names, Terminal: terminal}),
+		console: logs.NewConsole(w, logs.ConsoleConfig{Color: mode, Names: names, Terminal: terminal, Timestamps: timestamps}),
 		files:   logs.NewFiles(),
 		log:     log,
 		rings:   map[string]*logs.Ring{},

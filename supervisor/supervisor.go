@@ -77,6 +77,9 @@ type Options struct {
 	// Terminal: the console is a terminal; what in program lines would
 	// drive it is escaped (colours kept).
 	Terminal bool
+	// Timestamps starts each console line with the time (the dev
+	// runner's --timestamps).
+	Timestamps bool
 }
 
 // Supervisor runs a set of programs.
@@ -174,7 +177,7 @@ func New(opts Options) (*Supervisor, error) {
 		done:      make(chan struct{}),
 		stopReq:   make(chan struct{}),
 	}
-	s.logs = newLogSet(console, opts.Color, opts.Terminal, log, opts.Config.Programs)
+	s.logs = newLogSet(console, opts.Color, opts.Terminal, opts.Timestamps, log, opts.Config.Programs)
 	s.apply(opts.Config)
 	return s, nil
 }

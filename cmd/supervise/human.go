@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -72,7 +73,11 @@ func (h *humanHandler) Handle(_ context.Context, r slog.Record) error {
 			text = "waiting: " + a["msg"]
 		}
 	case "supervise running":
-		name, text = "supervise", fmt.Sprintf("running %s programs from %s; supervisectl in this folder talks to it", a["programs"], a["config"])
+		n := a["programs"] + " programs"
+		if n == "1 programs" {
+			n = "1 program"
+		}
+		name, text = "supervise", fmt.Sprintf("running %s from %s; supervisectl in this folder talks to it", n, a["config"])
 	case "exit_on program ended; stopping everything":
 		name, text = "supervise", a["program"]+" ended; stopping all"
 	case "stopping everything":
@@ -81,6 +86,11 @@ func (h *humanHandler) Handle(_ context.Context, r slog.Record) error {
 		name, text = "supervise", "killing all"
 	case "supervise exiting":
 		name, text = "supervise", "exiting with code "+a["code"]
+	case "files changed; restarting", "files changed; signalling", "config reloaded", "config changed; reloading":
+		text = r.Message // said as it is, by the program it concerns or by supervise
+		if f := a["file"]; f != "" && strings.HasPrefix(r.Message, "files changed") {
+			text = strings.Replace(text, "files changed", "files changed ("+filepath.Base(f)+")", 1)
+		}
 	default:
 		if r.Level < slog.LevelWarn {
 			return nil

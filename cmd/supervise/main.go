@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -91,6 +92,22 @@ func runApp(args []string) int {
 					return nil
 				},
 			},
+			{
+				Name:      "start",
+				Usage:     "run only the named programs (and what they depend on), as foreman's start: supervise start web worker",
+				Flags:     runFlags(),
+				ArgsUsage: "NAME...",
+				Action: func(c *cli.Context) error {
+					if c.Args().Len() == 0 {
+						return errors.New("start: name at least one program (or run `supervise` for all)")
+					}
+					code = runPrograms(c, c.Args().Slice())
+					return nil
+				},
+			},
+			runOnceCommand(),
+			exportCommand(),
+			importCommand(),
 			execCommand(),
 			ctlCommand(),
 		},
@@ -105,8 +122,8 @@ func runApp(args []string) int {
 
 func configFlag() cli.Flag {
 	return &cli.StringFlag{
-		Name: "config", Aliases: []string{"c"}, EnvVars: []string{"SUPERVISE_CONFIG"},
-		Usage: "config file (default: ./supervise.toml, else ./Procfile)",
+		Name: "config", Aliases: []string{"c", "f"}, EnvVars: []string{"SUPERVISE_CONFIG"},
+		Usage: "config file (default: ./supervise.toml, else ./Procfile); -f as foreman's",
 	}
 }
 
@@ -121,7 +138,26 @@ func runFlags() []cli.Flag {
 		&cli.IntFlag{Name: "port", Aliases: []string{"p"}, Usage: "Procfile: PORT of the first process type (default $PORT, else 5000; +100 per type)"},
 		&cli.StringFlag{Name: "restart", Usage: "Procfile: restart policy of every process (default never)"},
 		&cli.BoolFlag{Name: "keep-running", Usage: "Procfile: keep the others running when one process ends"},
+		&cli.StringSliceFlag{Name: "env", Aliases: []string{"e"}, Usage: "Procfile: env files to read instead of ./.env, in order (repeat, or FILE1,FILE2)"},
+		&cli.BoolFlag{Name: "timestamps", Aliases: []string{"t"}, Usage: "start each console line with the time, as foreman does"},
+		&cli.BoolFlag{Name: "watch", Usage: "Procfile: restart every process when a file under the Procfile's folder changes"},
+		rootFlag(),
 	}
+}
+
+// rootFlag is foreman's -d: the folder to run in.
+func rootFlag() cli.Flag {
+	return &cli.StringFlag{Name: "root", Aliases: []string{"d"}, Usage: "run in this folder (the app root), as if started there"}
+}
+
+// enterRoot changes to --root, when given.
+func enterRoot(c *cli.Context) error {
+	if d := c.String("root"); d != "" {
+		if err := os.Chdir(d); err != nil {
+			return fmt.Errorf("--root: %w", err)
+		}
+	}
+	return nil
 }
 
 // procfileOptions are the dev-runner flags; zero for a TOML file.
@@ -135,15 +171,24 @@ func procfileOptions(c *cli.Context) (config.ProcfileOptions, error) {
 	opts.BasePort = c.Int("port")
 	opts.Restart = config.RestartPolicy(c.String("restart"))
 	opts.KeepRunning = c.Bool("keep-running")
+	opts.Watch = c.Bool("watch")
+	for _, f := range c.StringSlice("env") {
+		for _, x := range strings.Split(f, ",") {
+			if x != "" {
+				opts.EnvFiles = append(opts.EnvFiles, x)
+			}
+		}
+	}
 	return opts, nil
 }
 
-// findConfig picks the file to run: -c, else supervise.toml, else Procfile.
-func findConfig(c *cli.Context) (string, error) {
+// findConfig picks the file to run: -c, else the first argument (when
+// args are files), else supervise.toml, else Procfile.
+func findConfig(c *cli.Context, args bool) (string, error) {
 	if f := c.String("config"); f != "" {
 		return f, nil
 	}
-	if c.Args().Len() > 0 {
+	if args && c.Args().Len() > 0 {
 		return c.Args().First(), nil
 	}
 	for _, f := range []string{"supervise.toml", "Procfile"} {
@@ -155,7 +200,7 @@ func findConfig(c *cli.Context) (string, error) {
 }
 
 func checkCommand(c *cli.Context) int {
-	file, err := findConfig(c)
+	file, err := findConfig(c, true)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "supervise:", err)
 		return exitUsage
@@ -202,14 +247,22 @@ func isTerminal(f *os.File) bool {
 	return err == nil
 }
 
-func runCommand(c *cli.Context) int {
+func runCommand(c *cli.Context) int { return runPrograms(c, nil) }
+
+// runPrograms is `supervise run`, or `supervise start NAME…` when only
+// names some programs: those and what they depend on.
+func runPrograms(c *cli.Context, only []string) int {
 	// What we inherited (a descriptor of the shell that started us) must
 	// not reach the programs, which may run as other users.
 	if err := proc.CloseOnExecFrom(3); err != nil {
 		fmt.Fprintln(os.Stderr, "supervise:", err)
 		return exitFailed
 	}
-	file, err := findConfig(c)
+	if err := enterRoot(c); err != nil {
+		fmt.Fprintln(os.Stderr, "supervise:", err)
+		return exitUsage
+	}
+	file, err := findConfig(c, only == nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "supervise:", err)
 		return exitUsage
@@ -219,7 +272,14 @@ func runCommand(c *cli.Context) int {
 		fmt.Fprintln(os.Stderr, "supervise:", err)
 		return exitUsage
 	}
-	cfg, err := config.LoadWithOptions(file, opts)
+	load := func(path string) (*config.Config, error) {
+		cfg, err := config.LoadWithOptions(path, opts)
+		if err == nil && len(only) > 0 {
+			err = selectPrograms(cfg, only)
+		}
+		return cfg, err
+	}
+	cfg, err := load(file)
 	if err != nil {
 		printConfigError(err)
 		return exitUsage
@@ -240,7 +300,7 @@ func runCommand(c *cli.Context) int {
 	// A dev runner (a Procfile, or a project folder's config found without
 	// naming it) speaks in short human lines among the programs' output,
 	// unless a log format was asked for.
-	devRunner := cfg.Procfile || c.String("config") == "" && c.Args().Len() == 0
+	devRunner := cfg.Procfile || c.String("config") == "" && (only != nil || c.Args().Len() == 0)
 	if devRunner && c.String("log-format") == "" {
 		stdout := newQueuedWriter(os.Stdout, 1<<20)
 		defer stdout.Close()
@@ -248,11 +308,11 @@ func runCommand(c *cli.Context) int {
 		for _, p := range cfg.Programs {
 			names = append(names, supervisor.InstanceKeys(p)...)
 		}
-		log = slog.New(newHumanHandler(stdout, names, false))
+		log = slog.New(newHumanHandler(stdout, names, c.Bool("timestamps")))
 	}
 	slog.SetDefault(log)
 
-	rt, err := proc.New(proc.Options{Logger: log})
+	rt, err := proc.New(proc.Options{Logger: log, LimitsBestEffort: devRunner})
 	if err != nil {
 		log.Error("starting the sandbox runtime", "err", err)
 		return exitFailed
@@ -260,13 +320,14 @@ func runCommand(c *cli.Context) int {
 	defer rt.Close()
 
 	sup, err := supervisor.New(supervisor.Options{
-		Config:   cfg,
-		Load:     func(path string) (*config.Config, error) { return config.LoadWithOptions(path, opts) },
-		Runtime:  rt,
-		Logger:   log,
-		Console:  os.Stdout,
-		Color:    isTerminal(os.Stdout) && os.Getenv("NO_COLOR") == "",
-		Terminal: isTerminal(os.Stdout),
+		Config:     cfg,
+		Load:       load,
+		Runtime:    rt,
+		Logger:     log,
+		Console:    os.Stdout,
+		Color:      isTerminal(os.Stdout) && os.Getenv("NO_COLOR") == "",
+		Terminal:   isTerminal(os.Stdout),
+		Timestamps: c.Bool("timestamps"),
 	})
 	if err != nil {
 		log.Error("starting the supervisor", "err", err)
@@ -394,3 +455,48 @@ func runCommand(c *cli.Context) int {
 // of them kills it: every catchable one but SIGCHLD, which proc's reaper
 // owns.
 func catchable() []os.Signal { return unixsig.Catchable(syscall.SIGCHLD) }
+
+// selectPrograms keeps the programs named in only and those they depend
+// on, transitively. A Procfile's others are dropped, as foreman's `start
+// web` runs web alone; a TOML file's others stay, not started
+// (autostart = false), for supervisectl to start later.
+func selectPrograms(cfg *config.Config, only []string) error {
+	keep := map[string]bool{}
+	var add func(name string) error
+	add = func(name string) error {
+		if keep[name] {
+			return nil
+		}
+		p := cfg.Program(name)
+		if p == nil {
+			var names []string
+			for _, q := range cfg.Programs {
+				names = append(names, q.Name)
+			}
+			return fmt.Errorf("no program %q in %s (there are: %s)", name, cfg.File, strings.Join(names, ", "))
+		}
+		keep[name] = true
+		for _, d := range p.DependsOn {
+			if err := add(d); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, n := range only {
+		if err := add(n); err != nil {
+			return err
+		}
+	}
+	if cfg.Procfile {
+		cfg.Programs = slices.DeleteFunc(cfg.Programs, func(p *config.Program) bool { return !keep[p.Name] })
+		cfg.Supervisor.ExitOn = slices.DeleteFunc(cfg.Supervisor.ExitOn, func(n string) bool { return !keep[n] })
+		return nil
+	}
+	for _, p := range cfg.Programs {
+		if !keep[p.Name] {
+			p.Autostart = false
+		}
+	}
+	return nil
+}

@@ -24,6 +24,37 @@ const (
 )
 
 var helpers = map[string]func(arg string) int{
+	// delegated runs as an ordinary user in a cgroup delegated to it (as
+	// systemd's Delegate=yes leaves one): it opens our subtree below its
+	// own cgroup and creates a limited cgroup there.
+	"delegated": func(string) int {
+		r, err := Open(Options{})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "Open as uid", os.Getuid(), err)
+			return 1
+		}
+		cg, err := r.Create("web", Resources{MemoryMax: 32 << 20, PidsMax: 64})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "Create:", err)
+			return 1
+		}
+		mem, err1 := os.ReadFile(cg.dirs[0] + "/memory.max")
+		pids, err2 := os.ReadFile(cg.dirs[0] + "/pids.max")
+		if err1 != nil || err2 != nil || string(mem) != "33554432\n" || string(pids) != "64\n" {
+			fmt.Fprintf(os.Stderr, "limits: memory.max %q (%v), pids.max %q (%v)\n", mem, err1, pids, err2)
+			return 1
+		}
+		if err := cg.Delete(); err != nil {
+			fmt.Fprintln(os.Stderr, "Delete:", err)
+			return 1
+		}
+		if err := r.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, "Close:", err)
+			return 1
+		}
+		fmt.Println("limits written by uid", os.Getuid())
+		return 0
+	},
 	// sleep blocks until killed.
 	"sleep": func(string) int {
 		for {

@@ -612,3 +612,55 @@ func pidfdOf(t *testing.T, pid int) int {
 	t.Cleanup(func() { unix.Close(fd) })
 	return fd
 }
+
+// An ordinary user whose cgroup was delegated to it (v2: the directory and
+// its cgroup.procs, cgroup.subtree_control and cgroup.threads chowned to
+// it, as systemd's Delegate=yes and user@UID.service do) gets limits: its
+// supervise makes the subtree below its own cgroup, as root's does.
+func TestRealV2DelegatedToAUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		skipf(t, "needs root, to delegate a cgroup to uid 65534")
+	}
+	if mode, _, _ := detect(DefaultFSRoot); mode != ModeV2 {
+		skipf(t, "needs cgroup v2 at %s (mode %v)", DefaultFSRoot, mode)
+	}
+	self, err := ownCgroups("/proc/self/cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := filepath.Join(DefaultFSRoot, self[""])
+	for _, c := range []string{"+memory", "+pids", "+cpu"} {
+		_ = (realKernel{}).Write(filepath.Join(parent, "cgroup.subtree_control"), c)
+	}
+	d := filepath.Join(parent, testName("supervise-test-deleg-"))
+	if err := os.Mkdir(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, x := range []string{filepath.Join(d, subtreeName), filepath.Join(d, leafName), d} {
+			if err := (realKernel{}).Rmdir(x); err != nil && !isNotExist(err) {
+				t.Errorf("cleanup: %v", err)
+			}
+		}
+	})
+	for _, f := range []string{"", "cgroup.procs", "cgroup.subtree_control", "cgroup.threads"} {
+		if err := os.Chown(filepath.Join(d, f), 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fd, err := syscall.Open(d, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	cmd := helperCmd("delegated", "")
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Credential:  &syscall.Credential{Uid: 65534, Gid: 65534},
+		UseCgroupFD: true, CgroupFD: fd,
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("supervise's cgroups as uid 65534 in a delegated cgroup: %v\n%s", err, out)
+	}
+	t.Logf("%s", out)
+}

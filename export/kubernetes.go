@@ -1,0 +1,620 @@
+package export
+
+import (
+	"fmt"
+	"math"
+	"net"
+	"net/url"
+	"os/user"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/supervise-dev/supervise/config"
+	"github.com/supervise-dev/supervise/internal/unixsig"
+)
+
+// KubernetesOptions shape the exported objects.
+type KubernetesOptions struct {
+	Image     string // the image every container runs (required)
+	Name      string // the app: a prefix of object names and the app label
+	Namespace string // "" leaves it to kubectl's context
+	// Pod keeps the box together: every program a container of one Pod
+	// (one-shots as init containers, programs others wait for as native
+	// sidecars), instead of a workload per program.
+	Pod bool
+}
+
+// Kubernetes returns YAML documents, "---" between them: a Deployment per
+// long-running program (replicas = instances), a Job per one-shot
+// (restart "never" or "on-failure"), and a Service for a program whose
+// probes name a port, with a warning for each key Kubernetes cannot
+// express as supervise does.
+func Kubernetes(cfg *config.Config, opts KubernetesOptions) ([]byte, []Warning, error) {
+	if opts.Image == "" {
+		return nil, nil, fmt.Errorf("export kubernetes: an image is needed (--image)")
+	}
+	if opts.Name == "" || !dnsLabel(opts.Name) {
+		return nil, nil, fmt.Errorf("export kubernetes: name %q: use lower-case letters, digits and '-'", opts.Name)
+	}
+	var ws warnings
+	if len(cfg.Supervisor.ExitOn) > 0 {
+		ws.add("", "supervisor.exit_on", "not mapped: each program is its own workload, and nothing stops the others when one ends")
+	}
+	var docs []obj
+	if opts.Pod {
+		docs = podDocs(cfg, opts, &ws)
+	} else {
+		for _, p := range cfg.Programs {
+			k := &kubeWriter{opts: opts, ws: &ws, p: p, cfg: cfg}
+			docs = append(docs, k.workload()...)
+		}
+	}
+	var b strings.Builder
+	for i, d := range docs {
+		if i > 0 {
+			b.WriteString("---\n")
+		}
+		yamlDoc(&b, d)
+	}
+	return []byte(b.String()), ws, nil
+}
+
+type kubeWriter struct {
+	opts KubernetesOptions
+	ws   *warnings
+	p    *config.Program
+	cfg  *config.Config
+}
+
+func (k *kubeWriter) warn(key, format string, args ...any) { k.ws.add(k.p.Name, key, format, args...) }
+
+// objName is the object name of program name: APP-NAME, as a DNS label.
+func (k *kubeWriter) objName(name string) string {
+	return dnsify(k.opts.Name + "-" + name)
+}
+
+func (k *kubeWriter) meta(name string) obj {
+	m := obj{{"name", k.objName(name)}}
+	m.set("namespace", k.opts.Namespace)
+	m.set("labels", obj{{"app.kubernetes.io/name", k.opts.Name}, {"app.kubernetes.io/component", dnsify(name)}})
+	return m
+}
+
+func (k *kubeWriter) workload() []obj {
+	p := k.p
+	labels := obj{{"app.kubernetes.io/name", k.opts.Name}, {"app.kubernetes.io/component", dnsify(p.Name)}}
+	pod := k.podSpec()
+	var out []obj
+	if p.Restart == config.RestartAlways {
+		spec := obj{{"replicas", p.Instances}, {"selector", obj{{"matchLabels", labels}}},
+			{"template", obj{{"metadata", obj{{"labels", labels}}}, {"spec", pod}}}}
+		if !p.Autostart {
+			spec[0] = kv{"replicas", 0}
+			k.warn("autostart", "false: replicas is 0; scale it up to start")
+		}
+		out = append(out, obj{{"apiVersion", "apps/v1"}, {"kind", "Deployment"}, {"metadata", k.meta(p.Name)}, {"spec", spec}})
+	} else {
+		policy := "OnFailure"
+		backoffLimit := 6 // the Job default: on-failure retries
+		if p.Restart == config.RestartNever {
+			policy, backoffLimit = "Never", 0
+		}
+		pod.set("restartPolicy", policy)
+		spec := obj{{"backoffLimit", backoffLimit}, {"completions", p.Instances}, {"parallelism", p.Instances},
+			{"template", obj{{"metadata", obj{{"labels", labels}}}, {"spec", pod}}}}
+		if !p.Autostart {
+			spec = append(spec, kv{"suspend", true})
+			k.warn("autostart", "false: the Job is suspended; resume it to run")
+		}
+		if p.Restart == config.RestartOnFailure {
+			k.warn("restart", `"on-failure" becomes a Job with restartPolicy OnFailure and the Job's default backoffLimit of 6`)
+		}
+		out = append(out, obj{{"apiVersion", "batch/v1"}, {"kind", "Job"}, {"metadata", k.meta(p.Name)}, {"spec", spec}})
+	}
+	if ports := k.ports(); len(ports) > 0 {
+		var sp []any
+		for _, port := range ports {
+			sp = append(sp, obj{{"name", "p" + strconv.Itoa(port)}, {"port", port}, {"targetPort", port}})
+		}
+		out = append(out, obj{{"apiVersion", "v1"}, {"kind", "Service"}, {"metadata", k.meta(p.Name)},
+			{"spec", obj{{"selector", labels}, {"ports", sp}}}})
+	}
+	return out
+}
+
+func (k *kubeWriter) podSpec() obj {
+	p := k.p
+	pod := obj{}
+	var inits []any
+	if h := p.Hooks.PreStart; h != nil {
+		if h.HTTP != nil {
+			k.warn("hooks.pre_start", "an HTTP pre_start has no Kubernetes equivalent: make it an init container with curl by hand")
+		} else {
+			c := obj{{"name", "pre-start"}, {"image", k.opts.Image}, {"command", strs(h.Command)}}
+			c.set("workingDir", p.Dir)
+			c.set("env", k.env())
+			inits = append(inits, c)
+		}
+	}
+	for _, d := range p.DependsOn {
+		if init := k.waitFor(d); init != nil {
+			inits = append(inits, init)
+		}
+	}
+	pod.set("initContainers", inits)
+	pod.set("containers", []any{k.container()})
+	if p.StopTimeout > 0 {
+		// The kubelet counts preStop inside the grace, as supervise does.
+		pod.set("terminationGracePeriodSeconds", ceilSeconds(p.StopTimeout))
+	}
+	if p.Sandbox.Hostname != "" {
+		pod.set("hostname", p.Sandbox.Hostname)
+	}
+	return pod
+}
+
+// waitFor is an init container that waits for dependency d, where
+// Kubernetes can: its Service answering, for one that has one.
+func (k *kubeWriter) waitFor(d string) obj {
+	dp := k.cfg.Program(d)
+	if dp == nil {
+		return nil
+	}
+	kw := &kubeWriter{opts: k.opts, ws: k.ws, p: dp, cfg: k.cfg}
+	ports := kw.ports()
+	cond := k.p.DependsOnCondition(d)
+	if cond == config.DependCompleted {
+		k.warn("depends_on."+d, "%s runs as an init container in each Pod of %s, before it starts (its own Job runs it once more)", d, k.p.Name)
+		c := obj{{"name", dnsify("run-" + d)}, {"image", k.opts.Image}, {"command", strs(dp.Command)}}
+		c.set("workingDir", dp.Dir)
+		c.set("env", (&kubeWriter{opts: k.opts, ws: &warnings{}, p: dp, cfg: k.cfg}).env())
+		return c
+	}
+	if len(ports) == 0 {
+		k.warn("depends_on."+d, "Kubernetes starts workloads independently: nothing waits for %s here (no Service port to wait on)", d)
+		return nil
+	}
+	k.warn("depends_on."+d, "an init container waits for %s's Service before the first start only; later restarts of %s do not stop this one", d, d)
+	host := fmt.Sprintf("%s %d", k.objName(d), ports[0])
+	return obj{{"name", dnsify("wait-" + d)}, {"image", k.opts.Image},
+		{"command", []any{"sh", "-c", "until nc -z " + host + "; do sleep 1; done"}}}
+}
+
+func (k *kubeWriter) container() obj {
+	p := k.p
+	c := obj{{"name", dnsify(p.Name)}, {"image", k.opts.Image}, {"command", strs(p.Command)}}
+	c.set("workingDir", p.Dir)
+	c.set("env", k.env())
+	c.set("resources", k.resources())
+	c.set("securityContext", k.security())
+	c.set("startupProbe", k.probe("startup", p.Probes.Startup))
+	c.set("readinessProbe", k.probe("readiness", p.Probes.Readiness))
+	c.set("livenessProbe", k.probe("liveness", p.Probes.Liveness))
+	c.set("lifecycle", k.lifecycle())
+	if p.Probes.Readiness == nil && p.Probes.Startup == nil {
+		switch {
+		case p.Notify != config.NotifyNone:
+			k.warn("notify", "Kubernetes has no readiness protocol: the container is ready once it runs (add a readiness probe)")
+		case p.ReadyLogLine != "":
+			k.warn("ready_log_line", "Kubernetes cannot watch output for readiness: the container is ready once it runs (add a readiness probe)")
+		}
+	}
+	if p.Watchdog > 0 {
+		k.warn("watchdog", "no Kubernetes equivalent: use a liveness probe")
+	}
+	k.unmapped()
+	return c
+}
+
+func (k *kubeWriter) env() []any {
+	p := k.p
+	if len(p.EnvFiles) > 0 {
+		k.warn("env_file", "inlined into env (a ConfigMap would do as well)")
+	}
+	var out []any
+	for _, name := range sortedKeys(p.Env) {
+		out = append(out, obj{{"name", name}, {"value", p.Env[name]}})
+	}
+	if p.Port != 0 {
+		out = append(out, obj{{"name", "PORT"}, {"value", strconv.Itoa(p.Port)}})
+	}
+	return out
+}
+
+func (k *kubeWriter) resources() obj {
+	sb := k.p.Sandbox
+	limits := obj{}
+	if sb.CPUMax > 0 {
+		limits.set("cpu", strconv.Itoa(int(math.Ceil(sb.CPUMax*1000)))+"m")
+	}
+	if sb.MemoryMax > 0 {
+		limits.set("memory", strconv.FormatInt(sb.MemoryMax, 10))
+	}
+	if sb.PidsMax > 0 {
+		k.warn("sandbox.pids_max", "the pids limit is the node's in Kubernetes (the kubelet's podPidsLimit)")
+	}
+	for _, ns := range sb.Namespaces {
+		k.warn("sandbox.namespaces", "%s: a Pod has its own namespaces already; a container has no separate %s namespace", ns, ns)
+	}
+	if len(sb.Rlimits) > 0 {
+		k.warn("sandbox.rlimits", "Kubernetes sets no rlimits per container: they come from the container runtime")
+	}
+	if len(limits) == 0 {
+		return nil
+	}
+	// Requests as the limits: what the program was given on the box.
+	return obj{{"limits", limits}, {"requests", append(obj(nil), limits...)}}
+}
+
+func (k *kubeWriter) security() obj {
+	p := k.p
+	s := obj{}
+	if p.User != "" {
+		if uid, ok := numericID(p.User, func(n string) (string, error) {
+			u, err := user.Lookup(n)
+			if err != nil {
+				return "", err
+			}
+			return u.Uid, nil
+		}); ok {
+			s.set("runAsUser", uid)
+		} else {
+			k.warn("user", "%q has no uid on this machine: set runAsUser by hand", p.User)
+		}
+	}
+	if p.Group != "" {
+		if gid, ok := numericID(p.Group, func(n string) (string, error) {
+			g, err := user.LookupGroup(n)
+			if err != nil {
+				return "", err
+			}
+			return g.Gid, nil
+		}); ok {
+			s.set("runAsGroup", gid)
+		} else {
+			k.warn("group", "%q has no gid on this machine: set runAsGroup by hand", p.Group)
+		}
+	}
+	if len(p.Groups) > 0 {
+		k.warn("groups", "supplementary groups are the Pod's (securityContext.supplementalGroups), not exported")
+	}
+	if p.Sandbox.NoNewPrivileges {
+		s = append(s, kv{"allowPrivilegeEscalation", false})
+	}
+	if p.Sandbox.Umask >= 0 {
+		k.warn("sandbox.umask", "Kubernetes has no umask setting: set it in the image or the command")
+	}
+	return s
+}
+
+func numericID(s string, lookup func(string) (string, error)) (int64, bool) {
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return n, true
+	}
+	v, err := lookup(s)
+	if err != nil {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	return n, err == nil
+}
+
+func (k *kubeWriter) probe(kind string, pr *config.Probe) obj {
+	if pr == nil {
+		return nil
+	}
+	key := "probes." + kind
+	o := obj{}
+	switch {
+	case len(pr.Command) > 0:
+		o = append(o, kv{"exec", obj{{"command", strs(pr.Command)}}})
+	case pr.HTTP != nil:
+		h := k.httpGet(key, pr.HTTP.URL, pr.HTTP.Headers)
+		if h == nil {
+			return nil
+		}
+		if pr.HTTP.ExpectStatus != 0 {
+			k.warn(key+".http.expect_status", "the kubelet passes any 200–399; an exact status cannot be asked for")
+		}
+		o = append(o, kv{"httpGet", h})
+	default:
+		host, port := splitHostPort(pr.TCP)
+		if !local(host) {
+			k.warn(key+".tcp", "the kubelet probes the Pod's own IP; %s is not probed", host)
+		}
+		o = append(o, kv{"tcpSocket", obj{{"port", port}}})
+	}
+	for _, x := range []struct {
+		name string
+		d    time.Duration
+		min  int
+	}{{"initialDelaySeconds", pr.InitialDelay, 0}, {"periodSeconds", pr.Period, 1}, {"timeoutSeconds", pr.Timeout, 1}} {
+		s := ceilSeconds(x.d)
+		if time.Duration(s)*time.Second != x.d && x.d > 0 {
+			k.warn(key, "%s %v is rounded up to %ds: the kubelet counts whole seconds", x.name, x.d, s)
+		}
+		o = append(o, kv{x.name, max(s, x.min)})
+	}
+	o = append(o, kv{"successThreshold", pr.SuccessThreshold}, kv{"failureThreshold", pr.FailureThreshold})
+	if pr.TerminationGracePeriod > 0 {
+		o = append(o, kv{"terminationGracePeriodSeconds", ceilSeconds(pr.TerminationGracePeriod)})
+	}
+	return o
+}
+
+// httpGet maps a URL to an httpGet action on the Pod's own address.
+func (k *kubeWriter) httpGet(key, raw string, headers map[string]string) obj {
+	u, err := url.Parse(raw)
+	if err != nil {
+		k.warn(key, "%v", err)
+		return nil
+	}
+	host, port := splitHostPort(u.Host)
+	if u.Port() == "" {
+		port = 80
+		if u.Scheme == "https" {
+			port = 443
+		}
+	}
+	if !local(host) {
+		k.warn(key, "the kubelet calls the Pod's own IP; the host %s becomes a Host header", host)
+		if headers == nil {
+			headers = map[string]string{}
+		}
+		if _, ok := headers["Host"]; !ok {
+			headers["Host"] = host
+		}
+	}
+	path := u.EscapedPath()
+	if path == "" {
+		path = "/"
+	}
+	if u.RawQuery != "" {
+		path += "?" + u.RawQuery
+	}
+	h := obj{{"path", path}, {"port", port}, {"scheme", strings.ToUpper(u.Scheme)}}
+	var hs []any
+	for _, name := range sortedKeys(headers) {
+		hs = append(hs, obj{{"name", name}, {"value", headers[name]}})
+	}
+	h.set("httpHeaders", hs)
+	return h
+}
+
+func (k *kubeWriter) lifecycle() obj {
+	p := k.p
+	l := obj{}
+	for _, x := range []struct {
+		key, name string
+		h         *config.Hook
+	}{{"hooks.post_start", "postStart", p.Hooks.PostStart}, {"hooks.pre_stop", "preStop", p.Hooks.PreStop}} {
+		if x.h == nil {
+			continue
+		}
+		if x.h.HTTP != nil {
+			if x.h.HTTP.Method != "" && x.h.HTTP.Method != "GET" {
+				k.warn(x.key+".http.method", "the kubelet's httpGet sends GET, not %s", x.h.HTTP.Method)
+			}
+			if g := k.httpGet(x.key, x.h.HTTP.URL, x.h.HTTP.Headers); g != nil {
+				l.set(x.name, obj{{"httpGet", g}})
+			}
+			continue
+		}
+		l.set(x.name, obj{{"exec", obj{{"command", strs(x.h.Command)}}}})
+	}
+	if p.Hooks.PostStop != nil {
+		k.warn("hooks.post_stop", "Kubernetes has no hook after a container ends")
+	}
+	if p.StopSignal != 0 && p.StopSignal != syscall.SIGTERM {
+		k.warn("stop_signal", "SIG%s: set STOPSIGNAL in the image (lifecycle.stopSignal needs the ContainerStopSignals feature)", unixsig.Name(p.StopSignal))
+	}
+	return l
+}
+
+// ports are the ports p's probes name: what a Service for p exposes.
+func (k *kubeWriter) ports() []int {
+	var out []int
+	seen := map[int]bool{}
+	for _, pr := range []*config.Probe{k.p.Probes.Startup, k.p.Probes.Readiness, k.p.Probes.Liveness} {
+		if pr == nil {
+			continue
+		}
+		port := 0
+		switch {
+		case pr.HTTP != nil:
+			if u, err := url.Parse(pr.HTTP.URL); err == nil {
+				_, port = splitHostPort(u.Host)
+			}
+		case pr.TCP != "":
+			_, port = splitHostPort(pr.TCP)
+		}
+		if port > 0 && !seen[port] {
+			seen[port] = true
+			out = append(out, port)
+		}
+	}
+	return out
+}
+
+// unmapped warns about the keys Kubernetes has no place for.
+func (k *kubeWriter) unmapped() {
+	p := k.p
+	b := p.Backoff
+	if b.Initial != config.DefaultBackoffInitial || b.Max != config.DefaultBackoffMax {
+		k.warn("backoff", "the kubelet's crash backoff (10s doubling to 5m) applies; its maximum is a node setting (KubeletConfiguration crashLoopBackOff.maxContainerRestartPeriod)")
+	}
+	if len(p.RestartRules) > 0 {
+		k.warn("restart_rules", "not exported: container restartPolicyRules need Kubernetes 1.34 or later; add them by hand")
+	}
+	if p.Watch != nil {
+		k.warn("watch", "restarting on file changes has no Kubernetes equivalent")
+	}
+	if p.Critical {
+		k.warn("critical", "each program is its own workload: nothing stops the others when it ends")
+	}
+	if p.Sidecar {
+		k.warn("sidecar", "exported as its own workload; in one Pod it would be an init container with restartPolicy Always")
+	}
+	if p.Stdout.File != "" || p.Stderr.File != "" {
+		k.warn("stdout", "log files are not exported: Kubernetes keeps the containers' output")
+	}
+	if len(p.SuccessExitCodes) > 1 || len(p.SuccessExitCodes) == 1 && p.SuccessExitCodes[0] != 0 {
+		k.warn("success_exit_codes", "only exit 0 is success for Kubernetes")
+	}
+}
+
+func strs(xs []string) []any {
+	out := make([]any, len(xs))
+	for i, x := range xs {
+		out[i] = x
+	}
+	return out
+}
+
+func ceilSeconds(d time.Duration) int {
+	return int((d + time.Second - 1) / time.Second)
+}
+
+func splitHostPort(hp string) (string, int) {
+	host, port, err := net.SplitHostPort(hp)
+	if err != nil {
+		return hp, 0
+	}
+	n, _ := strconv.Atoi(port)
+	return host, n
+}
+
+func local(host string) bool {
+	return host == "" || host == "localhost" || host == "127.0.0.1" || host == "::1" || host == "0.0.0.0"
+}
+
+// dnsify makes a DNS label (RFC 1123) of s: lower case, '-' for anything
+// else, at most 63 bytes.
+func dnsify(s string) string {
+	s = strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			return r
+		case r >= 'A' && r <= 'Z':
+			return r + 'a' - 'A'
+		}
+		return '-'
+	}, s)
+	if len(s) > 63 {
+		s = s[:63]
+	}
+	return strings.Trim(s, "-")
+}
+
+func dnsLabel(s string) bool { return s != "" && dnsify(s) == s }
+
+// podDocs is --mode pod: one Pod with every program, and one Service for
+// the ports its probes name. Programs run in dependency order: one-shots
+// as init containers (each runs to its end before the next), programs
+// that others depend on as native sidecars (init containers with
+// restartPolicy Always, up once their startup probe passes), the rest as
+// the Pod's containers.
+func podDocs(cfg *config.Config, opts KubernetesOptions, ws *warnings) []obj {
+	needed := map[string]bool{}
+	for _, p := range cfg.Programs {
+		for _, d := range p.DependsOn {
+			needed[d] = true
+		}
+	}
+	var inits, containers []any
+	var ports []int
+	grace := 0
+	for _, p := range inDependencyOrder(cfg) {
+		k := &kubeWriter{opts: opts, ws: ws, p: p, cfg: cfg}
+		if p.Instances > 1 {
+			k.warn("instances", "one Pod runs one container per program: run more Pods (a Deployment of this Pod) for %d", p.Instances)
+		}
+		if p.Hooks.PreStart != nil {
+			k.warn("hooks.pre_start", "not exported in a Pod: make it an init container before %s by hand", p.Name)
+		}
+		c := k.container()
+		switch {
+		case p.Restart != config.RestartAlways:
+			if p.Restart == config.RestartOnFailure {
+				k.warn("restart", `an init container that fails is retried by the Pod's restart policy (Always here)`)
+			}
+			// A run-to-completion init container takes no probes and no
+			// lifecycle handlers.
+			c = slices.DeleteFunc(c, func(e kv) bool {
+				drop := strings.HasSuffix(e.k, "Probe") || e.k == "lifecycle"
+				if drop {
+					k.warn(e.k, "dropped: an init container that runs to completion takes no %s", e.k)
+				}
+				return drop
+			})
+			inits = append(inits, c)
+		case needed[p.Name] || p.Sidecar:
+			c = append(c, kv{"restartPolicy", "Always"})
+			if p.Probes.Startup == nil && p.Probes.Readiness != nil {
+				// A sidecar is up for the next container once its startup
+				// probe passes: readiness is what its dependents waited for.
+				if sp := k.probe("readiness", p.Probes.Readiness); sp != nil {
+					c = append(c, kv{"startupProbe", sp})
+				}
+			}
+			inits = append(inits, c)
+		default:
+			containers = append(containers, c)
+		}
+		for _, port := range k.ports() {
+			if !slices.Contains(ports, port) {
+				ports = append(ports, port)
+			}
+		}
+		grace = max(grace, ceilSeconds(p.StopTimeout))
+	}
+	if len(containers) == 0 {
+		ws.add("", "mode pod", "no long-running program: the Pod ends once its init containers have")
+	}
+	labels := obj{{"app.kubernetes.io/name", opts.Name}}
+	meta := obj{{"name", opts.Name}}
+	meta.set("namespace", opts.Namespace)
+	meta.set("labels", labels)
+	spec := obj{}
+	spec.set("initContainers", inits)
+	spec.set("containers", containers)
+	if grace > 0 {
+		spec.set("terminationGracePeriodSeconds", grace)
+	}
+	docs := []obj{{{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", meta}, {"spec", spec}}}
+	if len(ports) > 0 {
+		var sp []any
+		for _, port := range ports {
+			sp = append(sp, obj{{"name", "p" + strconv.Itoa(port)}, {"port", port}, {"targetPort", port}})
+		}
+		docs = append(docs, obj{{"apiVersion", "v1"}, {"kind", "Service"}, {"metadata", meta}, {"spec", obj{{"selector", labels}, {"ports", sp}}}})
+	}
+	return docs
+}
+
+// inDependencyOrder lists cfg's programs with every dependency before its
+// dependents, otherwise in file order.
+func inDependencyOrder(cfg *config.Config) []*config.Program {
+	var out []*config.Program
+	seen := map[string]bool{}
+	var visit func(p *config.Program)
+	visit = func(p *config.Program) {
+		if seen[p.Name] {
+			return
+		}
+		seen[p.Name] = true
+		for _, d := range p.DependsOn {
+			if dp := cfg.Program(d); dp != nil {
+				visit(dp)
+			}
+		}
+		out = append(out, p)
+	}
+	for _, p := range cfg.Programs {
+		visit(p)
+	}
+	return out
+}

@@ -1,0 +1,225 @@
+package export
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/supervise-dev/supervise/config"
+)
+
+func parse(t *testing.T, src string) *config.Config {
+	t.Helper()
+	cfg, err := config.Parse(filepath.Join(t.TempDir(), "supervise.toml"), []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func unit(t *testing.T, files []File, name string) string {
+	t.Helper()
+	for _, f := range files {
+		if f.Name == name {
+			return string(f.Data)
+		}
+	}
+	t.Fatalf("no %s among %d files", name, len(files))
+	return ""
+}
+
+// verify runs systemd-analyze verify on the units, which must pass without
+// a word.
+func verify(t *testing.T, files []File) {
+	t.Helper()
+	bin, err := exec.LookPath("systemd-analyze")
+	if err != nil {
+		t.Fatal("systemd-analyze is missing (Debian's systemd package)")
+	}
+	dir := t.TempDir()
+	var paths []string
+	for _, f := range files {
+		p := filepath.Join(dir, f.Name)
+		if err := os.WriteFile(p, f.Data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	out, err := exec.Command(bin, append([]string{"verify"}, paths...)...).CombinedOutput()
+	if err != nil || len(out) > 0 {
+		t.Fatalf("systemd-analyze verify: %v\n%s", err, out)
+	}
+}
+
+func TestSystemdExampleConfigVerifies(t *testing.T) {
+	cfg, err := config.Load("../config.example.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, warns, err := Systemd(cfg, SystemdOptions{Prefix: "demo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	verify(t, files)
+	if len(files) != len(cfg.Programs)+1 {
+		t.Errorf("%d files for %d programs and a target", len(files), len(cfg.Programs))
+	}
+	target := unit(t, files, "demo.target")
+	if !strings.Contains(target, "demo-worker@0.service demo-worker@1.service") || strings.Contains(target, "demo-manual") {
+		t.Errorf("target:\n%s", target)
+	}
+	for _, w := range warns {
+		if w.Key == "" || w.Why == "" {
+			t.Errorf("empty warning %+v", w)
+		}
+	}
+}
+
+// Every key that maps, with the lines it must give.
+func TestSystemdMapping(t *testing.T) {
+	cfg := parse(t, `
+[program.db]
+command = "sleep 1000"
+notify = "sd_notify"
+watchdog = "30s"
+
+[program.web]
+command = ["sh", "-c", "echo \"100% $HOME\"; exec sleep 1000"]
+dir = "/tmp"
+env = { A = "x y", B = "50%" }
+user = "daemon"
+group = "daemon"
+groups = ["adm"]
+restart = "on-failure"
+success_exit_codes = [0, 3]
+restart_rules = [{ exit_codes = { operator = "In", values = [75] } }]
+stop_signal = "QUIT"
+stop_timeout = "7s"
+backoff = { initial = "2s", max = "1m" }
+depends_on = { db = { condition = "running", restart_with = false } }
+stdout = { file = "/tmp/web.log" }
+[program.web.sandbox]
+memory_max = "64MiB"
+cpu_max = 0.5
+pids_max = 32
+namespaces = ["net", "ipc", "uts", "user"]
+no_new_privileges = true
+umask = "0027"
+rlimits = { nofile = { soft = 1024, hard = 4096 }, core = "unlimited" }
+[program.web.hooks]
+pre_start = { command = "true" }
+post_start = { command = "true" }
+pre_stop = { command = "true" }
+post_stop = { command = "true" }
+
+[program.pool]
+command = "sleep 1000"
+instances = 2
+depends_on = ["db"]
+`)
+	// This machine's systemd (252) verifies what it knows; the 254 keys
+	// are checked as text.
+	old, _, err := Systemd(cfg, SystemdOptions{Prefix: "app"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	verify(t, old)
+	files, _, err := Systemd(cfg, SystemdOptions{Prefix: "app", Version: 254})
+	if err != nil {
+		t.Fatal(err)
+	}
+	web := unit(t, files, "app-web.service")
+	for _, want := range []string{
+		`ExecStart=/usr/bin/sh -c "echo \"100%% $$HOME\"; exec sleep 1000"`,
+		"WorkingDirectory=/tmp", `Environment="A=x y"`, `Environment="B=50%%"`, `Environment="SUPERVISE_PROGRAM=web"`,
+		"User=daemon", "Group=daemon", "SupplementaryGroups=adm",
+		"Restart=on-failure", "SuccessExitStatus=3", "RestartForceExitStatus=75",
+		"RestartSec=2s", "RestartSteps=5", "RestartMaxDelaySec=60s",
+		"KillSignal=SIGQUIT", "TimeoutStopSec=7s",
+		"After=app-db.service", "Requires=app-db.service",
+		"ExecStartPre=/usr/bin/true", "ExecStartPost=/usr/bin/true", "ExecStop=/usr/bin/true", "ExecStopPost=-/usr/bin/true",
+		"MemoryMax=67108864", "CPUQuota=50%", "TasksMax=32",
+		"PrivateNetwork=yes", "PrivateIPC=yes", "ProtectHostname=yes", "PrivateUsers=yes",
+		"NoNewPrivileges=yes", "UMask=0027", "LimitCORE=infinity:infinity", "LimitNOFILE=1024:4096",
+		"StandardOutput=append:/tmp/web.log",
+	} {
+		if !strings.Contains(web, want+"\n") {
+			t.Errorf("web lacks %q:\n%s", want, web)
+		}
+	}
+	if db := unit(t, files, "app-db.service"); !strings.Contains(db, "Type=notify\n") || !strings.Contains(db, "WatchdogSec=30s\n") {
+		t.Errorf("db:\n%s", db)
+	}
+	pool := unit(t, files, "app-pool@.service")
+	if !strings.Contains(pool, "BindsTo=app-db.service\n") || !strings.Contains(pool, "Environment=SUPERVISE_INSTANCE=%i\n") {
+		t.Errorf("pool:\n%s", pool)
+	}
+	if !strings.Contains(unit(t, files, "app.target"), "Wants=app-db.service app-web.service app-pool@0.service app-pool@1.service\n") {
+		t.Errorf("target:\n%s", unit(t, files, "app.target"))
+	}
+}
+
+// Every warning path: a config that needs it, and the key it names.
+func TestSystemdWarnings(t *testing.T) {
+	base := "[program.p]\ncommand = \"sleep 1\"\n"
+	for _, tc := range []struct {
+		name, src, key string
+	}{
+		{"exit_on", "[supervisor]\nexit_on = [\"p\"]\n" + base, "supervisor.exit_on"},
+		{"http", "[supervisor]\nhttp = \"127.0.0.1:9100\"\n" + base, "supervisor.http"},
+		{"notify fd", base + "notify = \"fd\"\n", "notify"},
+		{"ready_log_line", base + "ready_log_line = \"up\"\n", "ready_log_line"},
+		{"command not found", "[program.p]\ncommand = \"no-such-program-anywhere\"\n", "command"},
+		{"env_file", base + "env_file = \"e.env\"\n", "env_file"},
+		{"PORT of instances", "", "PORT"},
+		{"NotIn rule", base + "restart_rules = [{ exit_codes = { operator = \"NotIn\", values = [0] } }]\n", "restart_rules[0]"},
+		{"backoff before 254", base + "backoff = { initial = \"1s\", max = \"1m\" }\n", "backoff"},
+		{"reset_after", base + "backoff = { reset_after = \"1h\" }\n", "backoff.reset_after"},
+		{"min_stop_grace", base + "min_stop_grace = \"5s\"\n", "min_stop_grace"},
+		{"http hook", base + "hooks.pre_stop = { http = \"http://127.0.0.1:1/drain\" }\n", "hooks.pre_stop"},
+		{"hook timeout", base + "hooks.post_start = { command = \"true\", timeout = \"5s\" }\n", "hooks.post_start.timeout"},
+		{"mount namespace", base + "sandbox = { namespaces = [\"mount\"] }\n", "sandbox.namespaces"},
+		{"pid namespace", base + "sandbox = { namespaces = [\"pid\"] }\n", "sandbox.namespaces"},
+		{"hostname", base + "sandbox = { namespaces = [\"uts\"], hostname = \"h\" }\n", "sandbox.hostname"},
+		{"log file", base + "stdout = { file = \"/tmp/p.log\" }\n", "stdout.max_size"},
+		{"probes", base + "probes.liveness = { tcp = 1 }\n", "probes"},
+		{"watch", base + "watch = { paths = [\".\"] }\n", "watch"},
+		{"critical", base + "critical = true\n", "critical"},
+		{"sidecar", base + "sidecar = true\n", "sidecar"},
+		{"autostart", base + "autostart = false\n", "autostart"},
+		{"ready dependency", base + "[program.q]\ncommand = \"sleep 1\"\ndepends_on = [\"r\"]\n[program.r]\ncommand = \"sleep 1\"\nready_log_line = \"x\"\n", "depends_on.r"},
+		{"completed dependency", base + "[program.q]\ncommand = \"sleep 1\"\ndepends_on = { r = \"completed\" }\n[program.r]\ncommand = \"sleep 1\"\nrestart = \"never\"\n", "depends_on.r"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			os.WriteFile(filepath.Join(dir, "e.env"), []byte("X=1\n"), 0o644)
+			var cfg *config.Config
+			if tc.key == "PORT" {
+				// Only a Procfile's programs have a PORT.
+				c, err := config.ParseProcfile(filepath.Join(dir, "Procfile"), []byte("web: sleep 1\n"), config.ProcfileOptions{Formation: map[string]int{"web": 2}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				cfg = c
+			} else {
+				c, err := config.Parse(filepath.Join(dir, "supervise.toml"), []byte(tc.src))
+				if err != nil {
+					t.Fatal(err)
+				}
+				cfg = c
+			}
+			_, warns, err := Systemd(cfg, SystemdOptions{Prefix: "app"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range warns {
+				if w.Key == tc.key {
+					return
+				}
+			}
+			t.Errorf("no warning on %s; got %v", tc.key, warns)
+		})
+	}
+}

@@ -1,0 +1,256 @@
+package conformance
+
+import (
+	"bytes"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/supervise-dev/supervise/config"
+	"github.com/supervise-dev/supervise/export"
+)
+
+// decodeStrict reads every YAML document of out into the k8s.io/api type
+// of its kind: unknown fields, duplicate keys and wrong types fail.
+func decodeStrict(t *testing.T, out []byte) []any {
+	t.Helper()
+	var objs []any
+	for i, doc := range strings.Split(string(out), "\n---\n") {
+		js, err := yaml.YAMLToJSONStrict([]byte(doc))
+		if err != nil {
+			t.Fatalf("document %d is not strict YAML: %v\n%s", i, err, doc)
+		}
+		var tm metav1.TypeMeta
+		if err := json.Unmarshal(js, &tm); err != nil {
+			t.Fatal(err)
+		}
+		var o any
+		switch tm.APIVersion + "/" + tm.Kind {
+		case "apps/v1/Deployment":
+			o = &appsv1.Deployment{}
+		case "batch/v1/Job":
+			o = &batchv1.Job{}
+		case "v1/Service":
+			o = &corev1.Service{}
+		case "v1/Pod":
+			o = &corev1.Pod{}
+		default:
+			t.Fatalf("document %d: unexpected kind %s/%s", i, tm.APIVersion, tm.Kind)
+		}
+		dec := json.NewDecoder(bytes.NewReader(js))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(o); err != nil {
+			t.Fatalf("document %d (%s) does not decode strictly into the API type: %v\n%s", i, tm.Kind, err, doc)
+		}
+		objs = append(objs, o)
+	}
+	return objs
+}
+
+func TestKubernetesExportExampleDecodes(t *testing.T) {
+	cfg, err := config.Load("../../config.example.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := export.Kubernetes(cfg, export.KubernetesOptions{Image: "example/app:1", Name: "demo", Namespace: "shop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := decodeStrict(t, out)
+	if len(objs) < len(cfg.Programs) {
+		t.Fatalf("%d objects for %d programs", len(objs), len(cfg.Programs))
+	}
+	web := objs[0].(*appsv1.Deployment)
+	c := web.Spec.Template.Spec.Containers[0]
+	if web.Name != "demo-web" || web.Namespace != "shop" || *web.Spec.Replicas != 1 || c.Image != "example/app:1" ||
+		c.LivenessProbe == nil || c.LivenessProbe.Exec == nil || c.LivenessProbe.PeriodSeconds != 10 ||
+		c.Lifecycle == nil || c.Lifecycle.PreStop == nil || *web.Spec.Template.Spec.TerminationGracePeriodSeconds != 5 ||
+		len(web.Spec.Template.Spec.InitContainers) != 1 {
+		t.Errorf("web: %+v", web)
+	}
+}
+
+func TestKubernetesExportMapping(t *testing.T) {
+	dir := t.TempDir()
+	cfg, err := config.Parse(filepath.Join(dir, "supervise.toml"), []byte(`
+[program.db]
+command = "postgres"
+user = "0"
+group = "0"
+stop_timeout = "20s"
+[program.db.probes.readiness]
+tcp = 5432
+period = "5s"
+[program.db.sandbox]
+memory_max = "256MiB"
+cpu_max = 1.5
+no_new_privileges = true
+
+[program.web]
+command = ["server", "--port", "8080"]
+instances = 3
+depends_on = ["db"]
+env = { MODE = "prod" }
+[program.web.probes.startup]
+http = { url = "http://127.0.0.1:8080/healthz", headers = { X-Probe = "1" } }
+failure_threshold = 30
+termination_grace_period = "3s"
+[program.web.probes.liveness]
+http = "https://localhost:8443/live?deep=1"
+timeout = "2s"
+[program.web.hooks.pre_stop]
+http = "http://127.0.0.1:8080/drain"
+
+[program.migrate]
+command = "migrate up"
+restart = "never"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, warns, err := export.Kubernetes(cfg, export.KubernetesOptions{Image: "shop:2", Name: "shop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := decodeStrict(t, out)
+	byName := map[string]any{}
+	for _, o := range objs {
+		switch x := o.(type) {
+		case *appsv1.Deployment:
+			byName["deploy/"+x.Name] = x
+		case *batchv1.Job:
+			byName["job/"+x.Name] = x
+		case *corev1.Service:
+			byName["svc/"+x.Name] = x
+		}
+	}
+	db := byName["deploy/shop-db"].(*appsv1.Deployment)
+	dc := db.Spec.Template.Spec.Containers[0]
+	if dc.Resources.Limits.Memory().Value() != 256<<20 || dc.Resources.Limits.Cpu().MilliValue() != 1500 ||
+		dc.Resources.Requests.Memory().Value() != 256<<20 || *dc.SecurityContext.RunAsUser != 0 || *dc.SecurityContext.RunAsGroup != 0 ||
+		*dc.SecurityContext.AllowPrivilegeEscalation || dc.ReadinessProbe.TCPSocket.Port.IntValue() != 5432 ||
+		*db.Spec.Template.Spec.TerminationGracePeriodSeconds != 20 {
+		t.Errorf("db container: %+v", dc)
+	}
+	svc := byName["svc/shop-db"].(*corev1.Service)
+	if svc.Spec.Ports[0].Port != 5432 || svc.Spec.Selector["app.kubernetes.io/component"] != "db" {
+		t.Errorf("db service: %+v", svc.Spec)
+	}
+	web := byName["deploy/shop-web"].(*appsv1.Deployment)
+	wc := web.Spec.Template.Spec.Containers[0]
+	sp, lp := wc.StartupProbe, wc.LivenessProbe
+	if *web.Spec.Replicas != 3 || sp.HTTPGet.Path != "/healthz" || sp.HTTPGet.Port.IntValue() != 8080 || sp.HTTPGet.HTTPHeaders[0].Name != "X-Probe" ||
+		sp.FailureThreshold != 30 || *sp.TerminationGracePeriodSeconds != 3 ||
+		lp.HTTPGet.Scheme != corev1.URISchemeHTTPS || lp.HTTPGet.Path != "/live?deep=1" || lp.TimeoutSeconds != 2 ||
+		wc.Lifecycle.PreStop.HTTPGet.Path != "/drain" {
+		t.Errorf("web container: %+v", wc)
+	}
+	if ic := web.Spec.Template.Spec.InitContainers; len(ic) != 1 || !strings.Contains(strings.Join(ic[0].Command, " "), "nc -z shop-db 5432") {
+		t.Errorf("web waits for db: %+v", ic)
+	}
+	job := byName["job/shop-migrate"].(*batchv1.Job)
+	if job.Spec.Template.Spec.RestartPolicy != corev1.RestartPolicyNever || *job.Spec.BackoffLimit != 0 {
+		t.Errorf("migrate job: %+v", job.Spec)
+	}
+	keys := map[string]bool{}
+	for _, w := range warns {
+		keys[w.Program+" "+w.Key] = true
+	}
+	if !keys["web depends_on.db"] {
+		t.Errorf("no warning that the wait orders the first start only: %v", warns)
+	}
+}
+
+// --mode pod: one Pod in dependency order: the one-shot migration as an
+// init container, the database others wait for as a native sidecar with a
+// startup probe, the web as a container; the Pod decodes strictly.
+func TestKubernetesExportPod(t *testing.T) {
+	cfg, err := config.Parse(filepath.Join(t.TempDir(), "supervise.toml"), []byte(`
+[program.web]
+command = "server"
+depends_on = { db = "ready", migrate = "completed" }
+[program.web.probes.readiness]
+http = "http://127.0.0.1:8080/ready"
+
+[program.db]
+command = "postgres"
+[program.db.probes.readiness]
+tcp = 5432
+
+[program.migrate]
+command = "migrate up"
+restart = "never"
+depends_on = ["db"]
+[program.migrate.probes.liveness]
+tcp = 9999
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, warns, err := export.Kubernetes(cfg, export.KubernetesOptions{Image: "shop:2", Name: "shop", Pod: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := decodeStrict(t, out)
+	pod, ok := objs[0].(*corev1.Pod)
+	if !ok {
+		t.Fatalf("first object %T, want a Pod", objs[0])
+	}
+	ic, cs := pod.Spec.InitContainers, pod.Spec.Containers
+	if len(ic) != 2 || ic[0].Name != "db" || ic[0].RestartPolicy == nil || *ic[0].RestartPolicy != corev1.ContainerRestartPolicyAlways ||
+		ic[0].StartupProbe == nil || ic[0].StartupProbe.TCPSocket.Port.IntValue() != 5432 ||
+		ic[1].Name != "migrate" || ic[1].RestartPolicy != nil || ic[1].LivenessProbe != nil {
+		t.Errorf("init containers: %+v", ic)
+	}
+	if len(cs) != 1 || cs[0].Name != "web" || cs[0].ReadinessProbe == nil {
+		t.Errorf("containers: %+v", cs)
+	}
+	if svc := objs[1].(*corev1.Service); len(svc.Spec.Ports) != 3 {
+		t.Errorf("service ports: %+v", svc.Spec.Ports)
+	}
+	found := false
+	for _, w := range warns {
+		found = found || w.Program == "migrate" && w.Key == "livenessProbe"
+	}
+	if !found {
+		t.Errorf("no warning for the dropped probe of the init container: %v", warns)
+	}
+}
+
+// A dependency that must complete runs as an init container of its
+// dependent's Pod.
+func TestKubernetesExportCompletedDependency(t *testing.T) {
+	cfg, err := config.Parse(filepath.Join(t.TempDir(), "supervise.toml"), []byte(`
+[program.migrate]
+command = "migrate up"
+restart = "never"
+env = { DB = "x" }
+[program.web]
+command = "server"
+depends_on = { migrate = "completed" }
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := export.Kubernetes(cfg, export.KubernetesOptions{Image: "shop:2", Name: "shop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range decodeStrict(t, out) {
+		if d, ok := o.(*appsv1.Deployment); ok {
+			ic := d.Spec.Template.Spec.InitContainers
+			if len(ic) != 1 || ic[0].Name != "run-migrate" || strings.Join(ic[0].Command, " ") != "migrate up" || ic[0].Env[0].Value != "x" {
+				t.Errorf("web's init containers: %+v", ic)
+			}
+			return
+		}
+	}
+	t.Fatal("no Deployment")
+}
