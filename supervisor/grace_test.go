@@ -242,7 +242,9 @@ func TestRestartAllAtOnce(t *testing.T) {
 	h.waitState("web:0", Running)
 	h.waitState("web:1", Running)
 	done := make(chan error, 1)
-	go func() { done <- h.sup.Restart(context.Background(), []string{"web"}, ctl.RestartOptions{AllAtOnce: true}) }()
+	go func() {
+		done <- h.sup.Restart(context.Background(), []string{"web"}, ctl.RestartOptions{AllAtOnce: true})
+	}()
 	h.waitFor("both stopping together", func() bool {
 		return h.sup.instances["web:0"].state == Stopping && h.sup.instances["web:1"].state == Stopping
 	})
