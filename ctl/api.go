@@ -75,8 +75,8 @@ type Backend interface {
 	Status(ctx context.Context, names []string) ([]ProgramStatus, error)
 	Start(ctx context.Context, names []string) error
 	Stop(ctx context.Context, names []string) error
-	// Restart also clears the programs' crash backoff.
-	Restart(ctx context.Context, names []string) error
+	// Restart also clears the programs' crash backoff; opts says how.
+	Restart(ctx context.Context, names []string, opts RestartOptions) error
 	Signal(ctx context.Context, sig syscall.Signal, names []string) error
 	// Logs sends at most the last n lines of history (all of it when n < 0)
 	// of the named programs (every program when names is empty). Without
@@ -89,4 +89,18 @@ type Backend interface {
 	Events(ctx context.Context, follow bool) (<-chan Event, error)
 	Reload(ctx context.Context) error
 	Shutdown(ctx context.Context) error
+}
+
+// RestartOptions say how a restart goes.
+type RestartOptions struct {
+	// AllAtOnce restarts every instance of a program together, instead of
+	// one at a time, each successor ready before the next instance goes.
+	AllAtOnce bool
+	// NoWait returns once the restart is under way; a rolling restart goes
+	// on in the supervisor. By default the call returns when every
+	// restarted instance is ready (or has failed).
+	NoWait bool
+	// Timeout bounds the wait for each successor to become ready; 0 means
+	// the default of two minutes.
+	Timeout time.Duration
 }

@@ -131,7 +131,7 @@ func (b *memBackend) Stop(ctx context.Context, names []string) error {
 	return b.setState(ctx, names, "Stopped")
 }
 
-func (b *memBackend) Restart(ctx context.Context, names []string) error {
+func (b *memBackend) Restart(ctx context.Context, names []string, _ RestartOptions) error {
 	if b.restartGap != nil {
 		select {
 		case <-b.restartGap:

@@ -150,8 +150,8 @@ func (c *Client) Stop(ctx context.Context, names []string) error {
 }
 
 // Restart restarts the named programs, clearing their crash backoff.
-func (c *Client) Restart(ctx context.Context, names []string) error {
-	return c.call(ctx, request{Verb: "restart", Names: names}, nil)
+func (c *Client) Restart(ctx context.Context, names []string, opts RestartOptions) error {
+	return c.call(ctx, request{Verb: "restart", Names: names, Restart: opts}, nil)
 }
 
 // Signal sends sig to the named programs.

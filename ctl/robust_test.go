@@ -249,7 +249,7 @@ func TestClientGoneMidStream(t *testing.T) {
 			b.appendLog("web", "stdout", line)
 		}
 		// Others are served while the writer is stuck…
-		if err := c.Restart(t.Context(), []string{"db"}); err != nil {
+		if err := c.Restart(t.Context(), []string{"db"}, RestartOptions{}); err != nil {
 			t.Fatalf("restart while a stream is stuck: %v", err)
 		}
 		c.Close()
@@ -267,7 +267,7 @@ func TestSlowCommand(t *testing.T) {
 	c := newClient(t, ts.path)
 
 	errc := make(chan error, 1)
-	go func() { errc <- c.Restart(t.Context(), []string{"web"}) }()
+	go func() { errc <- c.Restart(t.Context(), []string{"web"}, RestartOptions{}) }()
 	if st, err := c.Status(t.Context(), nil); err != nil || len(st) != 1 {
 		t.Fatalf("status while a restart waits: %v %v", st, err)
 	}
@@ -281,7 +281,7 @@ func TestSlowCommand(t *testing.T) {
 	}
 
 	ctx, cancel := context.WithCancel(t.Context())
-	go func() { errc <- c.Restart(ctx, []string{"web"}) }()
+	go func() { errc <- c.Restart(ctx, []string{"web"}, RestartOptions{}) }()
 	waitFor(t, "the restart to reach the backend", func() bool { return len(serverGoroutines()) > 0 && handlerIn("memBackend).Restart") })
 	cancel()
 	if err := <-errc; !errors.Is(err, context.Canceled) {
@@ -346,7 +346,7 @@ func TestConcurrentClients(t *testing.T) {
 				return
 			}
 			name := progNames[i%programs]
-			if err := c.Restart(t.Context(), []string{name}); err != nil {
+			if err := c.Restart(t.Context(), []string{name}, RestartOptions{}); err != nil {
 				errs <- fmt.Errorf("client %d restart %s: %w", i, name, err)
 				return
 			}

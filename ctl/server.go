@@ -352,7 +352,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "stop":
 		err = b.Stop(ctx, req.Names)
 	case "restart":
-		err = b.Restart(ctx, req.Names)
+		err = b.Restart(ctx, req.Names, req.Restart)
 	case "signal":
 		err = b.Signal(ctx, req.Signal, req.Names)
 	case "reload":

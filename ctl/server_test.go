@@ -43,11 +43,11 @@ func TestRoundTrip(t *testing.T) {
 	if !errors.Is(err, ErrUnknownProgram) || !errors.As(err, &se) || se.Status != 404 || !strings.Contains(se.Message, `"nope"`) {
 		t.Fatalf("status nope: err = %#v, want a 404 ServerError matching ErrUnknownProgram naming \"nope\"", err)
 	}
-	if err := c.Restart(ctx, []string{"nope"}); !errors.Is(err, ErrUnknownProgram) {
+	if err := c.Restart(ctx, []string{"nope"}, RestartOptions{}); !errors.Is(err, ErrUnknownProgram) {
 		t.Fatalf("restart nope: err = %v, want ErrUnknownProgram", err)
 	}
 
-	if err := c.Restart(ctx, []string{"web"}); err != nil {
+	if err := c.Restart(ctx, []string{"web"}, RestartOptions{}); err != nil {
 		t.Fatalf("restart: %v", err)
 	}
 	st, _ = c.Status(ctx, []string{"web"})
@@ -178,7 +178,7 @@ func TestLogs(t *testing.T) {
 	b.appendLog("worker", "stdout", "not followed") // another program
 	b.appendLog("web", "stdout", "live 1")
 	expect("live 1")
-	if err := c.Restart(t.Context(), []string{"web"}); err != nil {
+	if err := c.Restart(t.Context(), []string{"web"}, RestartOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	expect("now Running")

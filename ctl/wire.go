@@ -74,16 +74,21 @@ func verbList() string {
 
 // request is one decoded control request: what the client asked, validated.
 type request struct {
-	Verb   string
-	Names  []string
-	Signal syscall.Signal // signal
-	N      int            // logs: lines of history, -1 for all
-	Follow bool           // logs, events
+	Verb    string
+	Names   []string
+	Signal  syscall.Signal // signal
+	N       int            // logs: lines of history, -1 for all
+	Follow  bool           // logs, events
+	Restart RestartOptions // restart
 }
 
 // namesBody and signalBody are the JSON bodies of the POST verbs.
 type namesBody struct {
 	Names []string `json:"names"`
+	// restart only
+	AllAtOnce bool  `json:"all_at_once,omitempty"`
+	Wait      *bool `json:"wait,omitempty"` // default true
+	TimeoutMs int64 `json:"timeout_ms,omitempty"`
 }
 
 type signalBody struct {
@@ -181,6 +186,13 @@ func decodeRequest(r *http.Request) (request, *apiError) {
 			return request{}, badRequest("decoding %s request: %v", verb, err)
 		}
 		req.Names = b.Names
+		if verb != "restart" && (b.AllAtOnce || b.Wait != nil || b.TimeoutMs != 0) {
+			return request{}, badRequest("%s: all_at_once, wait and timeout_ms are restart's", verb)
+		}
+		if b.TimeoutMs < 0 || b.TimeoutMs > int64(24*time.Hour/time.Millisecond) {
+			return request{}, badRequest("restart: timeout_ms must be between 0 and a day")
+		}
+		req.Restart = RestartOptions{AllAtOnce: b.AllAtOnce, NoWait: b.Wait != nil && !*b.Wait, Timeout: time.Duration(b.TimeoutMs) * time.Millisecond}
 	default: // reload, shutdown: nothing, or {}
 		if len(bytes.TrimSpace(body)) > 0 {
 			if err := decodeJSON(body, &struct{}{}); err != nil {
@@ -323,8 +335,14 @@ func (req request) httpRequest(ctx context.Context) (*http.Request, error) {
 	switch req.Verb {
 	case "signal":
 		body = signalBody{Signal: unixsig.Name(req.Signal), Names: req.Names}
-	case "start", "stop", "restart":
+	case "start", "stop":
 		body = namesBody{Names: req.Names}
+	case "restart":
+		b := namesBody{Names: req.Names, AllAtOnce: req.Restart.AllAtOnce, TimeoutMs: req.Restart.Timeout.Milliseconds()}
+		if req.Restart.NoWait {
+			b.Wait = new(bool)
+		}
+		body = b
 	default:
 		body = struct{}{}
 	}

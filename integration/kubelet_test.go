@@ -189,3 +189,48 @@ depends_on = ["proxy"]
 		t.Fatalf("supervise exited %d, want 3 (the job's status)", code)
 	}
 }
+
+// supervisectl restart replaces a program's instances one at a time, each
+// successor ready (its readiness probe) before the next instance stops,
+// and returns when all are ready; --all-at-once stops them together.
+func TestRollingRestartWithTheBinary(t *testing.T) {
+	dir, file := writeConfig(t, `
+[program.web]
+command = ["sh", "-c", "rm -f up.$SUPERVISE_INSTANCE; sleep 0.3; touch up.$SUPERVISE_INSTANCE; exec sleep 1000"]
+instances = 2
+[program.web.probes.readiness]
+command = ["sh", "-c", "test -f up.$SUPERVISE_INSTANCE"]
+period = "100ms"
+`)
+	d := startDaemon(t, dir, file)
+	eventually(t, "both instances ready", 30*time.Second, func() bool {
+		st := d.healthStatus()
+		return isReady(st["web:0"]) && isReady(st["web:1"])
+	})
+	before, _ := d.ctl("events", "--json")
+	if out, code := d.ctl("restart", "web"); code != 0 {
+		t.Fatalf("restart: exit %d: %s", code, out)
+	}
+	st := d.healthStatus()
+	if !isReady(st["web:0"]) || !isReady(st["web:1"]) {
+		t.Fatalf("restart returned before both were ready: %+v", st)
+	}
+	after, _ := d.ctl("events", "--json")
+	var order []string
+	for _, l := range strings.Split(strings.TrimPrefix(after, before), "\n") {
+		var ev struct{ Program, From, To, Message string }
+		if json.Unmarshal([]byte(l), &ev) != nil {
+			continue
+		}
+		switch {
+		case ev.To == "Stopping":
+			order = append(order, ev.Program+" stopping")
+		case ev.Message == "ready":
+			order = append(order, ev.Program+" ready")
+		}
+	}
+	want := []string{"web:0 stopping", "web:0 ready", "web:1 stopping", "web:1 ready"}
+	if strings.Join(order, ", ") != strings.Join(want, ", ") {
+		t.Errorf("events %v, want %v", order, want)
+	}
+}

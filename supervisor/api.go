@@ -259,10 +259,20 @@ func (s *Supervisor) resolve(names []string) (keys, programs []string, err error
 	return keys, programs, nil
 }
 
-// Restart stops (if running) and starts named instances at once, clearing
-// their crash backoff; it waits until each has a new process.
-func (s *Supervisor) Restart(ctx context.Context, names []string) error {
-	_, programs, err := s.resolve(names)
+// defaultRolloutTimeout bounds the wait for each successor of a restart
+// to become ready.
+const defaultRolloutTimeout = 2 * time.Minute
+
+// Restart replaces the named instances' processes, clearing their crash
+// backoff. A program with more than one instance named is replaced one
+// instance at a time: each successor must be ready (its readiness check,
+// or running without one) before the next instance goes, so the others
+// keep serving; a successor that fails or is not ready within the timeout
+// stops the rollout there, the rest keep their old processes, and the
+// error names it. opts.AllAtOnce replaces them all together. Unless
+// opts.NoWait, Restart returns when every instance it replaced is ready.
+func (s *Supervisor) Restart(ctx context.Context, names []string, opts ctl.RestartOptions) error {
+	keys, programs, err := s.resolve(names)
 	if err != nil {
 		return err
 	}
@@ -270,8 +280,66 @@ func (s *Supervisor) Restart(ctx context.Context, names []string) error {
 	if err := s.stopDependents(ctx, programs); err != nil {
 		return err
 	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = defaultRolloutTimeout
+	}
+	var together []string
+	var rolling [][]string
+	s.mu.Lock()
+	for _, prog := range programs {
+		var mine []string
+		for _, k := range keys {
+			if s.instances[k].spec.Name == prog {
+				mine = append(mine, k)
+			}
+		}
+		if len(mine) > 1 && !opts.AllAtOnce {
+			rolling = append(rolling, mine)
+		} else {
+			together = append(together, mine...)
+		}
+	}
+	s.mu.Unlock()
+
+	before, err := s.requestRestart(together)
+	if err != nil {
+		return err
+	}
+	if opts.NoWait {
+		if len(rolling) > 0 {
+			s.bg.Go(func() {
+				for _, r := range rolling {
+					if err := s.rollOut(s.ctx, r, opts.Timeout); err != nil {
+						s.log.Warn("rolling restart stopped", "err", err)
+						return
+					}
+				}
+			})
+		}
+		return nil
+	}
+	var errs []error
+	for _, k := range together {
+		if err := s.waitReady(ctx, k, before[k], opts.Timeout); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, r := range rolling {
+		if err := s.rollOut(ctx, r, opts.Timeout); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// requestRestart asks for a new process of each key, returning the
+// process each had.
+func (s *Supervisor) requestRestart(keys []string) (map[string]string, error) {
 	before := map[string]string{}
-	keys, err := s.command(names, func(in *instance) {
+	if len(keys) == 0 {
+		return before, nil
+	}
+	_, err := s.command(keys, func(in *instance) {
 		before[in.key] = in.procID
 		in.goal = goalRun
 		in.restartRequested = true
@@ -279,16 +347,72 @@ func (s *Supervisor) Restart(ctx context.Context, names []string) error {
 		in.afterExit = false
 		in.backoff.Reset(in.key)
 	})
-	if err != nil {
-		return err
-	}
-	return s.waitSettled(ctx, keys, func(in *instance) bool {
-		if in.restartRequested {
-			return false
+	return before, err
+}
+
+// rollOut replaces keys (the instances of one program) one at a time.
+func (s *Supervisor) rollOut(ctx context.Context, keys []string, timeout time.Duration) error {
+	for i, k := range keys {
+		before, err := s.requestRestart([]string{k})
+		if err != nil {
+			return err
 		}
-		return in.procID != before[in.key] && in.state == Running ||
-			in.state == Failed || in.state == Completed || in.state == CrashLoopBackOff || in.state == Waiting
+		if err := s.waitReady(ctx, k, before[k], timeout); err != nil {
+			if rest := keys[i+1:]; len(rest) > 0 {
+				err = fmt.Errorf("%w; rollout stopped: %s keep their old processes", err, strings.Join(rest, ", "))
+			}
+			s.mu.Lock()
+			if in := s.instances[k]; in != nil {
+				s.events.add(k, string(in.state), string(in.state), "rollout stopped: "+err.Error())
+			}
+			s.mu.Unlock()
+			return err
+		}
+	}
+	return nil
+}
+
+// waitReady waits until key has a process other than old that is ready
+// (or has completed), and reports a successor that failed, crashed or was
+// not ready within timeout.
+func (s *Supervisor) waitReady(ctx context.Context, key, old string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var verdict error
+	err := s.waitFor(ctx, func() bool {
+		in := s.instances[key]
+		switch {
+		case in == nil:
+			return true // removed by a reload meanwhile
+		case in.restartRequested:
+			return false
+		case in.state == Completed || in.procID != "" && in.procID != old && in.ready:
+			return true
+		case in.state == Failed || in.state == CrashLoopBackOff || in.state == Stopped:
+			verdict = fmt.Errorf("%s did not come back ready: %s %s", key, in.state, in.message)
+			return true
+		}
+		return false
 	})
+	if verdict != nil {
+		return verdict
+	}
+	if err != nil {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		state := "gone"
+		if in := s.instances[key]; in != nil {
+			state = string(in.state) + " " + in.message
+			if in.procID != "" && in.state == Running {
+				state = "running, not ready"
+			}
+		}
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+			return fmt.Errorf("%s not ready within %v (%s)", key, timeout, strings.TrimSpace(state))
+		}
+		return fmt.Errorf("waiting for %s: %w", key, err)
+	}
+	return nil
 }
 
 // Signal sends sig to the process group of each named running instance.

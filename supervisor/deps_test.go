@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/supervise-dev/supervise/config"
+	"github.com/supervise-dev/supervise/ctl"
 )
 
 // stackOf is db ← web ← nginx, and a worker on db that asked to be left
@@ -74,7 +75,7 @@ func TestStopStopsBoundDependentsFirst(t *testing.T) {
 	if err := h.sup.Stop(context.Background(), []string{"nginx"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.sup.Restart(context.Background(), []string{"db"}); err != nil {
+	if err := h.sup.Restart(context.Background(), []string{"db"}, ctl.RestartOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	h.waitState("web", Running)

@@ -3,10 +3,12 @@ package supervisor
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/supervise-dev/supervise/config"
+	"github.com/supervise-dev/supervise/ctl"
 )
 
 // waitExec waits (bounded, real time) until cmd has been run. A passing
@@ -166,4 +168,102 @@ func TestFirstProbeSpreadAfterBoot(t *testing.T) {
 	h.clock.Step(10 * time.Second) // the supervisor is now a period old
 	start()
 	h.rt.waitExec(t, "web-live") // at once
+}
+
+// eventsOf returns the recorded state changes, oldest first.
+func (h *harness) eventsOf(t *testing.T) []ctl.Event {
+	t.Helper()
+	ch, err := h.sup.Events(context.Background(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []ctl.Event
+	for ev := range ch {
+		out = append(out, ev)
+	}
+	return out
+}
+
+// A program's instances are restarted one at a time: each successor is
+// ready before the next instance stops.
+func TestRollingRestart(t *testing.T) {
+	web := program("web", func(p *config.Program) { p.Instances = 3 })
+	h := newHarness(t, web)
+	for _, k := range []string{"web:0", "web:1", "web:2"} {
+		h.waitState(k, Running)
+	}
+	n := len(h.eventsOf(t))
+	if err := h.sup.Restart(context.Background(), []string{"web"}, ctl.RestartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, ev := range h.eventsOf(t)[n:] {
+		if ev.To == string(Stopping) || ev.To == string(Running) && ev.From == string(Starting) {
+			order = append(order, ev.Program+" "+ev.To)
+		}
+	}
+	want := []string{"web:0 Stopping", "web:0 Running", "web:1 Stopping", "web:1 Running", "web:2 Stopping", "web:2 Running"}
+	if !slices.Equal(order, want) {
+		t.Fatalf("order %v, want %v", order, want)
+	}
+}
+
+// A successor that does not come back stops the rollout: the error names
+// it, and the instances after it keep their processes.
+func TestRollingRestartStopsAtAFailedSuccessor(t *testing.T) {
+	web := program("web", func(p *config.Program) { p.Instances = 3 })
+	h := newHarness(t, web)
+	for _, k := range []string{"web:0", "web:1", "web:2"} {
+		h.waitState(k, Running)
+	}
+	h.sup.mu.Lock()
+	old1, old2 := h.sup.instances["web:1"].procID, h.sup.instances["web:2"].procID
+	h.sup.mu.Unlock()
+	h.rt.mu.Lock()
+	h.rt.failStart["web"] = 2 // web:0's next start fails, and its retry
+	h.rt.mu.Unlock()
+	err := h.sup.Restart(context.Background(), []string{"web"}, ctl.RestartOptions{})
+	if err == nil || !strings.Contains(err.Error(), "web:0 did not come back ready: CrashLoopBackOff") ||
+		!strings.Contains(err.Error(), "web:1, web:2 keep their old processes") {
+		t.Fatalf("err = %v", err)
+	}
+	h.sup.mu.Lock()
+	defer h.sup.mu.Unlock()
+	if h.sup.instances["web:1"].procID != old1 || h.sup.instances["web:2"].procID != old2 {
+		t.Error("instances after the failed one were restarted")
+	}
+}
+
+// --all-at-once restarts them together, as before: both are stopping at
+// once (they ignore SIGTERM, so each waits for its stop timeout).
+func TestRestartAllAtOnce(t *testing.T) {
+	web := program("web", func(p *config.Program) { p.Instances = 2 })
+	h := newHarnessSetup(t, func(rt *fakeRuntime) { rt.ignoreTerm = map[string]bool{"web": true} }, web)
+	h.waitState("web:0", Running)
+	h.waitState("web:1", Running)
+	done := make(chan error, 1)
+	go func() {
+		done <- h.sup.Restart(context.Background(), []string{"web"}, ctl.RestartOptions{AllAtOnce: true})
+	}()
+	h.waitFor("both stopping together", func() bool {
+		return h.sup.instances["web:0"].state == Stopping && h.sup.instances["web:1"].state == Stopping
+	})
+	h.rt.mu.Lock()
+	h.rt.ignoreTerm["web"] = false // the new processes stop when asked, for the harness's shutdown
+	h.rt.mu.Unlock()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			return
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("restart never returned; now: %s", h.sup.statusSummary())
+		}
+		h.clock.Step(100 * time.Millisecond) // to the stop timeouts (1s)
+		time.Sleep(time.Millisecond)
+	}
 }

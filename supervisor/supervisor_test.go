@@ -10,6 +10,7 @@ import (
 
 	"github.com/supervise-dev/supervise/clock/fakeclock"
 	"github.com/supervise-dev/supervise/config"
+	"github.com/supervise-dev/supervise/ctl"
 )
 
 // The controller on a fake clock with a fake runtime: these tests never
@@ -258,7 +259,7 @@ func TestManualRestartClearsBackoff(t *testing.T) {
 	h.waitState("web", Running)
 	h.exit("web", 1)
 	h.waitState("web", CrashLoopBackOff)
-	if err := h.sup.Restart(context.Background(), []string{"web"}); err != nil {
+	if err := h.sup.Restart(context.Background(), []string{"web"}, ctl.RestartOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	h.waitState("web", Running)
@@ -281,7 +282,7 @@ func TestRestartCountLeavesOutManualRestarts(t *testing.T) {
 		return h.sup.instances["web"].restarts
 	}
 	for range 2 {
-		if err := h.sup.Restart(context.Background(), []string{"web"}); err != nil {
+		if err := h.sup.Restart(context.Background(), []string{"web"}, ctl.RestartOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		h.waitState("web", Running)

@@ -133,7 +133,11 @@ func ctlVerbs(exit func(code int) error) []*cli.Command {
 			lateFlags{}, ctlStatus),
 		verb("start", "NAME…", "start programs and wait until they run", lateFlags{}, ctlAction("start", "started")),
 		verb("stop", "NAME…", "stop programs and keep them stopped", lateFlags{}, ctlAction("stop", "stopped")),
-		verb("restart", "NAME…", "restart programs now, clearing their crash backoff", lateFlags{}, ctlAction("restart", "restarted")),
+		verb("restart", "NAME…", "restart programs, clearing their crash backoff: the instances of a program one at a time, each ready before the next; returns when all are ready",
+			lateFlags{}, ctlAction("restart", "restarted"),
+			&cli.BoolFlag{Name: "all-at-once", Usage: "restart every instance together"},
+			&cli.BoolFlag{Name: "no-wait", Usage: "return once the restart is under way"},
+			&cli.DurationFlag{Name: "timeout", Value: 2 * time.Minute, Usage: "how long each new instance may take to be ready"}),
 		verb("signal", "SIG NAME…", "send a signal (HUP, SIGUSR1, 10…) to programs", lateFlags{}, ctlSignal),
 		verb("logs", "[NAME…]", "print the programs' recent output; -f follows it, across restarts",
 			lateFlags{follow: true, n: true}, ctlLogs, followFlag,
@@ -163,6 +167,8 @@ type ctlEnv struct {
 	// top's
 	sort     string
 	interval time.Duration
+	// restart's
+	restart ctl.RestartOptions
 }
 
 // usageError is a command line mistake: exit code 2.
@@ -247,6 +253,13 @@ func ctlRun(c *cli.Context, late lateFlags, fn verbFunc) int {
 			return ctlExitUsage
 		case e.interval < 100*time.Millisecond:
 			fmt.Fprintf(os.Stderr, "supervisectl top: --interval %v: at least 100ms\n", e.interval)
+			return ctlExitUsage
+		}
+	}
+	if c.Command.Name == "restart" {
+		e.restart = ctl.RestartOptions{AllAtOnce: c.Bool("all-at-once"), NoWait: c.Bool("no-wait"), Timeout: c.Duration("timeout")}
+		if e.restart.Timeout <= 0 {
+			fmt.Fprintf(os.Stderr, "supervisectl restart: --timeout %v: more than 0\n", e.restart.Timeout)
 			return ctlExitUsage
 		}
 	}
@@ -341,7 +354,7 @@ func ctlAction(verb, done string) verbFunc {
 			case "stop":
 				err = c.Stop(ctx, e.names)
 			case "restart":
-				err = c.Restart(ctx, e.names)
+				err = c.Restart(ctx, e.names, e.restart)
 			}
 		}
 		if err != nil {
