@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/supervise-dev/supervise/logs"
 )
 
 // humanHandler is the dev runner's own voice on the console: a few short
@@ -118,9 +120,10 @@ func (h *humanHandler) Handle(_ context.Context, r slog.Record) error {
 		b.WriteByte(' ')
 	}
 	b.WriteString(" | ")
-	b.WriteString(text)
-	b.WriteByte('\n')
-	_, err := io.WriteString(h.w, b.String())
+	// Attribute values can carry bytes a program chose (a probe's output,
+	// a file name): written escaped, they never drive the terminal.
+	line := logs.AppendTerminalSafe([]byte(b.String()), text, false)
+	_, err := h.w.Write(append(line, '\n'))
 	return err
 }
 
