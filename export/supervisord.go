@@ -351,7 +351,9 @@ func tomlQuote(s string) string {
 
 // tomlKey writes a bare key, or a quoted one when it needs quotes.
 func tomlKey(k string) string {
-	bare := func(r rune) bool { return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' }
+	bare := func(r rune) bool {
+		return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-'
+	}
 	if k != "" && strings.IndexFunc(k, func(r rune) bool { return !bare(r) }) < 0 {
 		return k
 	}
