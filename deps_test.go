@@ -23,6 +23,7 @@ var imports = map[string][]string{
 	"internal/execpath":    {"golang.org/x/sys/unix"},
 	"internal/httpcheck":   {"internal/version"},
 	"internal/version":     {},
+	"internal/promcheck":   {},        // imported by tests only
 	"clock/fakeclock":      {"clock"}, // imported by tests only
 	"backoff":              {"clock", "golang.org/x/time/rate"},
 	"config":               {"internal/unixsig", "github.com/BurntSushi/toml", "watch/glob", "golang.org/x/sys/unix"},

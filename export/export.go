@@ -8,6 +8,7 @@ package export
 import (
 	"fmt"
 	"sort"
+	"strings"
 )
 
 // Warning is a key the target cannot express as supervise does.
@@ -43,4 +44,15 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// NamePart makes s usable in a unit, program or file name: letters,
+// digits, '-', '_' and '.' stay, anything else becomes '-'.
+func NamePart(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' {
+			return r
+		}
+		return '-'
+	}, s)
 }

@@ -36,7 +36,7 @@ func Kubernetes(cfg *config.Config, opts KubernetesOptions) ([]byte, []Warning, 
 	if opts.Image == "" {
 		return nil, nil, fmt.Errorf("export kubernetes: an image is needed (--image)")
 	}
-	if opts.Name == "" || !dnsLabel(opts.Name) {
+	if opts.Name == "" || !isDNSLabel(opts.Name) {
 		return nil, nil, fmt.Errorf("export kubernetes: name %q: use lower-case letters, digits and '-'", opts.Name)
 	}
 	var ws warnings
@@ -73,19 +73,19 @@ func (k *kubeWriter) warn(key, format string, args ...any) { k.ws.add(k.p.Name, 
 
 // objName is the object name of program name: APP-NAME, as a DNS label.
 func (k *kubeWriter) objName(name string) string {
-	return dnsify(k.opts.Name + "-" + name)
+	return DNSLabel(k.opts.Name + "-" + name)
 }
 
 func (k *kubeWriter) meta(name string) obj {
 	m := obj{{"name", k.objName(name)}}
 	m.set("namespace", k.opts.Namespace)
-	m.set("labels", obj{{"app.kubernetes.io/name", k.opts.Name}, {"app.kubernetes.io/component", dnsify(name)}})
+	m.set("labels", obj{{"app.kubernetes.io/name", k.opts.Name}, {"app.kubernetes.io/component", DNSLabel(name)}})
 	return m
 }
 
 func (k *kubeWriter) workload() []obj {
 	p := k.p
-	labels := obj{{"app.kubernetes.io/name", k.opts.Name}, {"app.kubernetes.io/component", dnsify(p.Name)}}
+	labels := obj{{"app.kubernetes.io/name", k.opts.Name}, {"app.kubernetes.io/component", DNSLabel(p.Name)}}
 	pod := k.podSpec()
 	var out []obj
 	if p.Restart == config.RestartAlways {
@@ -168,7 +168,7 @@ func (k *kubeWriter) waitFor(d string) obj {
 	cond := k.p.DependsOnCondition(d)
 	if cond == config.DependCompleted {
 		k.warn("depends_on."+d, "%s runs as an init container in each Pod of %s, before it starts (its own Job runs it once more)", d, k.p.Name)
-		c := obj{{"name", dnsify("run-" + d)}, {"image", k.opts.Image}, {"command", strs(dp.Command)}}
+		c := obj{{"name", DNSLabel("run-" + d)}, {"image", k.opts.Image}, {"command", strs(dp.Command)}}
 		c.set("workingDir", dp.Dir)
 		c.set("env", (&kubeWriter{opts: k.opts, ws: &warnings{}, p: dp, cfg: k.cfg}).env())
 		return c
@@ -179,13 +179,13 @@ func (k *kubeWriter) waitFor(d string) obj {
 	}
 	k.warn("depends_on."+d, "an init container waits for %s's Service before the first start only; later restarts of %s do not stop this one", d, d)
 	host := fmt.Sprintf("%s %d", k.objName(d), ports[0])
-	return obj{{"name", dnsify("wait-" + d)}, {"image", k.opts.Image},
+	return obj{{"name", DNSLabel("wait-" + d)}, {"image", k.opts.Image},
 		{"command", []any{"sh", "-c", "until nc -z " + host + "; do sleep 1; done"}}}
 }
 
 func (k *kubeWriter) container() obj {
 	p := k.p
-	c := obj{{"name", dnsify(p.Name)}, {"image", k.opts.Image}, {"command", strs(p.Command)}}
+	c := obj{{"name", DNSLabel(p.Name)}, {"image", k.opts.Image}, {"command", strs(p.Command)}}
 	c.set("workingDir", p.Dir)
 	c.set("env", k.env())
 	c.set("resources", k.resources())
@@ -491,9 +491,9 @@ func local(host string) bool {
 	return host == "" || host == "localhost" || host == "127.0.0.1" || host == "::1" || host == "0.0.0.0"
 }
 
-// dnsify makes a DNS label (RFC 1123) of s: lower case, '-' for anything
-// else, at most 63 bytes.
-func dnsify(s string) string {
+// DNSLabel makes a DNS label (RFC 1123) of s, as Kubernetes names want
+// them: lower case, '-' for anything else, at most 63 bytes.
+func DNSLabel(s string) string {
 	s = strings.Map(func(r rune) rune {
 		switch {
 		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
@@ -509,7 +509,7 @@ func dnsify(s string) string {
 	return strings.Trim(s, "-")
 }
 
-func dnsLabel(s string) bool { return s != "" && dnsify(s) == s }
+func isDNSLabel(s string) bool { return s != "" && DNSLabel(s) == s }
 
 // podDocs is --mode pod: one Pod with every program, and one Service for
 // the ports its probes name. Programs run in dependency order: one-shots

@@ -82,7 +82,7 @@ func TestKubernetesOptions(t *testing.T) {
 	if _, _, err := Kubernetes(cfg, KubernetesOptions{Image: "i", Name: "App_1"}); err == nil {
 		t.Error("a name that is no DNS label accepted")
 	}
-	if got := dnsify("My_Web.Server"); got != "my-web-server" {
-		t.Errorf("dnsify: %q", got)
+	if got := DNSLabel("My_Web.Server"); got != "my-web-server" {
+		t.Errorf("DNSLabel: %q", got)
 	}
 }

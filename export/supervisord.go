@@ -116,14 +116,8 @@ var (
 
 func writeProgram(b *strings.Builder, ws *warnings, name string, s *iniSection) error {
 	warn := func(key, format string, args ...any) { ws.add(name, key, format, args...) }
-	tomlName := name
-	if !regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`).MatchString(name) {
-		tomlName = strings.Map(func(r rune) rune {
-			if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '.' || r == '-' {
-				return r
-			}
-			return '-'
-		}, name)
+	tomlName := NamePart(name)
+	if tomlName != name {
 		warn("name", "renamed to %s: supervise names take letters, digits, '_', '-' and '.'", tomlName)
 	}
 	k := s.keys
@@ -357,7 +351,10 @@ func tomlQuote(s string) string {
 
 // tomlKey writes a bare key, or a quoted one when it needs quotes.
 func tomlKey(k string) string {
-	if regexp.MustCompile(`^[A-Za-z0-9_-]+$`).MatchString(k) {
+	bare := func(r rune) bool {
+		return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-'
+	}
+	if k != "" && strings.IndexFunc(k, func(r rune) bool { return !bare(r) }) < 0 {
 		return k
 	}
 	return tomlQuote(k)

@@ -455,11 +455,4 @@ func joinInts(xs []int) string {
 	return strings.Join(s, " ")
 }
 
-func validUnitPart(s string) bool {
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
-			return false
-		}
-	}
-	return s != ""
-}
+func validUnitPart(s string) bool { return s != "" && NamePart(s) == s }

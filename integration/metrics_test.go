@@ -7,13 +7,14 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/supervise-dev/supervise/internal/promcheck"
 )
 
 // httpAddr is the address the daemon's log says it serves HTTP on.
@@ -193,13 +194,7 @@ func countFDs(t *testing.T, pid int) int {
 
 func promtoolCheck(t *testing.T, body string) {
 	t.Helper()
-	bin, err := exec.LookPath("promtool")
-	if err != nil {
-		t.Fatal("promtool is not installed (apt-get install prometheus; scripts/test.sh does it)")
-	}
-	cmd := exec.Command(bin, "check", "metrics")
-	cmd.Stdin = strings.NewReader(body)
-	if out, err := cmd.CombinedOutput(); err != nil || len(bytes.TrimSpace(out)) > 0 {
-		t.Fatalf("promtool check metrics: %v\n%s", err, out)
+	if err := promcheck.Check(body); err != nil {
+		t.Fatal(err)
 	}
 }

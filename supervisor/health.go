@@ -342,8 +342,9 @@ func (s *Supervisor) checkHealthLocked(in *instance) (kill bool) {
 		s.checkSystemdReadyLocked()
 	}
 	if h.probes != nil {
-		s.probeNoticesLocked(in, h)
-		if in.spec.Sidecar && !ready && h.probes.Status().Started {
+		st := h.probes.Status()
+		s.probeNoticesLocked(in, h, st.Last)
+		if in.spec.Sidecar && !ready && st.Started {
 			s.wakeDependentsLocked(in.spec.Name) // they wait for it to start, not to be ready
 		}
 	}
@@ -353,8 +354,8 @@ func (s *Supervisor) checkHealthLocked(in *instance) (kill bool) {
 // probeNoticesLocked adds an event for each new probe error (the probe
 // could not run, and did not count) or warning (a redirect to another
 // host, not followed, counted as a success).
-func (s *Supervisor) probeNoticesLocked(in *instance, h *health) {
-	for kind, r := range h.probes.Status().Last {
+func (s *Supervisor) probeNoticesLocked(in *instance, h *health, last map[string]probe.Result) {
+	for kind, r := range last {
 		n := r.Warning
 		if r.Error {
 			n = r.Message

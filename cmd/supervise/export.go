@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -49,14 +48,9 @@ func exportCommand() *cli.Command {
 }
 
 func exportSystemd(c *cli.Context) error {
-	file, err := findConfig(c, true)
+	cfg, err := loadToExport(c)
 	if err != nil {
 		return err
-	}
-	cfg, err := config.Load(file)
-	if err != nil {
-		printConfigError(err)
-		return cli.Exit("", exitUsage)
 	}
 	prefix := c.String("prefix")
 	if prefix == "" {
@@ -75,9 +69,7 @@ func exportSystemd(c *cli.Context) error {
 			return fmt.Errorf("export: %w", err)
 		}
 	}
-	for _, w := range warns {
-		fmt.Fprintln(os.Stderr, "warning:", w)
-	}
+	printWarnings(warns)
 	fmt.Fprintf(os.Stderr, "wrote %d units to %s (%d warnings); start them with: systemctl link %s/*.service && systemctl start %s.target\n",
 		len(files), dir, len(warns), dir, prefix)
 	return nil
@@ -85,12 +77,7 @@ func exportSystemd(c *cli.Context) error {
 
 // unitPrefix makes a unit name part of a folder name.
 func unitPrefix(s string) string {
-	s = strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' {
-			return r
-		}
-		return '-'
-	}, s)
+	s = export.NamePart(s)
 	if s == "" || s == "." || s == "/" {
 		return "supervise"
 	}
@@ -98,18 +85,16 @@ func unitPrefix(s string) string {
 }
 
 func exportKubernetes(c *cli.Context) error {
-	file, err := findConfig(c, true)
+	cfg, err := loadToExport(c)
 	if err != nil {
 		return err
 	}
-	cfg, err := config.Load(file)
-	if err != nil {
-		printConfigError(err)
-		return cli.Exit("", exitUsage)
-	}
 	name := c.String("name")
 	if name == "" {
-		name = strings.ToLower(unitPrefix(filepath.Base(cfg.Dir)))
+		name = export.DNSLabel(filepath.Base(cfg.Dir))
+		if name == "" {
+			name = "supervise"
+		}
 	}
 	mode := c.String("mode")
 	if mode != "workloads" && mode != "pod" {
@@ -119,9 +104,7 @@ func exportKubernetes(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, w := range warns {
-		fmt.Fprintln(os.Stderr, "warning:", w)
-	}
+	printWarnings(warns)
 	if out := c.String("output"); out != "-" {
 		if err := os.WriteFile(out, data, 0o644); err != nil {
 			return fmt.Errorf("export: %w", err)
@@ -186,9 +169,7 @@ func importCommand() *cli.Command {
 }
 
 func writeImport(out string, toml []byte, warns []export.Warning) error {
-	for _, w := range warns {
-		fmt.Fprintln(os.Stderr, "warning:", w)
-	}
+	printWarnings(warns)
 	if out == "-" {
 		_, err := os.Stdout.Write(toml)
 		return err
@@ -198,4 +179,25 @@ func writeImport(out string, toml []byte, warns []export.Warning) error {
 	}
 	fmt.Fprintf(os.Stderr, "wrote %s (%d warnings); check it with: supervise check -c %s\n", out, len(warns), out)
 	return nil
+}
+
+// loadToExport loads the config an export reads: -c, an argument, or the
+// folder's; a bad one is printed as `supervise check` prints it.
+func loadToExport(c *cli.Context) (*config.Config, error) {
+	file, err := findConfig(c, true)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := config.Load(file)
+	if err != nil {
+		printConfigError(err)
+		return nil, cli.Exit("", exitUsage)
+	}
+	return cfg, nil
+}
+
+func printWarnings(warns []export.Warning) {
+	for _, w := range warns {
+		fmt.Fprintln(os.Stderr, "warning:", w)
+	}
 }
