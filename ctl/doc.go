@@ -26,7 +26,10 @@
 //
 // # Protocol
 //
-// HTTP/1.1 over the unix socket; every path is versioned under /v1/. Bodies
+// HTTP/1.1 over the unix socket; every path is versioned under /v1/ and
+// routed by an http.ServeMux pattern per verb ("POST /v1/start"); what no
+// pattern takes gets the protocol's JSON error (404 unknown_verb, or 405
+// method_not_allowed with Allow). Bodies
 // are JSON; a request body may not exceed 1 MiB and must not carry unknown
 // fields. Errors are {"error": "message", "code": "unknown_program"} with a
 // 4xx or 5xx status. Streams are newline-delimited JSON, one object per line,

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -33,12 +34,13 @@ func FuzzDecodeRequest(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
+	mux := NewServer(ServerConfig{}).mux
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		hr, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(raw)))
 		if err != nil {
 			return // not HTTP: net/http refuses it before us
 		}
-		req, aerr := decodeRequest(hr)
+		req, aerr := routeAndDecode(mux, hr)
 		if aerr != nil {
 			if aerr.Status < 400 || aerr.Status > 499 || aerr.Code == "" || aerr.Msg == "" {
 				t.Fatalf("refusal %+v: want a 4xx with a code and a message", aerr)
@@ -80,7 +82,7 @@ func FuzzDecodeRequest(f *testing.F) {
 		if err != nil {
 			t.Fatalf("reading back %q: %v", wire.Bytes(), err)
 		}
-		again, aerr := decodeRequest(back)
+		again, aerr := routeAndDecode(mux, back)
 		if aerr != nil {
 			t.Fatalf("the client's encoding of %+v is refused: %v\n%s", req, aerr, wire.Bytes())
 		}
@@ -89,4 +91,34 @@ func FuzzDecodeRequest(f *testing.F) {
 			t.Fatalf("round trip changed the request:\n got %+v\nwant %+v", again, req)
 		}
 	})
+}
+
+// routeAndDecode does what the server does with a request before the
+// backend: the router picks the verb (or none), then the verb decodes.
+func routeAndDecode(mux *http.ServeMux, r *http.Request) (request, *apiError) {
+	_, pattern := mux.Handler(r)
+	_, path, ok := strings.Cut(pattern, " ")
+	if !ok { // "/" or a redirect: no verb's route
+		return request{}, unrouted(r)
+	}
+	return decodeRequest(strings.TrimPrefix(path, apiVersion), r)
+}
+
+// TestEveryVerbHasItsRoute: the wire description the client encodes with
+// and the server's routes agree, method included.
+func TestEveryVerbHasItsRoute(t *testing.T) {
+	mux := NewServer(ServerConfig{}).mux
+	for verb, spec := range verbs {
+		for _, m := range []string{http.MethodGet, http.MethodPost} {
+			r, _ := http.NewRequest(m, "http://supervise"+apiVersion+verb, nil)
+			_, pattern := mux.Handler(r)
+			want := "/"
+			if m == spec.method {
+				want = m + " " + apiVersion + verb
+			}
+			if pattern != want {
+				t.Errorf("%s %s routes to %q, want %q", m, verb, pattern, want)
+			}
+		}
+	}
 }

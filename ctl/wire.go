@@ -137,24 +137,29 @@ func badRequest(format string, args ...any) *apiError {
 	return &apiError{Status: http.StatusBadRequest, Code: codeBadRequest, Msg: fmt.Sprintf(format, args...)}
 }
 
-// decodeRequest turns an HTTP request into a validated request. It reads at
-// most maxBodyBytes+1 bytes of the body; every failure is a 4xx apiError.
-func decodeRequest(r *http.Request) (request, *apiError) {
+// unrouted is the error reply to a request no route takes: a path outside
+// the protocol, an unknown verb, or a verb with the wrong method.
+func unrouted(r *http.Request) *apiError {
 	path := r.URL.Path
 	verb, ok := strings.CutPrefix(path, apiVersion)
 	if !ok {
-		return request{}, &apiError{Status: http.StatusNotFound, Code: codeUnknownVerb,
+		return &apiError{Status: http.StatusNotFound, Code: codeUnknownVerb,
 			Msg: fmt.Sprintf("unknown path %q: this supervise speaks %s<verb>", path, apiVersion)}
 	}
 	spec, ok := verbs[verb]
 	if !ok {
-		return request{}, &apiError{Status: http.StatusNotFound, Code: codeUnknownVerb,
+		return &apiError{Status: http.StatusNotFound, Code: codeUnknownVerb,
 			Msg: fmt.Sprintf("unknown verb %q (known: %s)", verb, verbList())}
 	}
-	if r.Method != spec.method {
-		return request{}, &apiError{Status: http.StatusMethodNotAllowed, Code: codeMethodNotAllowed,
-			Msg: fmt.Sprintf("%s wants %s, not %s", verb, spec.method, r.Method)}
-	}
+	return &apiError{Status: http.StatusMethodNotAllowed, Code: codeMethodNotAllowed,
+		Msg: fmt.Sprintf("%s wants %s, not %s", verb, spec.method, r.Method)}
+}
+
+// decodeRequest turns the HTTP request the router gave to verb into a
+// validated request. It reads at most maxBodyBytes+1 bytes of the body;
+// every failure is a 4xx apiError.
+func decodeRequest(verb string, r *http.Request) (request, *apiError) {
+	spec := verbs[verb]
 	req := request{Verb: verb, N: -1}
 	if spec.method == http.MethodGet {
 		return req, decodeQuery(&req, r.URL.RawQuery, spec.query)
