@@ -135,26 +135,26 @@ const (
 type Program struct {
 	// Name is unique in the file: letters, digits, '_', '-', '.'; never ':',
 	// which separates the instance number in keys ("web:2").
-	Name string
+	Name string `reload:"new-process"`
 	// Line of the program's table.
 	Line int
 	// Command is the argv; never empty. A string command was split like a
 	// shell would (quotes, backslashes) without running one.
-	Command []string
+	Command []string `reload:"new-process"`
 	// Dir is the absolute working directory (default: the file's directory).
-	Dir string
+	Dir string `reload:"new-process"`
 	// Env is the program's environment on top of the supervisor's own: the
 	// env_file entries in order, then env over them. ${VAR} and
 	// ${VAR:-default} in env values were expanded from the supervisor's
 	// environment at load time ($$ is a literal $); env_file values are
 	// taken literally.
-	Env map[string]string
+	Env map[string]string `reload:"new-process"`
 	// EnvFiles are the absolute paths of env_file, already read into Env;
 	// kept so a reload can tell which files to watch.
 	EnvFiles []string
-	User     string   // name or numeric uid; "" = the supervisor's
-	Group    string   // name or numeric gid; "" = the user's primary group
-	Groups   []string // supplementary groups
+	User     string   `reload:"new-process"` // name or numeric uid; "" = the supervisor's
+	Group    string   `reload:"new-process"` // name or numeric gid; "" = the user's primary group
+	Groups   []string `reload:"new-process"` // supplementary groups
 	Restart  RestartPolicy
 	// RestartRules are checked, in order, before Restart when the program
 	// ends on its own: the first whose exit codes match the exit status
@@ -188,7 +188,7 @@ type Program struct {
 	// minimum grace period). 0 lets pre_stop use it all.
 	MinStopGrace time.Duration
 	Backoff      Backoff
-	Sandbox      Sandbox
+	Sandbox      Sandbox `reload:"new-process"`
 	Hooks        Hooks
 	Stdout       Output
 	Stderr       Output
@@ -198,7 +198,7 @@ type Program struct {
 	Watch *Watch
 	// Port is the PORT of instance 0 in Procfile mode (instance i gets
 	// Port+i, as foreman does); 0 elsewhere. Env["PORT"] holds it too.
-	Port int
+	Port int `reload:"new-process"`
 
 	// Health (see health.go). DependsOnCond is what the table form of
 	// depends_on asks of each dependency: DependReady, DependRunning or
@@ -214,13 +214,13 @@ type Program struct {
 	// Notify is how the program says it is ready: NotifyNone, NotifySdNotify
 	// (it gets NOTIFY_SOCKET) or NotifyFD (it writes a newline on the
 	// descriptor numbered by the NotifyFD field).
-	Notify string
+	Notify string `reload:"new-process"`
 	// NotifyFD is the descriptor number of the notification pipe with
 	// notify = "fd" (default 3); 0 otherwise.
-	NotifyFD int
+	NotifyFD int `reload:"new-process"`
 	// Watchdog, with NotifySdNotify, is how long the program may go without
 	// sending WATCHDOG=1 before it is restarted; 0 = no watchdog.
-	Watchdog time.Duration
+	Watchdog time.Duration `reload:"new-process"`
 	// ReadyLogLine is a regular expression (Go syntax, checked): the
 	// program is ready once a line of its output matches; "" = none.
 	ReadyLogLine string

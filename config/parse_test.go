@@ -565,12 +565,10 @@ func TestExampleConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys := append([]string{"socket", "socket_group", "workers", "shutdown_timeout", "log_format", "log_level", "exit_on",
-		"initial", "max", "reset_after", "namespaces", "hostname", "memory_max", "cpu_max", "pids_max",
-		"no_new_privileges", "umask", "rlimits", "pre_start", "post_start", "pre_stop", "post_stop", "timeout",
-		"http", "url", "method", "headers", "expect_status", "console", "file", "max_size", "max_files", "soft", "hard",
-		"watch_config", "paths", "include", "exclude", "debounce", "signal"},
-		programKeys...)
+	var keys []string
+	for _, names := range keyTables() {
+		keys = append(keys, names...)
+	}
 	for _, k := range keys {
 		if !strings.Contains(string(data), k+" =") && !strings.Contains(string(data), "."+k+"]") && !strings.Contains(string(data), "."+k+".") {
 			t.Errorf("config.example.toml does not show key %q", k)
