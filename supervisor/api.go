@@ -81,37 +81,7 @@ func (s *Supervisor) Status(ctx context.Context, names []string) ([]ctl.ProgramS
 	now := s.clock.Now()
 	for _, k := range keys {
 		in := s.instances[k]
-		st := ctl.ProgramStatus{
-			Name:     k,
-			State:    string(in.state),
-			Pid:      in.pid,
-			Restarts: in.restarts,
-			Message:  in.message,
-		}
-		if in.spec.HasReadinessCheck() {
-			r := in.ready
-			st.Ready = &r
-		}
-		if h := in.health; h != nil && h.status != "" && st.Message == "" {
-			st.Message = h.status
-		}
-		if h := in.health; h != nil && h.probes != nil && in.procID != "" {
-			st.Probes = probeResults(h.probes.Status())
-			if st.Message == "" && !in.ready {
-				st.Message = notReadyWhy(st.Probes)
-			}
-		}
-		if in.procID != "" && !in.startedAt.IsZero() {
-			t := in.startedAt
-			st.StartedAt = &t
-		}
-		if e := in.lastExit; e != nil {
-			st.LastExit = &ctl.ExitInfo{Code: e.Code, Signal: unixsig.Name(e.Signal), Reason: e.Reason, FinishedAt: e.FinishedAt}
-		}
-		if in.state == CrashLoopBackOff && !in.nextStart.IsZero() {
-			st.NextStartInMs = max(in.nextStart.Sub(now).Milliseconds(), 0)
-		}
-		out = append(out, st)
+		out = append(out, statusLocked(in, now))
 		sandboxes = append(sandboxes, in.sandboxID)
 	}
 	s.mu.Unlock()
@@ -126,6 +96,41 @@ func (s *Supervisor) Status(ctx context.Context, names []string) ([]ctl.ProgramS
 		}
 	}
 	return out, nil
+}
+
+// statusLocked is what status shows of in, less the cgroup figures.
+func statusLocked(in *instance, now time.Time) ctl.ProgramStatus {
+	st := ctl.ProgramStatus{
+		Name:     in.key,
+		State:    string(in.state),
+		Pid:      in.pid,
+		Restarts: in.restarts,
+		Message:  in.message,
+	}
+	if in.spec.HasReadinessCheck() {
+		r := in.ready
+		st.Ready = &r
+	}
+	if h := in.health; h != nil && h.status != "" && st.Message == "" {
+		st.Message = h.status // sd_notify's STATUS=
+	}
+	if h := in.health; h != nil && h.probes != nil && in.procID != "" {
+		st.Probes = probeResults(h.probes.Status())
+		if st.Message == "" && !in.ready {
+			st.Message = notReadyWhy(st.Probes)
+		}
+	}
+	if in.procID != "" && !in.startedAt.IsZero() {
+		t := in.startedAt
+		st.StartedAt = &t
+	}
+	if e := in.lastExit; e != nil {
+		st.LastExit = &ctl.ExitInfo{Code: e.Code, Signal: unixsig.Name(e.Signal), Reason: e.Reason, FinishedAt: e.FinishedAt}
+	}
+	if in.state == CrashLoopBackOff && !in.nextStart.IsZero() {
+		st.NextStartInMs = max(in.nextStart.Sub(now).Milliseconds(), 0)
+	}
+	return st
 }
 
 // statsCache keeps each sandbox's cgroup figures for a second: a status of

@@ -577,33 +577,42 @@ func (s *Supervisor) shutdownAll() {
 		case <-s.ctx.Done():
 		}
 	})
-	for l := maxLevel; l >= 0; l-- {
-		var keys []string
-		s.mu.Lock()
-		for k, in := range s.instances {
-			if s.level[in.spec.Name] == l {
-				in.goal = goalStop
-				keys = append(keys, k)
-				s.queue.Add(k)
-			}
-		}
-		s.mu.Unlock()
-		// Every state change wakes this check: it drops the keys found
-		// down from the front and stops at the first one still up, so a
-		// thousand programs cost a thousand checks, not a million.
-		_ = s.waitFor(s.ctx, func() bool {
-			for len(keys) > 0 {
-				if in := s.instances[keys[0]]; in != nil && (in.procID != "" || in.state == Starting || in.state == Stopping) {
-					return false
-				}
-				keys = keys[1:]
-			}
-			return true
-		})
-		if s.ctx.Err() != nil {
-			break
+	for l := maxLevel; l >= 0 && s.ctx.Err() == nil; l-- {
+		s.stopLevel(l)
+	}
+	s.deleteSandboxes()
+}
+
+// stopLevel stops every instance of dependency level l and waits until
+// none of them has a process or a start or stop under way.
+func (s *Supervisor) stopLevel(l int) {
+	var keys []string
+	s.mu.Lock()
+	for k, in := range s.instances {
+		if s.level[in.spec.Name] == l {
+			in.goal = goalStop
+			keys = append(keys, k)
+			s.queue.Add(k)
 		}
 	}
+	s.mu.Unlock()
+	// Every state change wakes this check: it drops the keys found down
+	// from the front and stops at the first one still up, so a thousand
+	// programs cost a thousand checks, not a million.
+	_ = s.waitFor(s.ctx, func() bool {
+		for len(keys) > 0 {
+			if in := s.instances[keys[0]]; in != nil && (in.procID != "" || in.state == Starting || in.state == Stopping) {
+				return false
+			}
+			keys = keys[1:]
+		}
+		return true
+	})
+}
+
+// deleteSandboxes deletes what sandboxes are left once every process is
+// gone.
+func (s *Supervisor) deleteSandboxes() {
 	// Sandboxes outlive their processes only until here.
 	s.mu.Lock()
 	var sandboxes []string
