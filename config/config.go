@@ -28,6 +28,7 @@ const (
 	DefaultLogFormat         = "text"
 	DefaultLogLevel          = "info"
 	DefaultWatchDebounce     = 200 * time.Millisecond
+	DefaultRolloutTimeout    = 2 * time.Minute
 )
 
 // Config is one validated file. Nothing in it refers to TOML: every value is
@@ -196,6 +197,8 @@ type Program struct {
 	// when files it watches change; nil watches nothing. It never needs a
 	// new process by itself: a reload that only changes it keeps the pid.
 	Watch *Watch
+	// Rollout is how a restart of several instances replaces them.
+	Rollout Rollout
 	// Port is the PORT of instance 0 in Procfile mode (instance i gets
 	// Port+i, as foreman does); 0 elsewhere. Env["PORT"] holds it too.
 	Port int `reload:"new-process"`
@@ -224,6 +227,46 @@ type Program struct {
 	// ReadyLogLine is a regular expression (Go syntax, checked): the
 	// program is ready once a line of its output matches; "" = none.
 	ReadyLogLine string
+}
+
+// Rollout is a program's [program.NAME.rollout] table: how a restart, a
+// reload that needs new processes, or a file-change restart replaces the
+// instances of a program that has several, after Kubernetes' rolling
+// update. The zero value is the default: one at a time, 2m each.
+type Rollout struct {
+	// MaxUnavailable is how many instances are replaced at once; each
+	// batch's successors must be ready before the next batch goes. 0
+	// means the default, 1.
+	MaxUnavailable int
+	// Percent, when set, gives MaxUnavailable as a percentage of the
+	// instances ("25%", rounded down, at least 1; "100%" is all at once),
+	// as Kubernetes' maxUnavailable.
+	Percent int
+	// Timeout bounds the wait for each successor to be ready (0: the
+	// default, 2m): one that is not stops the rollout there, and the
+	// instances not yet replaced keep their old processes.
+	Timeout time.Duration
+}
+
+// Unavailable is how many of n instances a rollout replaces at once: at
+// least 1, at most n.
+func (r Rollout) Unavailable(n int) int {
+	n = max(n, 1)
+	switch {
+	case r.Percent > 0:
+		return max(n*r.Percent/100, 1)
+	case r.MaxUnavailable > 0:
+		return min(r.MaxUnavailable, n)
+	}
+	return 1
+}
+
+// WaitTimeout is Timeout, or the default.
+func (r Rollout) WaitTimeout() time.Duration {
+	if r.Timeout > 0 {
+		return r.Timeout
+	}
+	return DefaultRolloutTimeout
 }
 
 // Watch is a program's [program.NAME.watch] table: the files whose change

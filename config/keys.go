@@ -166,6 +166,7 @@ var programKeys = []key[*programDecoding]{
 	{"stdout", func(d *decoder, p *programDecoding, v *node) { p.Stdout = d.output(v) }},
 	{"stderr", func(d *decoder, p *programDecoding, v *node) { p.Stderr = d.output(v) }},
 	{"watch", func(d *decoder, p *programDecoding, v *node) { p.Watch = d.watch(v, p.Dir) }},
+	{"rollout", func(d *decoder, p *programDecoding, v *node) { p.Rollout = d.rollout(v) }},
 	// Health (health.go).
 	{"probes", func(d *decoder, p *programDecoding, v *node) { p.Probes = d.probes(v, p.isDefaults) }},
 	{"notify", func(d *decoder, p *programDecoding, v *node) {
@@ -203,6 +204,40 @@ var programKeys = []key[*programDecoding]{
 			p.ReadyLogLine, p.logLine = s, v
 		}
 	}},
+}
+
+var rolloutKeys = []string{"max_unavailable", "timeout"}
+
+// rollout reads [program.NAME.rollout]: max_unavailable is a count or a
+// percentage like "25%"; timeout a duration above 0.
+func (d *decoder) rollout(n *node) Rollout {
+	var r Rollout
+	t := d.table(n, `a table like { max_unavailable = 1, timeout = "2m" }`)
+	d.known(t, rolloutKeys...)
+	if v := t["max_unavailable"]; v != nil {
+		switch x := v.v.(type) {
+		case int64:
+			setInt(d, v, 1, 10000, &r.MaxUnavailable)
+		case string:
+			pct, err := strconv.Atoi(strings.TrimSuffix(x, "%"))
+			if !strings.HasSuffix(x, "%") || err != nil || pct < 1 || pct > 100 {
+				d.errorf(v.path, `must be a count like 1 or a percentage like "25%%" (got %q)`, x)
+				break
+			}
+			r.Percent = pct
+		default:
+			d.errorf(v.path, `must be a count like 1 or a percentage like "25%%" (got %s)`, describe(v.v))
+		}
+	}
+	if v := t["timeout"]; v != nil {
+		if dur, ok := d.duration(v); ok {
+			if dur <= 0 {
+				d.errorf(v.path, "must be more than 0")
+			}
+			r.Timeout = dur
+		}
+	}
+	return r
 }
 
 // envFiles reads env_file (a path or an array of them) into p.env, in
@@ -288,6 +323,7 @@ func keyTables() map[string][]string {
 		"hook.http":        httpHookKeys,
 		"program.stdout":   outputKeys,
 		"program.watch":    watchKeys,
+		"program.rollout":  rolloutKeys,
 		"program.probes":   probeNames,
 		"program.probes.X": probeKeys,
 		"probe.http":       httpProbeKeys,

@@ -3,6 +3,7 @@ package supervisor
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/supervise-dev/supervise/config"
 )
@@ -26,6 +27,7 @@ func (s *Supervisor) applyLocked(cfg *config.Config) {
 
 	wanted := map[string]bool{}
 	for _, p := range cfg.Programs {
+		var renew []string // running instances that need a new process
 		for i, key := range instanceKeys(p) {
 			wanted[key] = true
 			in := s.instances[key]
@@ -59,10 +61,20 @@ func (s *Supervisor) applyLocked(cfg *config.Config) {
 			in.backoff = newCrashBackoff(p, s.clock)
 			in.logs = s.logs.forKey(p, key)
 			if newProcess && in.goal == goalRun {
+				renew = append(renew, key)
+			}
+			s.queue.Add(key)
+		}
+		// Several running instances are rolled, as a restart does; the
+		// others (not running: their next start takes the new spec) get
+		// their new process at once.
+		rolled := s.rollLocked(p.Name, renew)
+		for _, key := range renew {
+			if !slices.Contains(rolled, key) {
+				in := s.instances[key]
 				in.restartRequested = true
 				in.settled = false
 			}
-			s.queue.Add(key)
 		}
 	}
 	for key, in := range s.instances {

@@ -107,8 +107,9 @@ type Supervisor struct {
 	mu           sync.Mutex
 	cfg          *config.Config
 	instances    map[string]*instance
-	level        map[string]int // dependency depth per program name
-	changed      chan struct{}  // closed and replaced on every state change
+	level        map[string]int         // dependency depth per program name
+	rollouts     map[string]*rolloutRun // per program, the rollout under way
+	changed      chan struct{}          // closed and replaced on every state change
 	shuttingDown bool
 	firstFail    *int     // exit status of the first program that failed for good
 	forced       []string // instances SIGKILLed during the shutdown, in order
@@ -173,6 +174,7 @@ func New(opts Options) (*Supervisor, error) {
 		ctx:       ctx,
 		cancel:    cancel,
 		instances: map[string]*instance{},
+		rollouts:  map[string]*rolloutRun{},
 		changed:   make(chan struct{}),
 		done:      make(chan struct{}),
 		stopReq:   make(chan struct{}),
