@@ -334,13 +334,16 @@ func (s *Server) routes() *http.ServeMux {
 		return err
 	}))
 	mux.Handle("POST /v1/start", s.verb("start", func(ctx context.Context, w http.ResponseWriter, req request) error {
-		return done(w, b.Start(ctx, req.Names))
+		return done(w, b.Start(ctx, req.Names, req.Wait))
 	}))
 	mux.Handle("POST /v1/stop", s.verb("stop", func(ctx context.Context, w http.ResponseWriter, req request) error {
 		return done(w, b.Stop(ctx, req.Names))
 	}))
 	mux.Handle("POST /v1/restart", s.verb("restart", func(ctx context.Context, w http.ResponseWriter, req request) error {
 		return done(w, b.Restart(ctx, req.Names, req.Restart))
+	}))
+	mux.Handle("POST /v1/scale", s.verb("scale", func(ctx context.Context, w http.ResponseWriter, req request) error {
+		return done(w, b.Scale(ctx, req.Counts, req.Wait))
 	}))
 	mux.Handle("POST /v1/signal", s.verb("signal", func(ctx context.Context, w http.ResponseWriter, req request) error {
 		return done(w, b.Signal(ctx, req.Signal, req.Names))

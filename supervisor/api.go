@@ -178,9 +178,11 @@ func (c *statsCache) get(rt Runtime, sid string, now time.Time) (proc.Stats, boo
 	return st, true
 }
 
-// Start asks named instances to run, and waits until each is Running or has
-// ended again (a one-shot, a crash).
-func (s *Supervisor) Start(ctx context.Context, names []string) error {
+// Start asks named instances to run and, unless opts.NoWait, waits until
+// each is ready (or completed, for a one-shot), reporting one that failed,
+// is crash-looping, or is not ready within the timeout (opts.Timeout, or
+// its rollout timeout). One waiting for a dependency is waited for.
+func (s *Supervisor) Start(ctx context.Context, names []string, opts ctl.WaitOptions) error {
 	keys, err := s.command(names, func(in *instance) {
 		in.goal, in.stoppedFor = goalRun, ""
 		in.settled = false
@@ -189,13 +191,26 @@ func (s *Supervisor) Start(ctx context.Context, names []string) error {
 		}
 		in.afterExit = false
 	})
-	if err != nil {
+	if err != nil || opts.NoWait {
 		return err
 	}
-	return s.waitSettled(ctx, keys, func(in *instance) bool {
-		return in.procID != "" && in.state == Running || in.state == Failed || in.state == Completed ||
-			in.state == CrashLoopBackOff || in.state == Waiting
-	})
+	return s.waitAllReady(ctx, keys, opts.Timeout, "did not start")
+}
+
+// waitAllReady waits for each of keys to be ready (see waitReady), each
+// within timeout or its own rollout timeout, and joins what failed.
+func (s *Supervisor) waitAllReady(ctx context.Context, keys []string, timeout time.Duration, failed string) error {
+	var errs []error
+	for _, k := range keys {
+		t := timeout
+		if t <= 0 {
+			t = s.rolloutTimeout(k)
+		}
+		if err := s.waitReadyAs(ctx, k, "", t, failed); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Stop stops named instances and waits until they are down, the deepest

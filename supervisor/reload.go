@@ -22,13 +22,16 @@ func (s *Supervisor) apply(cfg *config.Config) {
 func (s *Supervisor) applyLocked(cfg *config.Config) {
 	old := s.cfg
 	s.cfg = cfg
+	if old != nil && old != cfg {
+		s.forgetScalesLocked(old, cfg)
+	}
 	s.level = levels(cfg.Programs)
 	s.logs.setRingBytes(cfg.Supervisor.LogRing)
 
 	wanted := map[string]bool{}
 	for _, p := range cfg.Programs {
 		var renew []string // running instances that need a new process
-		for i, key := range instanceKeys(p) {
+		for i, key := range s.instanceKeysLocked(p) {
 			wanted[key] = true
 			in := s.instances[key]
 			if in == nil {
@@ -103,4 +106,20 @@ func (s *Supervisor) ApplyConfig(ctx context.Context, cfg *config.Config) error 
 	s.events.add("supervisor", "", "Reloaded", cfg.File)
 	s.log.Info("config reloaded", "file", cfg.File, "programs", len(cfg.Programs))
 	return nil
+}
+
+// forgetScalesLocked drops what scale set for a program that the new
+// config removes or whose instances it changes: the file has the last
+// word once it says something new.
+func (s *Supervisor) forgetScalesLocked(old, cfg *config.Config) {
+	for name, n := range s.scaled {
+		np, op := cfg.Program(name), old.Program(name)
+		if np != nil && op != nil && np.Instances == op.Instances {
+			continue
+		}
+		delete(s.scaled, name)
+		if np != nil {
+			s.log.Info("the config's instances replace the scale", "program", name, "scaled", n, "instances", np.Instances)
+		}
+	}
 }

@@ -109,7 +109,7 @@ func (s *Supervisor) planLocked(prog string, keys []string, timeout time.Duratio
 		return p
 	}
 	spec := s.instances[keys[0]].spec
-	p.batch = spec.Rollout.Unavailable(spec.Instances)
+	p.batch = spec.Rollout.Unavailable(s.instanceCountLocked(spec))
 	if p.timeout <= 0 {
 		p.timeout = spec.Rollout.WaitTimeout()
 	}
@@ -212,6 +212,11 @@ func (s *Supervisor) requestRestart(keys []string) (map[string]string, error) {
 // (or has completed), and reports a successor that failed, crashed or was
 // not ready within timeout.
 func (s *Supervisor) waitReady(ctx context.Context, key, old string, timeout time.Duration) error {
+	return s.waitReadyAs(ctx, key, old, timeout, "did not come back ready")
+}
+
+// waitReadyAs is waitReady, saying failed when the instance failed.
+func (s *Supervisor) waitReadyAs(ctx context.Context, key, old string, timeout time.Duration, failed string) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var verdict error
@@ -220,14 +225,21 @@ func (s *Supervisor) waitReady(ctx context.Context, key, old string, timeout tim
 		switch {
 		case in == nil:
 			return true // removed by a reload meanwhile
+		case s.shuttingDown:
+			verdict = fmt.Errorf("%s: supervise is shutting down", key)
+			return true
 		case in.restartRequested:
 			return false
-		case in.state == Completed || in.procID != "" && in.procID != old && in.ready:
+		case in.procID != "" && in.procID != old && in.ready:
 			return true
-		case in.state == Failed || in.state == CrashLoopBackOff || in.state == Stopped:
-			verdict = fmt.Errorf("%s did not come back ready: %s %s", key, in.state, in.message)
+		case in.state == Completed && in.settled: // a one-shot's success
+			return true
+		case in.state == Failed && in.settled, in.state == CrashLoopBackOff, in.state == Stopped && in.goal != goalRun:
+			verdict = fmt.Errorf("%s %s: %s %s", key, failed, in.state, in.message)
 			return true
 		}
+		// Settled is cleared when a start is decided, so a Completed or
+		// Failed from before the request is not taken for its outcome.
 		return false
 	})
 	if verdict != nil {

@@ -109,6 +109,7 @@ type Supervisor struct {
 	instances    map[string]*instance
 	level        map[string]int         // dependency depth per program name
 	rollouts     map[string]*rolloutRun // per program, the rollout under way
+	scaled       map[string]int         // per program, the instances `scale` set
 	changed      chan struct{}          // closed and replaced on every state change
 	shuttingDown bool
 	firstFail    *int     // exit status of the first program that failed for good
@@ -175,6 +176,7 @@ func New(opts Options) (*Supervisor, error) {
 		cancel:    cancel,
 		instances: map[string]*instance{},
 		rollouts:  map[string]*rolloutRun{},
+		scaled:    map[string]int{},
 		changed:   make(chan struct{}),
 		done:      make(chan struct{}),
 		stopReq:   make(chan struct{}),
@@ -189,13 +191,34 @@ func New(opts Options) (*Supervisor, error) {
 func InstanceKeys(p *config.Program) []string { return instanceKeys(p) }
 
 func instanceKeys(p *config.Program) []string {
-	n := p.Instances
-	if n <= 1 {
+	if p.Instances <= 1 {
 		return []string{p.Name}
 	}
+	return numberedKeys(p.Name, p.Instances)
+}
+
+// instanceKeysLocked are p's instances as they run: the config's, or as
+// many as scale set. A scaled program's instances are numbered even when
+// one is left, so scaling never renames the ones that stay.
+func (s *Supervisor) instanceKeysLocked(p *config.Program) []string {
+	if n, ok := s.scaled[p.Name]; ok {
+		return numberedKeys(p.Name, n)
+	}
+	return instanceKeys(p)
+}
+
+// instanceCountLocked is how many instances p runs.
+func (s *Supervisor) instanceCountLocked(p *config.Program) int {
+	if n, ok := s.scaled[p.Name]; ok {
+		return n
+	}
+	return max(p.Instances, 1)
+}
+
+func numberedKeys(name string, n int) []string {
 	keys := make([]string, n)
 	for i := range keys {
-		keys[i] = p.Name + ":" + strconv.Itoa(i)
+		keys[i] = name + ":" + strconv.Itoa(i)
 	}
 	return keys
 }
