@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -26,6 +27,9 @@ func FuzzDecodeRequest(f *testing.F) {
 		post("/v1/signal", `{"signal":"SIGHUP","names":["web:1"]}`),
 		post("/v1/signal", `{"signal":"9","names":["x"]}`),
 		post("/v1/reload", ``),
+		post("/v1/scale", `{"counts":{"web":3,"worker":0}}`),
+		post("/v1/scale", `{"counts":{"web":3},"wait":false,"timeout_ms":500}`),
+		post("/v1/start", `{"names":["web"],"wait":false,"timeout_ms":1500}`),
 		post("/v1/shutdown", `{}`),
 		post("/v1/stop", `{"names":["a"],"names":["b"]}`),
 		post("/v1/start", `{"names":["\u00e9t\u00e9"]} `),
@@ -65,6 +69,9 @@ func FuzzDecodeRequest(f *testing.F) {
 		if req.Verb == "signal" && (req.Signal <= 0 || req.Signal > 64) {
 			t.Fatalf("accepted signal %d", req.Signal)
 		}
+		if req.Verb == "scale" && checkCounts(req.Counts) != nil {
+			t.Fatalf("accepted scale counts %v", req.Counts)
+		}
 		if req.N < -1 {
 			t.Fatalf("n = %d: below -1", req.N)
 		}
@@ -87,7 +94,8 @@ func FuzzDecodeRequest(f *testing.F) {
 			t.Fatalf("the client's encoding of %+v is refused: %v\n%s", req, aerr, wire.Bytes())
 		}
 		if again.Verb != req.Verb || !slices.Equal(again.Names, req.Names) || again.Signal != req.Signal ||
-			again.Follow != req.Follow || (req.Verb == "logs" && again.N != req.N) {
+			again.Follow != req.Follow || (req.Verb == "logs" && again.N != req.N) ||
+			!maps.Equal(again.Counts, req.Counts) || again.Wait != req.Wait || again.Restart != req.Restart {
 			t.Fatalf("round trip changed the request:\n got %+v\nwant %+v", again, req)
 		}
 	})
