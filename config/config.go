@@ -28,6 +28,7 @@ const (
 	DefaultLogFormat         = "text"
 	DefaultLogLevel          = "info"
 	DefaultWatchDebounce     = 200 * time.Millisecond
+	DefaultRolloutTimeout    = 2 * time.Minute
 )
 
 // Config is one validated file. Nothing in it refers to TOML: every value is
@@ -135,26 +136,26 @@ const (
 type Program struct {
 	// Name is unique in the file: letters, digits, '_', '-', '.'; never ':',
 	// which separates the instance number in keys ("web:2").
-	Name string
+	Name string `reload:"new-process"`
 	// Line of the program's table.
 	Line int
 	// Command is the argv; never empty. A string command was split like a
 	// shell would (quotes, backslashes) without running one.
-	Command []string
+	Command []string `reload:"new-process"`
 	// Dir is the absolute working directory (default: the file's directory).
-	Dir string
+	Dir string `reload:"new-process"`
 	// Env is the program's environment on top of the supervisor's own: the
 	// env_file entries in order, then env over them. ${VAR} and
 	// ${VAR:-default} in env values were expanded from the supervisor's
 	// environment at load time ($$ is a literal $); env_file values are
 	// taken literally.
-	Env map[string]string
+	Env map[string]string `reload:"new-process"`
 	// EnvFiles are the absolute paths of env_file, already read into Env;
 	// kept so a reload can tell which files to watch.
 	EnvFiles []string
-	User     string   // name or numeric uid; "" = the supervisor's
-	Group    string   // name or numeric gid; "" = the user's primary group
-	Groups   []string // supplementary groups
+	User     string   `reload:"new-process"` // name or numeric uid; "" = the supervisor's
+	Group    string   `reload:"new-process"` // name or numeric gid; "" = the user's primary group
+	Groups   []string `reload:"new-process"` // supplementary groups
 	Restart  RestartPolicy
 	// RestartRules are checked, in order, before Restart when the program
 	// ends on its own: the first whose exit codes match the exit status
@@ -188,7 +189,7 @@ type Program struct {
 	// minimum grace period). 0 lets pre_stop use it all.
 	MinStopGrace time.Duration
 	Backoff      Backoff
-	Sandbox      Sandbox
+	Sandbox      Sandbox `reload:"new-process"`
 	Hooks        Hooks
 	Stdout       Output
 	Stderr       Output
@@ -196,9 +197,11 @@ type Program struct {
 	// when files it watches change; nil watches nothing. It never needs a
 	// new process by itself: a reload that only changes it keeps the pid.
 	Watch *Watch
+	// Rollout is how a restart of several instances replaces them.
+	Rollout Rollout
 	// Port is the PORT of instance 0 in Procfile mode (instance i gets
 	// Port+i, as foreman does); 0 elsewhere. Env["PORT"] holds it too.
-	Port int
+	Port int `reload:"new-process"`
 
 	// Health (see health.go). DependsOnCond is what the table form of
 	// depends_on asks of each dependency: DependReady, DependRunning or
@@ -214,16 +217,56 @@ type Program struct {
 	// Notify is how the program says it is ready: NotifyNone, NotifySdNotify
 	// (it gets NOTIFY_SOCKET) or NotifyFD (it writes a newline on the
 	// descriptor numbered by the NotifyFD field).
-	Notify string
+	Notify string `reload:"new-process"`
 	// NotifyFD is the descriptor number of the notification pipe with
 	// notify = "fd" (default 3); 0 otherwise.
-	NotifyFD int
+	NotifyFD int `reload:"new-process"`
 	// Watchdog, with NotifySdNotify, is how long the program may go without
 	// sending WATCHDOG=1 before it is restarted; 0 = no watchdog.
-	Watchdog time.Duration
+	Watchdog time.Duration `reload:"new-process"`
 	// ReadyLogLine is a regular expression (Go syntax, checked): the
 	// program is ready once a line of its output matches; "" = none.
 	ReadyLogLine string
+}
+
+// Rollout is a program's [program.NAME.rollout] table: how a restart, a
+// reload that needs new processes, or a file-change restart replaces the
+// instances of a program that has several, after Kubernetes' rolling
+// update. The zero value is the default: one at a time, 2m each.
+type Rollout struct {
+	// MaxUnavailable is how many instances are replaced at once; each
+	// batch's successors must be ready before the next batch goes. 0
+	// means the default, 1.
+	MaxUnavailable int
+	// Percent, when set, gives MaxUnavailable as a percentage of the
+	// instances ("25%", rounded down, at least 1; "100%" is all at once),
+	// as Kubernetes' maxUnavailable.
+	Percent int
+	// Timeout bounds the wait for each successor to be ready (0: the
+	// default, 2m): one that is not stops the rollout there, and the
+	// instances not yet replaced keep their old processes.
+	Timeout time.Duration
+}
+
+// Unavailable is how many of n instances a rollout replaces at once: at
+// least 1, at most n.
+func (r Rollout) Unavailable(n int) int {
+	n = max(n, 1)
+	switch {
+	case r.Percent > 0:
+		return max(n*r.Percent/100, 1)
+	case r.MaxUnavailable > 0:
+		return min(r.MaxUnavailable, n)
+	}
+	return 1
+}
+
+// WaitTimeout is Timeout, or the default.
+func (r Rollout) WaitTimeout() time.Duration {
+	if r.Timeout > 0 {
+		return r.Timeout
+	}
+	return DefaultRolloutTimeout
 }
 
 // Watch is a program's [program.NAME.watch] table: the files whose change

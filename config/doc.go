@@ -58,28 +58,11 @@
 //     watchdog change what the process is given (NeedsNewProcess); probes
 //     and ready_log_line do not.
 //
-// Keys (see config.example.toml for every one, commented):
-//
-//	[supervisor]  socket socket_group workers shutdown_timeout log_format log_ring strict_shutdown
-//	              log_level exit_on watch_config max_connections max_followers http
-//	              probe_jitter
-//	[defaults] and [program.NAME]
-//	              command dir env env_file user group groups restart
-//	              success_exit_codes restart_rules instances autostart critical sidecar depends_on
-//	              stop_signal stop_timeout min_stop_grace notify notify_fd watchdog
-//	              ready_log_line
-//	  .backoff    initial max reset_after
-//	  .sandbox    namespaces hostname memory_max cpu_max pids_max
-//	              no_new_privileges umask rlimits
-//	  .hooks.pre_start|post_start|pre_stop|post_stop
-//	              command | http (URL, or url method headers expect_status),
-//	              timeout
-//	  .stdout, .stderr
-//	              console file max_size max_files
-//	  .watch      paths include exclude debounce signal
-//	  .probes.startup|readiness|liveness
-//	              command | http (URL, or url headers expect_status) |
-//	              tcp (host:port, :port or a port), initial_delay period
-//	              timeout success_threshold failure_threshold
-//	              termination_grace_period (startup, liveness)
+// Keys: config.example.toml shows every one, commented. Each table's keys
+// are listed once, in the rows that decode them (supervisorKeys,
+// programKeys, sandboxKeys in keys.go; the nested tables' lists beside
+// their decoders); the unknown-key check reads those lists, and a test
+// fails when the example leaves a key out. Adding a key is a field of the
+// struct (tagged reload:"new-process" when a change needs a new process)
+// and its decoding row, then its line in the example.
 package config

@@ -1,6 +1,9 @@
 package config
 
-import "reflect"
+import (
+	"reflect"
+	"sync"
+)
 
 // Equal reports whether p and o ask for the same thing. Line is ignored:
 // moving a table in the file changes nothing.
@@ -14,14 +17,15 @@ func (p *Program) Equal(o *Program) bool {
 }
 
 // NeedsNewProcess reports whether going from p to o changes the process
-// itself — its argv, directory, environment, identity or sandbox — so a
-// reload must replace the running process. Anything else (restart policy,
-// backoff, hooks, stop signal and timeout, dependencies, autostart, output
-// sinks and file watching, which the supervisor owns, and the number of
-// instances, which adds or removes instances without touching the others)
-// applies to the running process as it is. Probes and ready_log_line apply to the next check;
-// notify, notify_fd and watchdog change what the process is given
-// (NOTIFY_SOCKET, WATCHDOG_USEC, a descriptor), so they need a new one.
+// itself, so a reload must replace the running process: the fields tagged
+// reload:"new-process" — argv, directory, environment, identity, sandbox,
+// PORT, and what the process is given to report readiness (NOTIFY_SOCKET,
+// WATCHDOG_USEC, a descriptor). Anything else (restart policy, backoff,
+// hooks, stop signal and timeout, dependencies, autostart, output sinks and
+// file watching, which the supervisor owns; probes and ready_log_line,
+// which apply to the next check; the number of instances, which adds or
+// removes instances without touching the others) applies to the running
+// process as it is.
 func (p *Program) NeedsNewProcess(o *Program) bool {
 	if p == nil || o == nil {
 		return p != o
@@ -29,24 +33,27 @@ func (p *Program) NeedsNewProcess(o *Program) bool {
 	return !reflect.DeepEqual(processPart(*p), processPart(*o))
 }
 
+// processFields are the indexes of Program's reload:"new-process" fields.
+var processFields = sync.OnceValue(func() []int {
+	var idx []int
+	t := reflect.TypeFor[Program]()
+	for i := range t.NumField() {
+		if t.Field(i).Tag.Get("reload") == "new-process" {
+			idx = append(idx, i)
+		}
+	}
+	return idx
+})
+
 // processPart keeps the fields that shape the running process.
 func processPart(p Program) Program {
-	n := normalize(p)
-	return Program{
-		Name:    n.Name,
-		Command: n.Command,
-		Dir:     n.Dir,
-		Env:     n.Env,
-		User:    n.User,
-		Group:   n.Group,
-		Groups:  n.Groups,
-		Sandbox: n.Sandbox,
-		Port:    n.Port,
-
-		Notify:   n.Notify,
-		NotifyFD: n.NotifyFD,
-		Watchdog: n.Watchdog,
+	n := reflect.ValueOf(normalize(p))
+	var out Program
+	o := reflect.ValueOf(&out).Elem()
+	for _, i := range processFields() {
+		o.Field(i).Set(n.Field(i))
 	}
+	return out
 }
 
 // normalize makes empty and nil collections compare equal.

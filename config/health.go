@@ -3,7 +3,6 @@ package config
 import (
 	"maps"
 	"net"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -99,54 +98,13 @@ func (p *Program) HasReadinessCheck() bool {
 	return p.Probes.Startup != nil || p.Probes.Readiness != nil || p.Notify != NotifyNone || p.ReadyLogLine != ""
 }
 
-// health decodes the health keys of program table t into p.
-func (d *decoder) health(p *Program, n *node, t map[string]*node, isDefaults bool) {
-	if v := t["probes"]; v != nil {
-		p.Probes = d.probes(v, isDefaults)
-	}
-	var notifyNode *node
-	if v := t["notify"]; v != nil {
-		if s, ok := d.enum(v, "sd_notify", "fd", "none"); ok {
-			if s != "none" {
-				p.Notify = s
-				notifyNode = v
-			}
-		}
-	}
-	if v := t["notify_fd"]; v != nil {
-		if i, ok := d.integer(v, 3, 1023); ok {
-			p.NotifyFD = int(i)
-			if !isDefaults && p.Notify != NotifyFD {
-				d.errorf(v.path, `applies only with notify = "fd"`)
-			}
-		}
-	} else if p.Notify == NotifyFD {
+// checkHealth checks what the health keys of one program say together;
+// their values were decoded by programKeys.
+func (d *decoder) checkHealth(p *programDecoding, n *node) {
+	if p.Notify == NotifyFD && p.NotifyFD == 0 {
 		p.NotifyFD = DefaultNotifyFD
 	}
-	if v := t["watchdog"]; v != nil {
-		if dur, ok := d.duration(v); ok {
-			if dur <= 0 {
-				d.errorf(v.path, "must be more than 0 (leave it out for no watchdog)")
-			} else if !isDefaults && p.Notify != NotifySdNotify {
-				d.errorf(v.path, `needs notify = "sd_notify": the program pings with WATCHDOG=1`)
-			}
-			p.Watchdog = dur
-		}
-	}
-	var logLineNode *node
-	if v := t["ready_log_line"]; v != nil {
-		if s, ok := d.str(v); ok {
-			if s == "" {
-				d.errorf(v.path, "must be a regular expression, not empty")
-			} else if _, err := regexp.Compile(s); err != nil {
-				d.errorf(v.path, "invalid regular expression: %v", strings.TrimPrefix(err.Error(), "error parsing regexp: "))
-			} else {
-				p.ReadyLogLine = s
-				logLineNode = v
-			}
-		}
-	}
-	if isDefaults {
+	if p.isDefaults {
 		return
 	}
 	// http and tcp probes connect from supervise, on the host's network: a
@@ -166,20 +124,25 @@ func (d *decoder) health(p *Program, n *node, t map[string]*node, isDefaults boo
 	if p.Probes.Readiness != nil {
 		sources = append(sources, "probes.readiness")
 	}
-	if notifyNode != nil {
+	if p.notify != nil {
 		sources = append(sources, "notify")
-		last = notifyNode
+		last = p.notify
 	}
-	if logLineNode != nil {
+	if p.logLine != nil {
 		sources = append(sources, "ready_log_line")
-		last = logLineNode
+		last = p.logLine
 	}
 	if len(sources) > 1 {
 		d.errorf(last.path, "readiness comes from one source; %s are set: keep one", strings.Join(sources, " and "))
 	}
 }
 
-var probeNames = []string{"startup", "readiness", "liveness"}
+var (
+	probeNames    = []string{"startup", "readiness", "liveness"}
+	probeKeys     = []string{"command", "http", "tcp", "initial_delay", "period", "timeout", "success_threshold", "failure_threshold", "termination_grace_period"}
+	httpProbeKeys = []string{"url", "headers", "expect_status"}
+	dependsOnKeys = []string{"condition", "restart_with"}
+)
 
 func (d *decoder) probes(n *node, isDefaults bool) Probes {
 	var ps Probes
@@ -199,7 +162,7 @@ func (d *decoder) probe(kind string, n *node, isDefaults bool) *Probe {
 	if t == nil {
 		return nil
 	}
-	d.known(t, "command", "http", "tcp", "initial_delay", "period", "timeout", "success_threshold", "failure_threshold", "termination_grace_period")
+	d.known(t, probeKeys...)
 	p := &Probe{
 		Period:           DefaultProbePeriod,
 		Timeout:          DefaultProbeTimeout,
@@ -278,7 +241,7 @@ func (d *decoder) httpProbe(n *node) *HTTPProbe {
 	h := &HTTPProbe{}
 	urlNode := n
 	if t, ok := n.v.(map[string]*node); ok {
-		d.known(t, "url", "headers", "expect_status")
+		d.known(t, httpProbeKeys...)
 		urlNode = t["url"]
 		if urlNode == nil {
 			d.errorf(n.path, "needs a url")
@@ -342,7 +305,7 @@ func (d *decoder) dependsOnTable(p *Program, t map[string]*node) {
 		c := DependReady
 		if sub, isTable := v.v.(map[string]*node); isTable {
 			// { condition = "ready", restart_with = false }
-			d.known(sub, "condition", "restart_with")
+			d.known(sub, dependsOnKeys...)
 			if cv := sub["condition"]; cv != nil {
 				var ok bool
 				if c, ok = d.enum(cv, DependReady, DependRunning, DependCompleted); !ok {

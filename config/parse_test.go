@@ -565,12 +565,10 @@ func TestExampleConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys := append([]string{"socket", "socket_group", "workers", "shutdown_timeout", "log_format", "log_level", "exit_on",
-		"initial", "max", "reset_after", "namespaces", "hostname", "memory_max", "cpu_max", "pids_max",
-		"no_new_privileges", "umask", "rlimits", "pre_start", "post_start", "pre_stop", "post_stop", "timeout",
-		"http", "url", "method", "headers", "expect_status", "console", "file", "max_size", "max_files", "soft", "hard",
-		"watch_config", "paths", "include", "exclude", "debounce", "signal"},
-		programKeys...)
+	var keys []string
+	for _, names := range keyTables() {
+		keys = append(keys, names...)
+	}
 	for _, k := range keys {
 		if !strings.Contains(string(data), k+" =") && !strings.Contains(string(data), "."+k+"]") && !strings.Contains(string(data), "."+k+".") {
 			t.Errorf("config.example.toml does not show key %q", k)
@@ -830,5 +828,47 @@ backoff = { initial = "1s", max = "60s" }
 	}
 	if b := cfg.Program("reduced").Backoff; b.Initial != time.Second || b.Max != time.Minute {
 		t.Errorf("reduced backoff = %+v, want 1s, 1m", b)
+	}
+}
+
+func TestRollout(t *testing.T) {
+	for _, tt := range []struct {
+		toml    string
+		want    Rollout
+		n, at   int // instances, and the batch size Unavailable gives
+		wantErr string
+	}{
+		{toml: ``, want: Rollout{}, n: 4, at: 1},
+		{toml: `max_unavailable = 2`, want: Rollout{MaxUnavailable: 2}, n: 4, at: 2},
+		{toml: `max_unavailable = 9`, want: Rollout{MaxUnavailable: 9}, n: 4, at: 4},
+		{toml: `max_unavailable = "100%"`, want: Rollout{Percent: 100}, n: 4, at: 4},
+		{toml: `max_unavailable = "50%"`, want: Rollout{Percent: 50}, n: 5, at: 2},
+		{toml: `max_unavailable = "10%"`, want: Rollout{Percent: 10}, n: 3, at: 1},
+		{toml: `timeout = "30s"`, want: Rollout{Timeout: 30 * time.Second}, n: 2, at: 1},
+		{toml: `max_unavailable = 0`, wantErr: `program.web.rollout.max_unavailable: must be`},
+		{toml: `max_unavailable = "half"`, wantErr: `program.web.rollout.max_unavailable: must be a count like 1 or a percentage like "25%" (got "half")`},
+		{toml: `max_unavailable = "0%"`, wantErr: `must be a count like 1 or a percentage`},
+		{toml: `max_unavailable = -1`, wantErr: `program.web.rollout.max_unavailable: must be`},
+		{toml: `timeout = "0s"`, wantErr: `program.web.rollout.timeout: must be more than 0`},
+		{toml: `max_surge = 1`, wantErr: `program.web.rollout.max_surge: unknown key`},
+	} {
+		cfg, err := Parse("s.toml", []byte("[program.web]\ncommand = \"x\"\ninstances = 4\n[program.web.rollout]\n"+tt.toml+"\n"))
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("%s: err = %v, want %q", tt.toml, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tt.toml, err)
+			continue
+		}
+		r := cfg.Program("web").Rollout
+		if r != tt.want {
+			t.Errorf("%s: %+v, want %+v", tt.toml, r, tt.want)
+		}
+		if got := r.Unavailable(tt.n); got != tt.at {
+			t.Errorf("%s: Unavailable(%d) = %d, want %d", tt.toml, tt.n, got, tt.at)
+		}
 	}
 }

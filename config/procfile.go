@@ -111,18 +111,7 @@ func ParseProcfile(file string, data []byte, opts ProcfileOptions) (*Config, err
 	default:
 		bad(0, "restart", "must be one of always, on-failure, never (got %q)", restart)
 	}
-	step := opts.PortStep
-	if step <= 0 {
-		step = 100
-	}
-	base := opts.BasePort
-	if base <= 0 {
-		base = 5000
-		if p, err := strconv.Atoi(opts.Env["PORT"]); err == nil && p > 0 {
-			base = p
-		}
-	}
-
+	base, step := procfilePorts(opts)
 	cfg := &Config{
 		File:     file,
 		Dir:      absDir(file),
@@ -137,59 +126,100 @@ func ParseProcfile(file string, data []byte, opts ProcfileOptions) (*Config, err
 	}
 	for i, text := range strings.Split(string(data), "\n") {
 		line := i + 1
-		text = strings.TrimSpace(strings.TrimSuffix(text, "\r"))
-		if text == "" || strings.HasPrefix(text, "#") {
-			continue
+		name, cmd, msg := procfileLine(text)
+		if msg == "" && cfg.Program(name) != nil {
+			msg = fmt.Sprintf("defined twice (first on line %d)", cfg.Program(name).Line)
 		}
-		name, cmd, ok := strings.Cut(text, ":")
-		name, cmd = strings.TrimSpace(name), strings.TrimSpace(cmd)
 		switch {
-		case !ok:
-			bad(line, "", `want "name: command" (no ":" on this line)`)
-			continue
-		case !procNameRE().MatchString(name):
-			bad(line, name, "invalid process type name: use letters, digits, '_' or '-'")
-			continue
-		case cfg.Program(name) != nil:
-			bad(line, name, "defined twice (first on line %d)", cfg.Program(name).Line)
-			continue
-		case cmd == "":
-			bad(line, name, "empty command")
-			continue
-		case strings.ContainsRune(cmd, 0):
-			bad(line, name, "command contains a NUL byte")
-			continue
+		case msg != "":
+			bad(line, name, "%s", msg)
+		case name != "": // not a blank or comment line
+			port := base + len(cfg.Programs)*step
+			cfg.Programs = append(cfg.Programs, procfileProgram(name, line, cmd, cfg.Dir, restart, port, opts.Env))
 		}
-		port := base + len(cfg.Programs)*step
-		env := maps.Clone(opts.Env)
-		if env == nil {
-			env = map[string]string{}
-		}
-		env["PORT"] = strconv.Itoa(port)
-		p := &Program{
-			Name:             name,
-			Line:             line,
-			Command:          []string{"/bin/sh", "-c", cmd},
-			Dir:              cfg.Dir,
-			Env:              env,
-			Restart:          restart,
-			SuccessExitCodes: []int{0},
-			Instances:        1,
-			Autostart:        true,
-			StopSignal:       DefaultStopSignal,
-			StopTimeout:      DefaultStopTimeout,
-			MinStopGrace:     DefaultMinStopGrace,
-			Backoff:          Backoff{Initial: DefaultBackoffInitial, Max: DefaultBackoffMax, ResetAfter: DefaultBackoffResetAfter},
-			Sandbox:          Sandbox{Umask: -1},
-			Stdout:           defaultOutput(),
-			Stderr:           defaultOutput(),
-			Port:             port,
-		}
-		cfg.Programs = append(cfg.Programs, p)
 	}
 	if len(cfg.Programs) == 0 && len(errs.list) == 0 {
 		bad(0, "", `no processes: add lines like "web: ./server"`)
 	}
+	applyFormation(cfg, opts, bad)
+	if err := errs.err(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// procfilePorts is the PORT of the first process type and the step to the
+// next: foreman's 5000 and 100 unless told, or $PORT as the base.
+func procfilePorts(opts ProcfileOptions) (base, step int) {
+	step = opts.PortStep
+	if step <= 0 {
+		step = 100
+	}
+	base = opts.BasePort
+	if base <= 0 {
+		base = 5000
+		if p, err := strconv.Atoi(opts.Env["PORT"]); err == nil && p > 0 {
+			base = p
+		}
+	}
+	return base, step
+}
+
+// procfileLine reads one line: a process type's name and command, nothing
+// for a blank or comment line, or what is wrong with it (msg).
+func procfileLine(text string) (name, cmd, msg string) {
+	text = strings.TrimSpace(strings.TrimSuffix(text, "\r"))
+	if text == "" || strings.HasPrefix(text, "#") {
+		return "", "", ""
+	}
+	name, cmd, ok := strings.Cut(text, ":")
+	name, cmd = strings.TrimSpace(name), strings.TrimSpace(cmd)
+	switch {
+	case !ok:
+		return "", "", `want "name: command" (no ":" on this line)`
+	case !procNameRE().MatchString(name) || validName(name) != nil:
+		// The same rule as a TOML program's name, less the '.'.
+		return name, "", "invalid process type name: up to 63 letters, digits, '_' or '-', starting with a letter or digit"
+	case cmd == "":
+		return name, "", "empty command"
+	case strings.ContainsRune(cmd, 0):
+		return name, "", "command contains a NUL byte"
+	}
+	return name, cmd, ""
+}
+
+// procfileProgram is one process type with the dev runner's defaults.
+func procfileProgram(name string, line int, cmd, dir string, restart RestartPolicy, port int, baseEnv map[string]string) *Program {
+	env := maps.Clone(baseEnv)
+	if env == nil {
+		env = map[string]string{}
+	}
+	env["PORT"] = strconv.Itoa(port)
+	return &Program{
+		Name:             name,
+		Line:             line,
+		Command:          []string{"/bin/sh", "-c", cmd},
+		Dir:              dir,
+		Env:              env,
+		Restart:          restart,
+		SuccessExitCodes: []int{0},
+		Instances:        1,
+		Autostart:        true,
+		StopSignal:       DefaultStopSignal,
+		StopTimeout:      DefaultStopTimeout,
+		MinStopGrace:     DefaultMinStopGrace,
+		Backoff:          Backoff{Initial: DefaultBackoffInitial, Max: DefaultBackoffMax, ResetAfter: DefaultBackoffResetAfter},
+		Sandbox:          Sandbox{Umask: -1},
+		Stdout:           defaultOutput(),
+		Stderr:           defaultOutput(),
+		Port:             port,
+	}
+}
+
+// applyFormation sets each process type's instances from -m (0 leaves it
+// stopped) and, unless told to keep running, makes each one that starts
+// end the whole set when it ends.
+func applyFormation(cfg *Config, opts ProcfileOptions, bad func(line int, key, format string, args ...any)) {
 	for _, name := range slices.Sorted(maps.Keys(opts.Formation)) {
 		n := opts.Formation[name]
 		if n < 0 || n > 10000 {
@@ -216,10 +246,6 @@ func ParseProcfile(file string, data []byte, opts ProcfileOptions) (*Config, err
 			cfg.Supervisor.ExitOn = append(cfg.Supervisor.ExitOn, p.Name)
 		}
 	}
-	if err := errs.err(); err != nil {
-		return nil, err
-	}
-	return cfg, nil
 }
 
 // LoadEnvFile reads a .env file: KEY=VALUE lines, with
@@ -322,56 +348,65 @@ func parseEnv(file, data string, outer func(string) (string, bool)) (map[string]
 			env[key] = interpolate(strings.TrimSpace(val), lookup)
 			continue
 		}
-		// A quoted value may continue on the following lines.
-		q := val[0]
-		body := val[1:]
-		var b strings.Builder
-		closed := false
-		for {
-			j := 0
-			for ; j < len(body); j++ {
-				c := body[j]
-				if c == q {
-					closed = true
-					break
-				}
-				if q == '"' && c == '\\' && j+1 < len(body) {
-					j++
-					writeEscape(&b, body[j])
-					continue
-				}
-				if q == '"' && c == '$' {
-					if v, n := reference(body[j:], lookup); n > 0 {
-						b.WriteString(v)
-						j += n - 1
-						continue
-					}
-				}
-				b.WriteByte(c)
+		v, last, msg := quotedValue(lines, i, val, lookup)
+		if msg != "" {
+			at := last + 1 // after the closing quote
+			if v == nil {
+				at = lineNo // unterminated: where it opened
 			}
-			if closed {
-				tail := strings.TrimSpace(body[j+1:])
-				if tail != "" && !strings.HasPrefix(tail, "#") {
-					errs.add(&Error{File: file, Line: i + 1, Key: key, Msg: "unexpected text after the closing quote"})
-				}
-				break
-			}
-			if i+1 >= len(lines) {
-				errs.add(&Error{File: file, Line: lineNo, Key: key, Msg: "unterminated quoted value"})
-				break
-			}
-			i++
-			b.WriteByte('\n')
-			body = lines[i]
+			errs.add(&Error{File: file, Line: at, Key: key, Msg: msg})
 		}
-		if closed {
-			env[key] = b.String()
+		if v, ok := v.(string); ok {
+			env[key] = v
 		}
+		i = last
 	}
 	if err := errs.err(); err != nil {
 		return nil, err
 	}
 	return env, nil
+}
+
+// quotedValue reads a quoted value that starts with val on lines[i] and may
+// continue on the following lines: its text (nil when it is never closed),
+// the index of its last line, and what is wrong with it, if anything.
+// Double quotes take backslash escapes and $ references; single quotes
+// take everything literally.
+func quotedValue(lines []string, i int, val string, lookup func(string) (string, bool)) (v any, last int, msg string) {
+	q := val[0]
+	body := val[1:]
+	var b strings.Builder
+	for {
+		j := 0
+		for ; j < len(body) && body[j] != q; j++ {
+			c := body[j]
+			if q == '"' && c == '\\' && j+1 < len(body) {
+				j++
+				writeEscape(&b, body[j])
+				continue
+			}
+			if q == '"' && c == '$' {
+				if v, n := reference(body[j:], lookup); n > 0 {
+					b.WriteString(v)
+					j += n - 1
+					continue
+				}
+			}
+			b.WriteByte(c)
+		}
+		if j < len(body) { // the closing quote
+			if tail := strings.TrimSpace(body[j+1:]); tail != "" && !strings.HasPrefix(tail, "#") {
+				msg = "unexpected text after the closing quote"
+			}
+			return b.String(), i, msg
+		}
+		if i+1 >= len(lines) {
+			return nil, i, "unterminated quoted value"
+		}
+		i++
+		b.WriteByte('\n')
+		body = lines[i]
+	}
 }
 
 // writeEscape writes the character a backslash escape in a double-quoted

@@ -96,7 +96,7 @@ func TestParseProcfileErrors(t *testing.T) {
 		`Procfile: restart: must be one of always, on-failure, never (got "sometimes")`,
 		`Procfile:2: want "name: command" (no ":" on this line)`,
 		`Procfile:3: web: defined twice (first on line 1)`,
-		`Procfile:4: bad name!: invalid process type name: use letters, digits, '_' or '-'`,
+		`Procfile:4: bad name!: invalid process type name: up to 63 letters, digits, '_' or '-', starting with a letter or digit`,
 		`Procfile:5: empty: empty command`,
 	}
 	var list ErrorList

@@ -5,7 +5,6 @@ import (
 	"maps"
 	"net"
 	"net/url"
-	"os/user"
 	"regexp"
 	"slices"
 	"strconv"
@@ -19,14 +18,6 @@ import (
 
 // maxSocketPath is the room in sockaddr_un.sun_path, less the NUL.
 const maxSocketPath = 107
-
-// programKeys are the keys of [program.NAME] and [defaults].
-var programKeys = []string{
-	"command", "dir", "env", "env_file", "user", "group", "groups", "restart",
-	"success_exit_codes", "restart_rules", "instances", "autostart", "critical", "sidecar", "depends_on", "stop_signal",
-	"stop_timeout", "min_stop_grace", "backoff", "sandbox", "hooks", "stdout", "stderr", "watch",
-	"probes", "notify", "notify_fd", "watchdog", "ready_log_line", // health.go
-}
 
 func (d *decoder) supervisor(n *node) Supervisor {
 	s := Supervisor{
@@ -44,100 +35,7 @@ func (d *decoder) supervisor(n *node) Supervisor {
 		return s
 	}
 	s.Line = d.ix.line(n.path)
-	t := d.table(n, "a table: [supervisor]")
-	d.known(t, "socket", "socket_group", "workers", "shutdown_timeout", "log_format", "log_level", "exit_on", "watch_config", "probe_jitter", "log_ring", "strict_shutdown",
-		"max_connections", "max_followers", "http")
-	if v := t["socket"]; v != nil {
-		if p, ok := d.path(v); ok {
-			if len(p) > maxSocketPath {
-				d.errorf(v.path, "%s is %d bytes long; a unix socket address holds at most %d", p, len(p), maxSocketPath)
-			}
-			s.Socket = p
-		}
-	}
-	if v := t["socket_group"]; v != nil {
-		if g, ok := d.str(v); ok {
-			// As the server takes it: a gid as is, a name from the group
-			// database, so that check refuses what run would.
-			if n, err := strconv.Atoi(g); err != nil || n < 0 {
-				if _, err := user.LookupGroup(g); err != nil {
-					d.errorf(v.path, "no group %q on this machine", g)
-				}
-			}
-			s.SocketGroup = g
-		}
-	}
-	if v := t["workers"]; v != nil {
-		if i, ok := d.integer(v, 1, 1024); ok {
-			s.Workers = int(i)
-		}
-	}
-	if v := t["shutdown_timeout"]; v != nil {
-		if dur, ok := d.duration(v); ok {
-			s.ShutdownTimeout = dur
-		}
-	}
-	if v := t["log_format"]; v != nil {
-		s.LogFormat, _ = d.enum(v, "text", "json")
-	}
-	if v := t["log_level"]; v != nil {
-		s.LogLevel, _ = d.enum(v, "debug", "info", "warn", "error")
-	}
-	if v := t["exit_on"]; v != nil {
-		names, _ := d.strs(v)
-		for i, name := range names {
-			path := v.path
-			if _, isArr := v.v.([]any); isArr {
-				path = elem(v.path, i)
-			}
-			d.exitOn = append(d.exitOn, path)
-			s.ExitOn = append(s.ExitOn, name)
-		}
-	}
-	if v := t["watch_config"]; v != nil {
-		if b, ok := d.boolean(v); ok {
-			s.WatchConfig = b
-		}
-	}
-	if v := t["probe_jitter"]; v != nil {
-		if b, ok := d.boolean(v); ok {
-			s.ProbeJitter = b
-		}
-	}
-	if v := t["strict_shutdown"]; v != nil {
-		s.StrictShutdown, _ = d.boolean(v)
-	}
-	if v := t["log_ring"]; v != nil {
-		if size, ok := d.size(v); ok {
-			if size < 4<<10 || size > 64<<20 {
-				d.errorf(v.path, "must be between 4KiB and 64MiB (got %d bytes)", size)
-			} else {
-				s.LogRing = int(size)
-			}
-		}
-	}
-	if v := t["max_connections"]; v != nil {
-		if i, ok := d.integer(v, 4, 65536); ok {
-			s.MaxConnections = int(i)
-		}
-	}
-	if v := t["max_followers"]; v != nil {
-		if i, ok := d.integer(v, 1, 65536); ok {
-			s.MaxFollowers = int(i)
-			if s.MaxFollowers >= s.MaxConnections {
-				d.errorf(v.path, "must be below max_connections (%d), or followers leave no room for commands", s.MaxConnections)
-			}
-		}
-	}
-	if v := t["http"]; v != nil {
-		if addr, ok := d.str(v); ok {
-			if err := checkListenAddr(addr); err != nil {
-				d.errorf(v.path, "%v", err)
-			} else {
-				s.HTTP = addr
-			}
-		}
-	}
+	decodeKeys(d, d.table(n, "a table: [supervisor]"), &s, supervisorKeys)
 	return s
 }
 
@@ -191,140 +89,17 @@ func (d *decoder) program(name string, n *node, isDefaults bool) *Program {
 		Stdout:           defaultOutput(),
 		Stderr:           defaultOutput(),
 	}
+	p.Backoff = Backoff{Initial: DefaultBackoffInitial, Max: DefaultBackoffMax, ResetAfter: DefaultBackoffResetAfter}
+	pd := &programDecoding{Program: p, isDefaults: isDefaults, env: map[string]string{}}
 	t := d.table(n, "a table")
-	d.known(t, programKeys...)
-
-	if v := t["command"]; v != nil {
-		p.Command, _ = d.command(v)
-	} else if !isDefaults {
+	decodeKeys(d, t, pd, programKeys)
+	if t["command"] == nil && !isDefaults {
 		d.errorf(append(slices.Clip(n.path), "command"), "required: give the program a command (a string or an array)")
 	}
-	if v := t["dir"]; v != nil {
-		p.Dir, _ = d.path(v)
+	if len(pd.env) > 0 {
+		p.Env = pd.env
 	}
-	env := map[string]string{}
-	if v := t["env_file"]; v != nil {
-		files, _ := d.strs(v)
-		for i, f := range files {
-			path := v.path
-			if _, isArr := v.v.([]any); isArr {
-				path = elem(v.path, i)
-			}
-			if f == "" {
-				d.errorf(path, "must be a non-empty path")
-				continue
-			}
-			abs := d.abs(f)
-			p.EnvFiles = append(p.EnvFiles, abs)
-			vars, err := LoadEnvFile(abs)
-			if list, ok := err.(ErrorList); ok {
-				for _, e := range list {
-					d.errorf(path, "%v", e)
-				}
-				continue
-			} else if err != nil {
-				d.errorf(path, "%v", err)
-				continue
-			}
-			maps.Copy(env, vars)
-		}
-	}
-	if v := t["env"]; v != nil {
-		d.env(v, env)
-	}
-	if len(env) > 0 {
-		p.Env = env
-	}
-	if v := t["user"]; v != nil {
-		p.User, _ = d.identity(v)
-	}
-	if v := t["group"]; v != nil {
-		p.Group, _ = d.identity(v)
-	}
-	if v := t["groups"]; v != nil {
-		if arr, ok := v.v.([]any); ok {
-			for i, x := range arr {
-				if g, ok := d.identity(&node{path: elem(v.path, i), v: x}); ok {
-					p.Groups = append(p.Groups, g)
-				}
-			}
-		} else {
-			d.errorf(v.path, "must be an array of group names or ids (got %s)", describe(v.v))
-		}
-	}
-	if v := t["restart"]; v != nil {
-		if s, ok := d.enum(v, string(RestartAlways), string(RestartOnFailure), string(RestartNever)); ok {
-			p.Restart = RestartPolicy(s)
-		}
-	}
-	if v := t["success_exit_codes"]; v != nil {
-		if arr, ok := v.v.([]any); ok {
-			p.SuccessExitCodes = nil
-			for i, x := range arr {
-				if c, ok := d.integer(&node{path: elem(v.path, i), v: x}, 0, 255); ok {
-					p.SuccessExitCodes = append(p.SuccessExitCodes, int(c))
-				}
-			}
-		} else {
-			d.errorf(v.path, "must be an array of exit codes like [0, 3] (got %s)", describe(v.v))
-		}
-	}
-	if v := t["restart_rules"]; v != nil {
-		p.RestartRules = d.restartRules(v)
-	}
-	if v := t["instances"]; v != nil {
-		if i, ok := d.integer(v, 1, 10000); ok {
-			p.Instances = int(i)
-		}
-	}
-	if v := t["autostart"]; v != nil {
-		p.Autostart, _ = d.boolean(v)
-	}
-	if v := t["sidecar"]; v != nil {
-		p.Sidecar, _ = d.boolean(v)
-	}
-	if v := t["critical"]; v != nil {
-		p.Critical, _ = d.boolean(v)
-	}
-	if v := t["depends_on"]; v != nil {
-		d.dependsOn(p, v)
-	}
-	if v := t["stop_signal"]; v != nil {
-		if sig, ok := d.signal(v); ok {
-			p.StopSignal = sig
-		}
-	}
-	if v := t["stop_timeout"]; v != nil {
-		if dur, ok := d.duration(v); ok {
-			p.StopTimeout = dur
-		}
-	}
-	if v := t["min_stop_grace"]; v != nil {
-		if dur, ok := d.duration(v); ok {
-			p.MinStopGrace = dur
-		}
-	}
-	if v := t["backoff"]; v != nil {
-		p.Backoff = d.backoff(v, isDefaults)
-	} else {
-		p.Backoff = Backoff{Initial: DefaultBackoffInitial, Max: DefaultBackoffMax, ResetAfter: DefaultBackoffResetAfter}
-	}
-	if v := t["sandbox"]; v != nil {
-		p.Sandbox = d.sandbox(v, isDefaults)
-	}
-	if v := t["hooks"]; v != nil {
-		p.Hooks = d.hooks(v, isDefaults)
-	}
-	if v := t["stdout"]; v != nil {
-		p.Stdout = d.output(v)
-	}
-	if v := t["stderr"]; v != nil {
-		p.Stderr = d.output(v)
-	}
-	if v := t["watch"]; v != nil {
-		p.Watch = d.watch(v, p.Dir)
-	}
-	d.health(p, n, t, isDefaults)
+	d.checkHealth(pd, n)
 	return p
 }
 
@@ -441,10 +216,21 @@ func (d *decoder) dependsOn(p *Program, n *node) {
 	}
 }
 
+var (
+	backoffKeys          = []string{"initial", "max", "reset_after"}
+	rlimitKeys           = []string{"soft", "hard"}
+	hookKeys             = []string{"command", "http", "timeout"}
+	httpHookKeys         = []string{"url", "method", "headers", "expect_status"}
+	watchKeys            = []string{"paths", "include", "exclude", "debounce", "signal"}
+	outputKeys           = []string{"console", "file", "max_size", "max_files"}
+	restartRuleKeys      = []string{"action", "exit_codes"}
+	restartRuleMatchKeys = []string{"operator", "values"}
+)
+
 func (d *decoder) backoff(n *node, isDefaults bool) Backoff {
 	b := Backoff{Initial: DefaultBackoffInitial, Max: DefaultBackoffMax}
 	t := d.table(n, `a table like { initial = "10s", max = "5m" }`)
-	d.known(t, "initial", "max", "reset_after")
+	d.known(t, backoffKeys...)
 	var setMax, setInitial bool
 	if v := t["initial"]; v != nil {
 		b.Initial, _ = d.duration(v)
@@ -479,93 +265,99 @@ func (d *decoder) backoff(n *node, isDefaults bool) Backoff {
 
 var hostnameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9.-]{0,62})$`) })
 
+// sandboxDecoding is one sandbox table being decoded.
+type sandboxDecoding struct {
+	*Sandbox
+	isDefaults bool
+}
+
 func (d *decoder) sandbox(n *node, isDefaults bool) Sandbox {
 	sb := Sandbox{Umask: -1}
-	t := d.table(n, "a table: [program.NAME.sandbox]")
-	d.known(t, "namespaces", "hostname", "memory_max", "cpu_max", "pids_max", "no_new_privileges", "umask", "rlimits")
-	if v := t["namespaces"]; v != nil {
-		if arr, ok := v.v.([]any); ok {
-			for i, x := range arr {
-				path := elem(v.path, i)
-				s, ok := x.(string)
-				switch {
-				case !ok:
-					d.errorf(path, "must be a string (got %s)", describe(x))
-				case !slices.Contains(namespaces, s):
-					d.errorf(path, "must be one of %s (got %q)", strings.Join(namespaces, ", "), s)
-				case slices.Contains(sb.Namespaces, s):
-					d.errorf(path, "%q is listed twice", s)
-				default:
-					sb.Namespaces = append(sb.Namespaces, s)
-				}
+	decodeKeys(d, d.table(n, "a table: [program.NAME.sandbox]"), &sandboxDecoding{&sb, isDefaults}, sandboxKeys)
+	return sb
+}
+
+// sandboxKeys are the keys of [program.NAME.sandbox]; namespaces comes
+// before hostname, which needs "uts".
+var sandboxKeys = []key[*sandboxDecoding]{
+	{"namespaces", func(d *decoder, sb *sandboxDecoding, v *node) {
+		for i, x := range d.array(v, `an array like ["pid", "mount"]`) {
+			path := elem(v.path, i)
+			s, ok := x.(string)
+			switch {
+			case !ok:
+				d.errorf(path, "must be a string (got %s)", describe(x))
+			case !slices.Contains(namespaces, s):
+				d.errorf(path, "must be one of %s (got %q)", strings.Join(namespaces, ", "), s)
+			case slices.Contains(sb.Namespaces, s):
+				d.errorf(path, "%q is listed twice", s)
+			default:
+				sb.Namespaces = append(sb.Namespaces, s)
 			}
-		} else {
-			d.errorf(v.path, "must be an array like [\"pid\", \"mount\"] (got %s)", describe(v.v))
 		}
-	}
-	if v := t["hostname"]; v != nil {
-		if s, ok := d.str(v); ok {
-			if !hostnameRE().MatchString(s) {
-				d.errorf(v.path, "%q is not a valid hostname (1-64 letters, digits, '-' or '.')", s)
-			} else if !isDefaults && !slices.Contains(sb.Namespaces, "uts") {
-				d.errorf(v.path, `needs the "uts" namespace: add "uts" to namespaces`)
-			}
-			sb.Hostname = s
+	}},
+	{"hostname", func(d *decoder, sb *sandboxDecoding, v *node) {
+		s, ok := d.str(v)
+		if !ok {
+			return
 		}
-	}
-	if v := t["memory_max"]; v != nil {
-		sb.MemoryMax, _ = d.size(v)
-	}
-	if v := t["cpu_max"]; v != nil {
-		switch x := v.v.(type) {
-		case float64:
-			sb.CPUMax = x
-		case int64:
-			sb.CPUMax = float64(x)
-		default:
-			d.errorf(v.path, "must be a number of cores like 0.5 (got %s)", describe(v.v))
+		if !hostnameRE().MatchString(s) {
+			d.errorf(v.path, "%q is not a valid hostname (1-64 letters, digits, '-' or '.')", s)
+		} else if !sb.isDefaults && !slices.Contains(sb.Namespaces, "uts") {
+			d.errorf(v.path, `needs the "uts" namespace: add "uts" to namespaces`)
 		}
-		if sb.CPUMax < 0 || sb.CPUMax != sb.CPUMax || sb.CPUMax > 1<<20 {
-			d.errorf(v.path, "must be a number of cores above 0 (got %v)", sb.CPUMax)
-			sb.CPUMax = 0
-		}
-	}
-	if v := t["pids_max"]; v != nil {
+		sb.Hostname = s
+	}},
+	{"memory_max", func(d *decoder, sb *sandboxDecoding, v *node) { sb.MemoryMax, _ = d.size(v) }},
+	{"cpu_max", (*decoder).cpuMax},
+	{"pids_max", func(d *decoder, sb *sandboxDecoding, v *node) {
 		if i, ok := d.integer(v, 0, 1<<31); ok {
 			if i > 0 && i < 8 {
 				// The sandbox's init and its runtime threads count against
-				// pids.max until the program is exec'd (notes/sandbox.md §1b).
+				// pids.max until the program is exec'd.
 				d.errorf(v.path, "must be 0 (no limit) or at least 8 (got %d): the sandbox init needs a few", i)
 			}
 			sb.PidsMax = i
 		}
+	}},
+	{"no_new_privileges", func(d *decoder, sb *sandboxDecoding, v *node) { setBool(d, v, &sb.NoNewPrivileges) }},
+	{"umask", (*decoder).umask},
+	{"rlimits", func(d *decoder, sb *sandboxDecoding, v *node) { sb.Rlimits = d.rlimits(v, sb.isDefaults) }},
+}
+
+func (d *decoder) cpuMax(sb *sandboxDecoding, v *node) {
+	switch x := v.v.(type) {
+	case float64:
+		sb.CPUMax = x
+	case int64:
+		sb.CPUMax = float64(x)
+	default:
+		d.errorf(v.path, "must be a number of cores like 0.5 (got %s)", describe(v.v))
 	}
-	if v := t["no_new_privileges"]; v != nil {
-		sb.NoNewPrivileges, _ = d.boolean(v)
+	if sb.CPUMax < 0 || sb.CPUMax != sb.CPUMax || sb.CPUMax > 1<<20 {
+		d.errorf(v.path, "must be a number of cores above 0 (got %v)", sb.CPUMax)
+		sb.CPUMax = 0
 	}
-	if v := t["umask"]; v != nil {
-		switch x := v.v.(type) {
-		case string:
-			m, err := parseUmask(x)
-			if err != nil {
-				d.errorf(v.path, "%v", err)
-			} else {
-				sb.Umask = m
-			}
-		case int64:
-			if x < 0 || x > 0o777 {
-				d.errorf(v.path, "must be between 0o000 and 0o777 (got %#o); write it as \"0022\" or 0o022", x)
-			} else {
-				sb.Umask = int(x)
-			}
-		default:
-			d.errorf(v.path, "must be an octal string like \"0022\" (got %s)", describe(v.v))
+}
+
+func (d *decoder) umask(sb *sandboxDecoding, v *node) {
+	switch x := v.v.(type) {
+	case string:
+		m, err := parseUmask(x)
+		if err != nil {
+			d.errorf(v.path, "%v", err)
+			return
 		}
+		sb.Umask = m
+	case int64:
+		if x < 0 || x > 0o777 {
+			d.errorf(v.path, "must be between 0o000 and 0o777 (got %#o); write it as \"0022\" or 0o022", x)
+			return
+		}
+		sb.Umask = int(x)
+	default:
+		d.errorf(v.path, "must be an octal string like \"0022\" (got %s)", describe(v.v))
 	}
-	if v := t["rlimits"]; v != nil {
-		sb.Rlimits = d.rlimits(v, isDefaults)
-	}
-	return sb
 }
 
 func (d *decoder) rlimits(n *node, isDefaults bool) map[string]Rlimit {
@@ -580,7 +372,7 @@ func (d *decoder) rlimits(n *node, isDefaults bool) map[string]Rlimit {
 		}
 		bytes := rlimitResources[name].bytes
 		if sub, ok := v.v.(map[string]*node); ok {
-			d.known(sub, "soft", "hard")
+			d.known(sub, rlimitKeys...)
 			var rl Rlimit
 			soft, hard := sub["soft"], sub["hard"]
 			if (soft == nil || hard == nil) && !isDefaults {
@@ -667,7 +459,7 @@ func (d *decoder) hook(n *node, isDefaults bool) *Hook {
 	if t == nil {
 		return nil
 	}
-	d.known(t, "command", "http", "timeout")
+	d.known(t, hookKeys...)
 	h := &Hook{Timeout: DefaultHookTimeout}
 	cmd, http := t["command"], t["http"]
 	switch {
@@ -699,7 +491,7 @@ func (d *decoder) httpHook(n *node) *HTTPHook {
 	h := &HTTPHook{Method: "GET"}
 	urlNode := n
 	if t, ok := n.v.(map[string]*node); ok {
-		d.known(t, "url", "method", "headers", "expect_status")
+		d.known(t, httpHookKeys...)
 		urlNode = t["url"]
 		if urlNode == nil {
 			d.errorf(n.path, "needs a url")
@@ -770,7 +562,7 @@ func (d *decoder) watch(n *node, dir string) *Watch {
 	if t == nil {
 		return nil
 	}
-	d.known(t, "paths", "include", "exclude", "debounce", "signal")
+	d.known(t, watchKeys...)
 	w := &Watch{Debounce: DefaultWatchDebounce}
 	if v := t["paths"]; v != nil {
 		paths, _ := d.strs(v)
@@ -840,7 +632,7 @@ func (d *decoder) globs(n *node) []string {
 func (d *decoder) output(n *node) Output {
 	o := defaultOutput()
 	t := d.table(n, `a table like { console = true, file = "web.log" }`)
-	d.known(t, "console", "file", "max_size", "max_files")
+	d.known(t, outputKeys...)
 	if v := t["console"]; v != nil {
 		o.Console, _ = d.boolean(v)
 	}
@@ -1042,7 +834,7 @@ func (d *decoder) restartRules(n *node) []RestartRule {
 		if t == nil {
 			continue
 		}
-		d.known(t, "action", "exit_codes")
+		d.known(t, restartRuleKeys...)
 		r := RestartRule{Action: RuleRestart}
 		if v := t["action"]; v != nil {
 			r.Action, _ = d.enum(v, RuleRestart)
@@ -1056,7 +848,7 @@ func (d *decoder) restartRules(n *node) []RestartRule {
 		if et == nil {
 			continue
 		}
-		d.known(et, "operator", "values")
+		d.known(et, restartRuleMatchKeys...)
 		if v := et["operator"]; v != nil {
 			r.Operator, _ = d.enum(v, RuleIn, RuleNotIn)
 		} else {

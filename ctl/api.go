@@ -73,7 +73,9 @@ type Event struct {
 type Backend interface {
 	// Status reports the named programs, every program when names is empty.
 	Status(ctx context.Context, names []string) ([]ProgramStatus, error)
-	Start(ctx context.Context, names []string) error
+	// Start returns when the named programs are ready, or have failed,
+	// unless opts.NoWait.
+	Start(ctx context.Context, names []string, opts WaitOptions) error
 	Stop(ctx context.Context, names []string) error
 	// Restart also clears the programs' crash backoff; opts says how.
 	Restart(ctx context.Context, names []string, opts RestartOptions) error
@@ -87,8 +89,22 @@ type Backend interface {
 	// Events is Logs for state changes: the recent history, then (with
 	// follow) new events until ctx ends; the channel closes either way.
 	Events(ctx context.Context, follow bool) (<-chan Event, error)
+	// Scale sets how many instances each named program runs (by program
+	// name, never an instance), until a reload changes its instances.
+	Scale(ctx context.Context, counts map[string]int, opts WaitOptions) error
 	Reload(ctx context.Context) error
 	Shutdown(ctx context.Context) error
+}
+
+// WaitOptions say whether a start or a scale waits for what it asked.
+type WaitOptions struct {
+	// NoWait returns once the command is under way. By default the call
+	// returns when every instance started is ready (or has failed) and
+	// every instance removed is gone.
+	NoWait bool
+	// Timeout bounds the wait for each instance; 0 means the program's
+	// rollout timeout (two minutes unless set).
+	Timeout time.Duration
 }
 
 // RestartOptions say how a restart goes.

@@ -31,6 +31,7 @@ type memBackend struct {
 	signals   []string               // guarded by mu: "name:SIG"
 	reloads   int                    // guarded by mu
 	shutdowns int                    // guarded by mu
+	scaled    []scaleCall            // guarded by mu
 }
 
 type memProgram struct {
@@ -123,8 +124,27 @@ func (b *memBackend) setState(ctx context.Context, names []string, to string) er
 	return nil
 }
 
-func (b *memBackend) Start(ctx context.Context, names []string) error {
+func (b *memBackend) Start(ctx context.Context, names []string, _ WaitOptions) error {
 	return b.setState(ctx, names, "Running")
+}
+
+// Scale records what it was asked: the protocol, not the scaling, is under
+// test here.
+func (b *memBackend) Scale(ctx context.Context, counts map[string]int, opts WaitOptions) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for name := range counts {
+		if _, ok := b.progs[name]; !ok {
+			return fmt.Errorf("%w %q", ErrUnknownProgram, name)
+		}
+	}
+	b.scaled = append(b.scaled, scaleCall{counts, opts})
+	return nil
+}
+
+type scaleCall struct {
+	counts map[string]int
+	opts   WaitOptions
 }
 
 func (b *memBackend) Stop(ctx context.Context, names []string) error {

@@ -139,9 +139,15 @@ func (c *Client) StatusJSON(ctx context.Context, names []string) (json.RawMessag
 	return b, nil
 }
 
-// Start starts the named programs and returns once they run (or ended).
-func (c *Client) Start(ctx context.Context, names []string) error {
-	return c.call(ctx, request{Verb: "start", Names: names}, nil)
+// Start starts the named programs and, unless opts.NoWait, returns once
+// they are ready (or have failed).
+func (c *Client) Start(ctx context.Context, names []string, opts WaitOptions) error {
+	return c.call(ctx, request{Verb: "start", Names: names, Wait: opts}, nil)
+}
+
+// Scale sets the number of instances of each program in counts.
+func (c *Client) Scale(ctx context.Context, counts map[string]int, opts WaitOptions) error {
+	return c.call(ctx, request{Verb: "scale", Counts: counts, Wait: opts}, nil)
 }
 
 // Stop stops the named programs and returns once they are down.

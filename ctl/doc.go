@@ -26,21 +26,29 @@
 //
 // # Protocol
 //
-// HTTP/1.1 over the unix socket; every path is versioned under /v1/. Bodies
+// HTTP/1.1 over the unix socket; every path is versioned under /v1/ and
+// routed by an http.ServeMux pattern per verb ("POST /v1/start"); what no
+// pattern takes gets the protocol's JSON error (404 unknown_verb, or 405
+// method_not_allowed with Allow). Bodies
 // are JSON; a request body may not exceed 1 MiB and must not carry unknown
 // fields. Errors are {"error": "message", "code": "unknown_program"} with a
 // 4xx or 5xx status. Streams are newline-delimited JSON, one object per line,
 // flushed per item.
 //
 //	GET  /v1/status?name=web&name=db     → [ProgramStatus, …]   (no name: every program)
-//	POST /v1/start    {"names": ["web"]} → {"ok": true}
+//	POST /v1/start    {"names": ["web"], "wait": true, "timeout_ms": 0} → {"ok": true}
 //	POST /v1/stop     {"names": ["web"]} → {"ok": true}
-//	POST /v1/restart  {"names": ["web"]} → {"ok": true}
+//	POST /v1/restart  {"names": ["web"], "all_at_once": false, "wait": true, "timeout_ms": 0} → {"ok": true}
+//	POST /v1/scale    {"counts": {"web": 3}, "wait": true, "timeout_ms": 0} → {"ok": true}
 //	POST /v1/signal   {"signal": "HUP", "names": ["web"]} → {"ok": true}
 //	GET  /v1/logs?name=web&n=20&follow=1 → stream of {"program","stream","time","text","partial"}
 //	GET  /v1/events?follow=1             → stream of Event
 //	POST /v1/reload                      → {"ok": true}
 //	POST /v1/shutdown                    → {"ok": true}
+//
+// wait (default true) makes start, restart and scale reply once what they
+// asked for is ready or has failed; timeout_ms (0: the program's rollout
+// timeout) bounds the wait for each instance. stop always waits.
 //
 // # Socket path
 //

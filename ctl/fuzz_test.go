@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -25,6 +27,9 @@ func FuzzDecodeRequest(f *testing.F) {
 		post("/v1/signal", `{"signal":"SIGHUP","names":["web:1"]}`),
 		post("/v1/signal", `{"signal":"9","names":["x"]}`),
 		post("/v1/reload", ``),
+		post("/v1/scale", `{"counts":{"web":3,"worker":0}}`),
+		post("/v1/scale", `{"counts":{"web":3},"wait":false,"timeout_ms":500}`),
+		post("/v1/start", `{"names":["web"],"wait":false,"timeout_ms":1500}`),
 		post("/v1/shutdown", `{}`),
 		post("/v1/stop", `{"names":["a"],"names":["b"]}`),
 		post("/v1/start", `{"names":["\u00e9t\u00e9"]} `),
@@ -33,12 +38,13 @@ func FuzzDecodeRequest(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
+	mux := NewServer(ServerConfig{}).mux
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		hr, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(raw)))
 		if err != nil {
 			return // not HTTP: net/http refuses it before us
 		}
-		req, aerr := decodeRequest(hr)
+		req, aerr := routeAndDecode(mux, hr)
 		if aerr != nil {
 			if aerr.Status < 400 || aerr.Status > 499 || aerr.Code == "" || aerr.Msg == "" {
 				t.Fatalf("refusal %+v: want a 4xx with a code and a message", aerr)
@@ -63,6 +69,9 @@ func FuzzDecodeRequest(f *testing.F) {
 		if req.Verb == "signal" && (req.Signal <= 0 || req.Signal > 64) {
 			t.Fatalf("accepted signal %d", req.Signal)
 		}
+		if req.Verb == "scale" && checkCounts(req.Counts) != nil {
+			t.Fatalf("accepted scale counts %v", req.Counts)
+		}
 		if req.N < -1 {
 			t.Fatalf("n = %d: below -1", req.N)
 		}
@@ -80,13 +89,44 @@ func FuzzDecodeRequest(f *testing.F) {
 		if err != nil {
 			t.Fatalf("reading back %q: %v", wire.Bytes(), err)
 		}
-		again, aerr := decodeRequest(back)
+		again, aerr := routeAndDecode(mux, back)
 		if aerr != nil {
 			t.Fatalf("the client's encoding of %+v is refused: %v\n%s", req, aerr, wire.Bytes())
 		}
 		if again.Verb != req.Verb || !slices.Equal(again.Names, req.Names) || again.Signal != req.Signal ||
-			again.Follow != req.Follow || (req.Verb == "logs" && again.N != req.N) {
+			again.Follow != req.Follow || (req.Verb == "logs" && again.N != req.N) ||
+			!maps.Equal(again.Counts, req.Counts) || again.Wait != req.Wait || again.Restart != req.Restart {
 			t.Fatalf("round trip changed the request:\n got %+v\nwant %+v", again, req)
 		}
 	})
+}
+
+// routeAndDecode does what the server does with a request before the
+// backend: the router picks the verb (or none), then the verb decodes.
+func routeAndDecode(mux *http.ServeMux, r *http.Request) (request, *apiError) {
+	_, pattern := mux.Handler(r)
+	_, path, ok := strings.Cut(pattern, " ")
+	if !ok { // "/" or a redirect: no verb's route
+		return request{}, unrouted(r)
+	}
+	return decodeRequest(strings.TrimPrefix(path, apiVersion), r)
+}
+
+// TestEveryVerbHasItsRoute: the wire description the client encodes with
+// and the server's routes agree, method included.
+func TestEveryVerbHasItsRoute(t *testing.T) {
+	mux := NewServer(ServerConfig{}).mux
+	for verb, spec := range verbs {
+		for _, m := range []string{http.MethodGet, http.MethodPost} {
+			r, _ := http.NewRequest(m, "http://supervise"+apiVersion+verb, nil)
+			_, pattern := mux.Handler(r)
+			want := "/"
+			if m == spec.method {
+				want = m + " " + apiVersion + verb
+			}
+			if pattern != want {
+				t.Errorf("%s %s routes to %q, want %q", m, verb, pattern, want)
+			}
+		}
+	}
 }

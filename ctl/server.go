@@ -67,6 +67,7 @@ type Server struct {
 	sock     os.FileInfo       // guarded by mu; the socket file Listen created
 	gid      int               // guarded by mu; the allowed group, -1 for none
 	hs       *http.Server      // guarded by mu; set by Serve
+	mux      *http.ServeMux    // the verbs' routes; set by NewServer
 	closed   bool              // guarded by mu
 	draining bool              // guarded by mu; no new handler may start
 	handlers sync.WaitGroup    // Add only under mu while !draining
@@ -97,7 +98,9 @@ func NewServer(cfg ServerConfig) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Server{cfg: cfg, log: log, uid: os.Getuid(), gid: -1}
+	s := &Server{cfg: cfg, log: log, uid: os.Getuid(), gid: -1}
+	s.mux = s.routes()
+	return s
 }
 
 func setDefault(d *time.Duration, v time.Duration) {
@@ -279,7 +282,7 @@ func (s *Server) admit(p peer) error {
 		ErrPermissionDenied, p.uid, s.cfg.Path, allowed)
 }
 
-// ServeHTTP admits the peer, decodes the request and runs the verb.
+// ServeHTTP admits the peer and hands the request to the router.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	if s.draining {
@@ -304,86 +307,132 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.reply(w, &apiError{Status: http.StatusForbidden, Code: codeForbidden, Msg: err.Error()})
 		return
 	}
-	req, aerr := decodeRequest(r)
-	if aerr != nil {
-		s.log.Debug("control socket: bad request", "uid", p.uid, "path", r.URL.Path, "err", aerr)
-		if aerr.Status == http.StatusRequestEntityTooLarge {
-			w.Header().Set("Connection", "close") // the rest of the body is not worth reading
-		}
-		s.reply(w, aerr)
-		return
-	}
-	level := slog.LevelInfo
-	if req.Verb == "status" || req.Verb == "logs" || req.Verb == "events" {
-		level = slog.LevelDebug
-	}
-	s.log.Log(r.Context(), level, "control command", "verb", req.Verb, "names", req.Names, "uid", p.uid, "client_pid", p.pid)
+	s.mux.ServeHTTP(w, r)
+}
 
-	if req.Follow && (req.Verb == "logs" || req.Verb == "events") {
-		if n := s.followers.Add(1); n > int64(s.cfg.MaxFollowers) {
-			s.followers.Add(-1)
-			w.Header().Set("Connection", "close") // its slot is for someone else
-			if s.followRefused.Add(1) == 1 {
-				s.log.Warn("control socket: follower limit reached, refusing new streams", "verb", req.Verb, "uid", p.uid, "limit", s.cfg.MaxFollowers)
-			}
-			s.reply(w, &apiError{Status: http.StatusServiceUnavailable, Code: codeUnavailable,
-				Msg: fmt.Sprintf("too many followers: %d streams follow already ([supervisor] max_followers); try again later", s.cfg.MaxFollowers)})
-			return
-		}
-		defer s.followers.Add(-1)
-		if n := s.followRefused.Swap(0); n > 0 {
-			s.log.Info("control socket: accepting followers again", "refused", n)
-		}
-	}
+// verbFunc carries out one decoded request. It returns an error for the
+// error reply, or nil once it has written its own reply.
+type verbFunc func(ctx context.Context, w http.ResponseWriter, req request) error
 
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	var err error
+// routes maps each verb of the protocol (see verbs) to its handler. What no
+// route takes — an unknown path or verb, a verb with the wrong method —
+// gets the protocol's JSON error from unrouted, not ServeMux's text.
+func (s *Server) routes() *http.ServeMux {
 	b := s.cfg.Backend
-	switch req.Verb {
-	case "status":
-		var st []ProgramStatus
-		if st, err = b.Status(ctx, req.Names); err == nil {
+	done := func(w http.ResponseWriter, err error) error {
+		if err == nil {
+			s.writeJSON(w, http.StatusOK, okReply{OK: true})
+		}
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /v1/status", s.verb("status", func(ctx context.Context, w http.ResponseWriter, req request) error {
+		st, err := b.Status(ctx, req.Names)
+		if err == nil {
 			s.writeStatus(w, st)
+		}
+		return err
+	}))
+	mux.Handle("POST /v1/start", s.verb("start", func(ctx context.Context, w http.ResponseWriter, req request) error {
+		return done(w, b.Start(ctx, req.Names, req.Wait))
+	}))
+	mux.Handle("POST /v1/stop", s.verb("stop", func(ctx context.Context, w http.ResponseWriter, req request) error {
+		return done(w, b.Stop(ctx, req.Names))
+	}))
+	mux.Handle("POST /v1/restart", s.verb("restart", func(ctx context.Context, w http.ResponseWriter, req request) error {
+		return done(w, b.Restart(ctx, req.Names, req.Restart))
+	}))
+	mux.Handle("POST /v1/scale", s.verb("scale", func(ctx context.Context, w http.ResponseWriter, req request) error {
+		return done(w, b.Scale(ctx, req.Counts, req.Wait))
+	}))
+	mux.Handle("POST /v1/signal", s.verb("signal", func(ctx context.Context, w http.ResponseWriter, req request) error {
+		return done(w, b.Signal(ctx, req.Signal, req.Names))
+	}))
+	mux.Handle("POST /v1/reload", s.verb("reload", func(ctx context.Context, w http.ResponseWriter, _ request) error {
+		return done(w, b.Reload(ctx))
+	}))
+	mux.Handle("POST /v1/shutdown", s.verb("shutdown", func(ctx context.Context, w http.ResponseWriter, _ request) error {
+		return done(w, b.Shutdown(ctx))
+	}))
+	mux.Handle("GET /v1/logs", s.verb("logs", func(ctx context.Context, w http.ResponseWriter, req request) error {
+		ch, err := b.Logs(ctx, req.Names, req.N, req.Follow)
+		if err == nil {
+			streamItems(s, ctx, w, req.Verb, ch, func(l logs.Line) any { return toWire(l) })
+		}
+		return err
+	}))
+	mux.Handle("GET /v1/events", s.verb("events", func(ctx context.Context, w http.ResponseWriter, req request) error {
+		ch, err := b.Events(ctx, req.Follow)
+		if err == nil {
+			streamItems(s, ctx, w, req.Verb, ch, func(ev Event) any { return ev })
+		}
+		return err
+	}))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.reply(w, unrouted(r))
+	})
+	return mux
+}
+
+// verb decodes the request for verb, logs it, admits a follower within
+// the limit, and runs fn with a context that ends with the request.
+func (s *Server) verb(verb string, fn verbFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, _ := r.Context().Value(peerKey{}).(peer)
+		req, aerr := decodeRequest(verb, r)
+		if aerr != nil {
+			s.log.Debug("control socket: bad request", "uid", p.uid, "path", r.URL.Path, "err", aerr)
+			if aerr.Status == http.StatusRequestEntityTooLarge {
+				w.Header().Set("Connection", "close") // the rest of the body is not worth reading
+			}
+			s.reply(w, aerr)
 			return
 		}
-	case "start":
-		err = b.Start(ctx, req.Names)
-	case "stop":
-		err = b.Stop(ctx, req.Names)
-	case "restart":
-		err = b.Restart(ctx, req.Names, req.Restart)
-	case "signal":
-		err = b.Signal(ctx, req.Signal, req.Names)
-	case "reload":
-		err = b.Reload(ctx)
-	case "shutdown":
-		err = b.Shutdown(ctx)
-	case "logs":
-		var ch <-chan logs.Line
-		if ch, err = b.Logs(ctx, req.Names, req.N, req.Follow); err == nil {
-			streamItems(s, ctx, cancel, w, req.Verb, ch, func(l logs.Line) any { return toWire(l) })
-			return
+		level := slog.LevelInfo
+		if r.Method == http.MethodGet { // status, logs, events: read-only and frequent
+			level = slog.LevelDebug
 		}
-	case "events":
-		var ch <-chan Event
-		if ch, err = b.Events(ctx, req.Follow); err == nil {
-			streamItems(s, ctx, cancel, w, req.Verb, ch, func(ev Event) any { return ev })
-			return
+		s.log.Log(r.Context(), level, "control command", "verb", verb, "names", req.Names, "uid", p.uid, "client_pid", p.pid)
+		if req.Follow {
+			release, aerr := s.follow(w, verb, p)
+			if aerr != nil {
+				s.reply(w, aerr)
+				return
+			}
+			defer release()
 		}
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		if err := fn(ctx, w, req); err != nil {
+			s.reply(w, s.backendError(r.Context(), req, err))
+		}
+	})
+}
+
+// follow takes one of the MaxFollowers slots for a following stream, or
+// says why not; release gives it back.
+func (s *Server) follow(w http.ResponseWriter, verb string, p peer) (release func(), _ *apiError) {
+	if n := s.followers.Add(1); n > int64(s.cfg.MaxFollowers) {
+		s.followers.Add(-1)
+		w.Header().Set("Connection", "close") // its slot is for someone else
+		if s.followRefused.Add(1) == 1 {
+			s.log.Warn("control socket: follower limit reached, refusing new streams", "verb", verb, "uid", p.uid, "limit", s.cfg.MaxFollowers)
+		}
+		return nil, &apiError{Status: http.StatusServiceUnavailable, Code: codeUnavailable,
+			Msg: fmt.Sprintf("too many followers: %d streams follow already ([supervisor] max_followers); try again later", s.cfg.MaxFollowers)}
 	}
-	if err != nil {
-		s.reply(w, s.backendError(r.Context(), req, err))
-		return
+	if n := s.followRefused.Swap(0); n > 0 {
+		s.log.Info("control socket: accepting followers again", "refused", n)
 	}
-	s.writeJSON(w, http.StatusOK, okReply{OK: true})
+	return func() { s.followers.Add(-1) }, nil
 }
 
 // streamItems writes what the backend sends on ch as newline-delimited
 // JSON, flushing each item, until the backend closes ch, the client goes
 // away or a write times out.
-func streamItems[T any](s *Server, ctx context.Context, cancel context.CancelFunc, w http.ResponseWriter,
+func streamItems[T any](s *Server, ctx context.Context, w http.ResponseWriter,
 	verb string, ch <-chan T, wire func(T) any) {
+	ctx, cancel := context.WithCancel(ctx)
 	if ch == nil { // a backend with nothing to say: an empty stream
 		c := make(chan T)
 		close(c)

@@ -62,7 +62,7 @@ func TestRoundTrip(t *testing.T) {
 	if st[0].State != "Stopped" || st[0].Pid != 0 || st[0].LastExit == nil || st[0].LastExit.Signal != "TERM" {
 		t.Fatalf("after stop: %+v; want Stopped, pid 0, last exit by TERM", st[0])
 	}
-	if err := c.Start(ctx, []string{"worker"}); err != nil {
+	if err := c.Start(ctx, []string{"worker"}, WaitOptions{}); err != nil {
 		t.Fatalf("start: %v", err)
 	}
 	st, _ = c.Status(ctx, []string{"worker"})

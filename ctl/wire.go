@@ -56,6 +56,7 @@ var verbs = map[string]verbSpec{
 	"start":    {method: http.MethodPost, needNames: true},
 	"stop":     {method: http.MethodPost, needNames: true},
 	"restart":  {method: http.MethodPost, needNames: true},
+	"scale":    {method: http.MethodPost},
 	"signal":   {method: http.MethodPost, needNames: true},
 	"logs":     {method: http.MethodGet, query: []string{"name", "n", "follow"}},
 	"events":   {method: http.MethodGet, query: []string{"follow"}},
@@ -80,15 +81,23 @@ type request struct {
 	N       int            // logs: lines of history, -1 for all
 	Follow  bool           // logs, events
 	Restart RestartOptions // restart
+	Wait    WaitOptions    // start, scale
+	Counts  map[string]int // scale: instances per program
 }
 
 // namesBody and signalBody are the JSON bodies of the POST verbs.
 type namesBody struct {
-	Names []string `json:"names"`
-	// restart only
-	AllAtOnce bool  `json:"all_at_once,omitempty"`
-	Wait      *bool `json:"wait,omitempty"` // default true
-	TimeoutMs int64 `json:"timeout_ms,omitempty"`
+	Names     []string `json:"names"`
+	AllAtOnce bool     `json:"all_at_once,omitempty"` // restart only
+	Wait      *bool    `json:"wait,omitempty"`        // start and restart; default true
+	TimeoutMs int64    `json:"timeout_ms,omitempty"`  // start and restart
+}
+
+// scaleBody is scale's body: {"counts": {"web": 3}}.
+type scaleBody struct {
+	Counts    map[string]int `json:"counts"`
+	Wait      *bool          `json:"wait,omitempty"` // default true
+	TimeoutMs int64          `json:"timeout_ms,omitempty"`
 }
 
 type signalBody struct {
@@ -137,24 +146,29 @@ func badRequest(format string, args ...any) *apiError {
 	return &apiError{Status: http.StatusBadRequest, Code: codeBadRequest, Msg: fmt.Sprintf(format, args...)}
 }
 
-// decodeRequest turns an HTTP request into a validated request. It reads at
-// most maxBodyBytes+1 bytes of the body; every failure is a 4xx apiError.
-func decodeRequest(r *http.Request) (request, *apiError) {
+// unrouted is the error reply to a request no route takes: a path outside
+// the protocol, an unknown verb, or a verb with the wrong method.
+func unrouted(r *http.Request) *apiError {
 	path := r.URL.Path
 	verb, ok := strings.CutPrefix(path, apiVersion)
 	if !ok {
-		return request{}, &apiError{Status: http.StatusNotFound, Code: codeUnknownVerb,
+		return &apiError{Status: http.StatusNotFound, Code: codeUnknownVerb,
 			Msg: fmt.Sprintf("unknown path %q: this supervise speaks %s<verb>", path, apiVersion)}
 	}
 	spec, ok := verbs[verb]
 	if !ok {
-		return request{}, &apiError{Status: http.StatusNotFound, Code: codeUnknownVerb,
+		return &apiError{Status: http.StatusNotFound, Code: codeUnknownVerb,
 			Msg: fmt.Sprintf("unknown verb %q (known: %s)", verb, verbList())}
 	}
-	if r.Method != spec.method {
-		return request{}, &apiError{Status: http.StatusMethodNotAllowed, Code: codeMethodNotAllowed,
-			Msg: fmt.Sprintf("%s wants %s, not %s", verb, spec.method, r.Method)}
-	}
+	return &apiError{Status: http.StatusMethodNotAllowed, Code: codeMethodNotAllowed,
+		Msg: fmt.Sprintf("%s wants %s, not %s", verb, spec.method, r.Method)}
+}
+
+// decodeRequest turns the HTTP request the router gave to verb into a
+// validated request. It reads at most maxBodyBytes+1 bytes of the body;
+// every failure is a 4xx apiError.
+func decodeRequest(verb string, r *http.Request) (request, *apiError) {
+	spec := verbs[verb]
 	req := request{Verb: verb, N: -1}
 	if spec.method == http.MethodGet {
 		return req, decodeQuery(&req, r.URL.RawQuery, spec.query)
@@ -186,13 +200,31 @@ func decodeRequest(r *http.Request) (request, *apiError) {
 			return request{}, badRequest("decoding %s request: %v", verb, err)
 		}
 		req.Names = b.Names
-		if verb != "restart" && (b.AllAtOnce || b.Wait != nil || b.TimeoutMs != 0) {
-			return request{}, badRequest("%s: all_at_once, wait and timeout_ms are restart's", verb)
+		switch {
+		case verb != "restart" && b.AllAtOnce:
+			return request{}, badRequest("%s: all_at_once is restart's", verb)
+		case verb == "stop" && (b.Wait != nil || b.TimeoutMs != 0):
+			return request{}, badRequest("stop: wait and timeout_ms are start's and restart's (a stop always waits)")
 		}
-		if b.TimeoutMs < 0 || b.TimeoutMs > int64(24*time.Hour/time.Millisecond) {
-			return request{}, badRequest("restart: timeout_ms must be between 0 and a day")
+		w, aerr := waitOptions(verb, b.Wait, b.TimeoutMs)
+		if aerr != nil {
+			return request{}, aerr
 		}
-		req.Restart = RestartOptions{AllAtOnce: b.AllAtOnce, NoWait: b.Wait != nil && !*b.Wait, Timeout: time.Duration(b.TimeoutMs) * time.Millisecond}
+		req.Wait = w
+		req.Restart = RestartOptions{AllAtOnce: b.AllAtOnce, NoWait: w.NoWait, Timeout: w.Timeout}
+	case "scale":
+		var b scaleBody
+		if err := decodeJSON(body, &b); err != nil {
+			return request{}, badRequest("decoding %s request: %v", verb, err)
+		}
+		if aerr := checkCounts(b.Counts); aerr != nil {
+			return request{}, aerr
+		}
+		w, aerr := waitOptions(verb, b.Wait, b.TimeoutMs)
+		if aerr != nil {
+			return request{}, aerr
+		}
+		req.Counts, req.Wait = b.Counts, w
 	default: // reload, shutdown: nothing, or {}
 		if len(bytes.TrimSpace(body)) > 0 {
 			if err := decodeJSON(body, &struct{}{}); err != nil {
@@ -207,6 +239,41 @@ func decodeRequest(r *http.Request) (request, *apiError) {
 		return request{}, err
 	}
 	return req, nil
+}
+
+// maxInstances is the most instances scale may ask of one program, as a
+// config's instances.
+const maxInstances = 10000
+
+// waitOptions reads the wait and timeout_ms of a body.
+func waitOptions(verb string, wait *bool, timeoutMs int64) (WaitOptions, *apiError) {
+	if timeoutMs < 0 || timeoutMs > int64(24*time.Hour/time.Millisecond) {
+		return WaitOptions{}, badRequest("%s: timeout_ms must be between 0 and a day", verb)
+	}
+	return WaitOptions{NoWait: wait != nil && !*wait, Timeout: time.Duration(timeoutMs) * time.Millisecond}, nil
+}
+
+// checkCounts checks scale's counts: at least one program, names as any
+// verb's, no instance names, 0 to maxInstances each.
+func checkCounts(counts map[string]int) *apiError {
+	if len(counts) == 0 {
+		return badRequest(`scale: name at least one program and its instances, like {"web": 3}`)
+	}
+	if len(counts) > maxNames {
+		return badRequest("scale: %d programs: at most %d", len(counts), maxNames)
+	}
+	for name, n := range counts {
+		if err := checkName(name); err != nil {
+			return badRequest("scale: %v", err)
+		}
+		if strings.Contains(name, ":") || name == "all" {
+			return badRequest("scale: %q: name a program, not an instance or \"all\"", name)
+		}
+		if n < 0 || n > maxInstances {
+			return badRequest("scale: %s=%d: instances must be between 0 and %d", name, n, maxInstances)
+		}
+	}
+	return nil
 }
 
 func decodeQuery(req *request, raw string, allowed []string) *apiError {
@@ -335,11 +402,23 @@ func (req request) httpRequest(ctx context.Context) (*http.Request, error) {
 	switch req.Verb {
 	case "signal":
 		body = signalBody{Signal: unixsig.Name(req.Signal), Names: req.Names}
-	case "start", "stop":
+	case "stop":
 		body = namesBody{Names: req.Names}
+	case "start":
+		b := namesBody{Names: req.Names, TimeoutMs: req.Wait.Timeout.Milliseconds()}
+		if req.Wait.NoWait {
+			b.Wait = new(bool)
+		}
+		body = b
 	case "restart":
 		b := namesBody{Names: req.Names, AllAtOnce: req.Restart.AllAtOnce, TimeoutMs: req.Restart.Timeout.Milliseconds()}
 		if req.Restart.NoWait {
+			b.Wait = new(bool)
+		}
+		body = b
+	case "scale":
+		b := scaleBody{Counts: req.Counts, TimeoutMs: req.Wait.Timeout.Milliseconds()}
+		if req.Wait.NoWait {
 			b.Wait = new(bool)
 		}
 		body = b

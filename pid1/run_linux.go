@@ -10,6 +10,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/supervise-dev/supervise/internal/reap"
 	"github.com/supervise-dev/supervise/internal/unixsig"
 	"golang.org/x/sys/unix"
 )
@@ -227,27 +228,15 @@ func (d *direct) forward(sig syscall.Signal) {
 // kept) and orphans re-parented to us. SIGCHLD coalesces, so one signal
 // may stand for many exits. It reports whether any child is left.
 func (d *direct) reap() (childrenLeft bool) {
-	for {
-		var ws unix.WaitStatus
-		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG|unix.WALL, nil)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil { // ECHILD: no children at all
-			return false
-		}
-		if pid == 0 { // children, none of them exited
-			return true
-		}
-		if !ws.Exited() && !ws.Signaled() {
-			continue
-		}
-		if pid == d.pid {
+	return reap.Changed(func(pid int, ws unix.WaitStatus) {
+		switch {
+		case !reap.Ended(ws):
+		case pid == d.pid:
 			d.ws, d.pid, d.exitedAt = ws, 0, d.cfg.Backoff.Clock.Now()
-			continue
+		default:
+			d.orphans++
 		}
-		d.orphans++
-	}
+	})
 }
 
 // cleanup disposes of what the exited command left behind: the stop

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/supervise-dev/supervise/internal/reap"
 )
 
 // exitFunc receives a child's wait status. It runs on the reaper goroutine
@@ -65,27 +67,19 @@ func (r *reaper) run() {
 func (r *reaper) reapAll() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for {
-		var ws unix.WaitStatus
-		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG|unix.WALL, nil)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil || pid <= 0 { // ECHILD: no children; 0: none changed
-			return
-		}
+	reap.Changed(func(pid int, ws unix.WaitStatus) {
 		f, ok := r.waiting[pid]
 		if !ok {
-			if ws.Exited() || ws.Signaled() {
+			if reap.Ended(ws) {
 				r.orphans.Add(1)
 			}
-			continue
+			return
 		}
-		if ws.Exited() || ws.Signaled() {
+		if reap.Ended(ws) {
 			delete(r.waiting, pid)
 		}
 		f(ws)
-	}
+	})
 }
 
 // spawn forks with the registry locked and registers the child's pid with

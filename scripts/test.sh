@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # Tools the tests compare with, from Debian: promtool (package prometheus)
 # checks the /metrics output; foreman (ruby-foreman) is the reference for
-# .env files.
+# .env files; nginx fronts the zero-downtime rollout test.
 need() { # need COMMAND PACKAGE
 	command -v "$1" >/dev/null && return
 	if [ "$(id -u)" = 0 ]; then
@@ -19,6 +19,7 @@ need() { # need COMMAND PACKAGE
 }
 need promtool prometheus
 need foreman ruby-foreman
+PATH=$PATH:/usr/sbin need nginx nginx
 go vet ./...
 # The packages without Linux-only parts must keep building elsewhere, so the
 # config checker and the client work on a developer's laptop.

@@ -81,37 +81,7 @@ func (s *Supervisor) Status(ctx context.Context, names []string) ([]ctl.ProgramS
 	now := s.clock.Now()
 	for _, k := range keys {
 		in := s.instances[k]
-		st := ctl.ProgramStatus{
-			Name:     k,
-			State:    string(in.state),
-			Pid:      in.pid,
-			Restarts: in.restarts,
-			Message:  in.message,
-		}
-		if in.spec.HasReadinessCheck() {
-			r := in.ready
-			st.Ready = &r
-		}
-		if h := in.health; h != nil && h.status != "" && st.Message == "" {
-			st.Message = h.status
-		}
-		if h := in.health; h != nil && h.probes != nil && in.procID != "" {
-			st.Probes = probeResults(h.probes.Status())
-			if st.Message == "" && !in.ready {
-				st.Message = notReadyWhy(st.Probes)
-			}
-		}
-		if in.procID != "" && !in.startedAt.IsZero() {
-			t := in.startedAt
-			st.StartedAt = &t
-		}
-		if e := in.lastExit; e != nil {
-			st.LastExit = &ctl.ExitInfo{Code: e.Code, Signal: unixsig.Name(e.Signal), Reason: e.Reason, FinishedAt: e.FinishedAt}
-		}
-		if in.state == CrashLoopBackOff && !in.nextStart.IsZero() {
-			st.NextStartInMs = max(in.nextStart.Sub(now).Milliseconds(), 0)
-		}
-		out = append(out, st)
+		out = append(out, statusLocked(in, now))
 		sandboxes = append(sandboxes, in.sandboxID)
 	}
 	s.mu.Unlock()
@@ -126,6 +96,41 @@ func (s *Supervisor) Status(ctx context.Context, names []string) ([]ctl.ProgramS
 		}
 	}
 	return out, nil
+}
+
+// statusLocked is what status shows of in, less the cgroup figures.
+func statusLocked(in *instance, now time.Time) ctl.ProgramStatus {
+	st := ctl.ProgramStatus{
+		Name:     in.key,
+		State:    string(in.state),
+		Pid:      in.pid,
+		Restarts: in.restarts,
+		Message:  in.message,
+	}
+	if in.spec.HasReadinessCheck() {
+		r := in.ready
+		st.Ready = &r
+	}
+	if h := in.health; h != nil && h.status != "" && st.Message == "" {
+		st.Message = h.status // sd_notify's STATUS=
+	}
+	if h := in.health; h != nil && h.probes != nil && in.procID != "" {
+		st.Probes = probeResults(h.probes.Status())
+		if st.Message == "" && !in.ready {
+			st.Message = notReadyWhy(st.Probes)
+		}
+	}
+	if in.procID != "" && !in.startedAt.IsZero() {
+		t := in.startedAt
+		st.StartedAt = &t
+	}
+	if e := in.lastExit; e != nil {
+		st.LastExit = &ctl.ExitInfo{Code: e.Code, Signal: unixsig.Name(e.Signal), Reason: e.Reason, FinishedAt: e.FinishedAt}
+	}
+	if in.state == CrashLoopBackOff && !in.nextStart.IsZero() {
+		st.NextStartInMs = max(in.nextStart.Sub(now).Milliseconds(), 0)
+	}
+	return st
 }
 
 // statsCache keeps each sandbox's cgroup figures for a second: a status of
@@ -173,9 +178,11 @@ func (c *statsCache) get(rt Runtime, sid string, now time.Time) (proc.Stats, boo
 	return st, true
 }
 
-// Start asks named instances to run, and waits until each is Running or has
-// ended again (a one-shot, a crash).
-func (s *Supervisor) Start(ctx context.Context, names []string) error {
+// Start asks named instances to run and, unless opts.NoWait, waits until
+// each is ready (or completed, for a one-shot), reporting one that failed,
+// is crash-looping, or is not ready within the timeout (opts.Timeout, or
+// its rollout timeout). One waiting for a dependency is waited for.
+func (s *Supervisor) Start(ctx context.Context, names []string, opts ctl.WaitOptions) error {
 	keys, err := s.command(names, func(in *instance) {
 		in.goal, in.stoppedFor = goalRun, ""
 		in.settled = false
@@ -184,13 +191,26 @@ func (s *Supervisor) Start(ctx context.Context, names []string) error {
 		}
 		in.afterExit = false
 	})
-	if err != nil {
+	if err != nil || opts.NoWait {
 		return err
 	}
-	return s.waitSettled(ctx, keys, func(in *instance) bool {
-		return in.procID != "" && in.state == Running || in.state == Failed || in.state == Completed ||
-			in.state == CrashLoopBackOff || in.state == Waiting
-	})
+	return s.waitAllReady(ctx, keys, opts.Timeout, "did not start")
+}
+
+// waitAllReady waits for each of keys to be ready (see waitReady), each
+// within timeout or its own rollout timeout, and joins what failed.
+func (s *Supervisor) waitAllReady(ctx context.Context, keys []string, timeout time.Duration, failed string) error {
+	var errs []error
+	for _, k := range keys {
+		t := timeout
+		if t <= 0 {
+			t = s.rolloutTimeout(k)
+		}
+		if err := s.waitReadyAs(ctx, k, "", t, failed); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Stop stops named instances and waits until they are down, the deepest
@@ -257,162 +277,6 @@ func (s *Supervisor) resolve(names []string) (keys, programs []string, err error
 		}
 	}
 	return keys, programs, nil
-}
-
-// defaultRolloutTimeout bounds the wait for each successor of a restart
-// to become ready.
-const defaultRolloutTimeout = 2 * time.Minute
-
-// Restart replaces the named instances' processes, clearing their crash
-// backoff. A program with more than one instance named is replaced one
-// instance at a time: each successor must be ready (its readiness check,
-// or running without one) before the next instance goes, so the others
-// keep serving; a successor that fails or is not ready within the timeout
-// stops the rollout there, the rest keep their old processes, and the
-// error names it. opts.AllAtOnce replaces them all together. Unless
-// opts.NoWait, Restart returns when every instance it replaced is ready.
-func (s *Supervisor) Restart(ctx context.Context, names []string, opts ctl.RestartOptions) error {
-	keys, programs, err := s.resolve(names)
-	if err != nil {
-		return err
-	}
-	// What is bound to them goes down first and comes back once they run.
-	if err := s.stopDependents(ctx, programs); err != nil {
-		return err
-	}
-	if opts.Timeout <= 0 {
-		opts.Timeout = defaultRolloutTimeout
-	}
-	var together []string
-	var rolling [][]string
-	s.mu.Lock()
-	for _, prog := range programs {
-		var mine []string
-		for _, k := range keys {
-			if s.instances[k].spec.Name == prog {
-				mine = append(mine, k)
-			}
-		}
-		if len(mine) > 1 && !opts.AllAtOnce {
-			rolling = append(rolling, mine)
-		} else {
-			together = append(together, mine...)
-		}
-	}
-	s.mu.Unlock()
-
-	before, err := s.requestRestart(together)
-	if err != nil {
-		return err
-	}
-	if opts.NoWait {
-		if len(rolling) > 0 {
-			s.bg.Go(func() {
-				for _, r := range rolling {
-					if err := s.rollOut(s.ctx, r, opts.Timeout); err != nil {
-						s.log.Warn("rolling restart stopped", "err", err)
-						return
-					}
-				}
-			})
-		}
-		return nil
-	}
-	var errs []error
-	for _, k := range together {
-		if err := s.waitReady(ctx, k, before[k], opts.Timeout); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	for _, r := range rolling {
-		if err := s.rollOut(ctx, r, opts.Timeout); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// requestRestart asks for a new process of each key, returning the
-// process each had.
-func (s *Supervisor) requestRestart(keys []string) (map[string]string, error) {
-	before := map[string]string{}
-	if len(keys) == 0 {
-		return before, nil
-	}
-	_, err := s.command(keys, func(in *instance) {
-		before[in.key] = in.procID
-		in.goal = goalRun
-		in.restartRequested = true
-		in.settled = false
-		in.afterExit = false
-		in.backoff.Reset(in.key)
-	})
-	return before, err
-}
-
-// rollOut replaces keys (the instances of one program) one at a time.
-func (s *Supervisor) rollOut(ctx context.Context, keys []string, timeout time.Duration) error {
-	for i, k := range keys {
-		before, err := s.requestRestart([]string{k})
-		if err != nil {
-			return err
-		}
-		if err := s.waitReady(ctx, k, before[k], timeout); err != nil {
-			if rest := keys[i+1:]; len(rest) > 0 {
-				err = fmt.Errorf("%w; rollout stopped: %s keep their old processes", err, strings.Join(rest, ", "))
-			}
-			s.mu.Lock()
-			if in := s.instances[k]; in != nil {
-				s.events.add(k, string(in.state), string(in.state), "rollout stopped: "+err.Error())
-			}
-			s.mu.Unlock()
-			return err
-		}
-	}
-	return nil
-}
-
-// waitReady waits until key has a process other than old that is ready
-// (or has completed), and reports a successor that failed, crashed or was
-// not ready within timeout.
-func (s *Supervisor) waitReady(ctx context.Context, key, old string, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	var verdict error
-	err := s.waitFor(ctx, func() bool {
-		in := s.instances[key]
-		switch {
-		case in == nil:
-			return true // removed by a reload meanwhile
-		case in.restartRequested:
-			return false
-		case in.state == Completed || in.procID != "" && in.procID != old && in.ready:
-			return true
-		case in.state == Failed || in.state == CrashLoopBackOff || in.state == Stopped:
-			verdict = fmt.Errorf("%s did not come back ready: %s %s", key, in.state, in.message)
-			return true
-		}
-		return false
-	})
-	if verdict != nil {
-		return verdict
-	}
-	if err != nil {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		state := "gone"
-		if in := s.instances[key]; in != nil {
-			state = string(in.state) + " " + in.message
-			if in.procID != "" && in.state == Running {
-				state = "running, not ready"
-			}
-		}
-		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
-			return fmt.Errorf("%s not ready within %v (%s)", key, timeout, strings.TrimSpace(state))
-		}
-		return fmt.Errorf("waiting for %s: %w", key, err)
-	}
-	return nil
 }
 
 // Signal sends sig to the process group of each named running instance.

@@ -63,7 +63,7 @@ func TestStopStopsBoundDependentsFirst(t *testing.T) {
 	if h.procID("worker") != worker {
 		t.Fatal("worker (restart_with = false) was stopped with db")
 	}
-	if err := h.sup.Start(context.Background(), []string{"db"}); err != nil {
+	if err := h.sup.Start(context.Background(), []string{"db"}, ctl.WaitOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	h.waitState("web", Running)
@@ -101,7 +101,7 @@ func TestFinalExitStopsBoundDependents(t *testing.T) {
 	h.waitState("web", Stopped)
 	h.waitState("nginx", Stopped)
 	h.waitState("worker", Running)
-	if err := h.sup.Start(context.Background(), []string{"db"}); err != nil {
+	if err := h.sup.Start(context.Background(), []string{"db"}, ctl.WaitOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	h.waitState("web", Running)

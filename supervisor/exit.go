@@ -46,21 +46,32 @@ func (s *Supervisor) handleExit(ctx context.Context, in *instance, exit exitInfo
 	s.log.Info("exited", "program", in.key, "exit_code", exit.Code, "signal", unixsig.Name(exit.Signal), "reason", exit.Reason)
 	s.recordExit(in, exit, requested)
 
-	// post_stop runs after every exit; a failure is logged and never blocks
-	// the restart. Its own timeout bounds it.
-	if h := spec.Hooks.PostStop; h != nil {
-		s.freshSandboxIfGone(ctx, in)
-		s.mu.Lock()
-		last := in.lastExit
-		s.mu.Unlock()
-		if err := s.runHook(ctx, in, hooks.PostStop, h, programEnv(spec, in, last)); err != nil {
-			s.log.Warn("post_stop hook failed", "program", in.key, "err", err)
-		}
+	s.runPostStop(ctx, in, spec)
+	s.disposeSandbox(ctx, in)
+}
+
+// runPostStop runs post_stop after an exit, in a live sandbox; a failure
+// is logged and never blocks the restart. Its own timeout bounds it.
+func (s *Supervisor) runPostStop(ctx context.Context, in *instance, spec *config.Program) {
+	h := spec.Hooks.PostStop
+	if h == nil {
+		return
 	}
-	// Nothing of this run survives it: leftovers in the sandbox are killed.
-	// A sandbox with namespaces is kept for a restart that is coming (as
-	// the kubelet keeps a pod's): a new one would cost its init's start-up
-	// and the namespaces' teardown on every crash. Any other is deleted.
+	s.freshSandboxIfGone(ctx, in)
+	s.mu.Lock()
+	last := in.lastExit
+	s.mu.Unlock()
+	if err := s.runHook(ctx, in, hooks.PostStop, h, programEnv(spec, in, last)); err != nil {
+		s.log.Warn("post_stop hook failed", "program", in.key, "err", err)
+	}
+}
+
+// disposeSandbox makes sure nothing of the ended run survives it:
+// leftovers in the sandbox are killed. A sandbox with namespaces is kept
+// for a restart that is coming (as the kubelet keeps a pod's): a new one
+// would cost its init's start-up and the namespaces' teardown on every
+// crash. Any other is deleted.
+func (s *Supervisor) disposeSandbox(ctx context.Context, in *instance) {
 	s.mu.Lock()
 	sid := in.sandboxID
 	keep := sid != "" && len(in.sandboxCfg.Namespaces) > 0 && in.goal == goalRun && !s.shuttingDown &&

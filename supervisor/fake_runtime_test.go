@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -23,6 +24,7 @@ type fakeRuntime struct {
 	procs      map[string]*fakeProc
 	sandboxes  map[string]bool
 	execs      []string // hook commands, in order
+	execsBy    []string // hook commands with their SUPERVISE_INSTANCE: "drain 2"
 	resets     int
 	ignoreTerm map[string]bool // program name → its processes ignore the stop signal
 	termExit0  map[string]bool // program name → its processes trap the stop signal and exit 0
@@ -263,6 +265,11 @@ func (f *fakeRuntime) Exec(ctx context.Context, sid string, cfg proc.ExecConfig)
 	defer f.mu.Unlock()
 	cmd := cfg.Args[0]
 	f.execs = append(f.execs, cmd)
+	for _, kv := range cfg.Env {
+		if inst, ok := strings.CutPrefix(kv, "SUPERVISE_INSTANCE="); ok {
+			f.execsBy = append(f.execsBy, cmd+" "+inst)
+		}
+	}
 	if f.execFail[cmd] {
 		return proc.ExecResult{ExitCode: 1}, nil
 	}
@@ -282,6 +289,14 @@ func (f *fakeRuntime) startTimes(name string) []time.Time {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]time.Time(nil), f.starts[name]...)
+}
+
+// hookLogByInstance is hookLog with the SUPERVISE_INSTANCE of each run:
+// "drain 2".
+func (f *fakeRuntime) hookLogByInstance() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.execsBy...)
 }
 
 func (f *fakeRuntime) hookLog() []string {

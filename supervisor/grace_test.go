@@ -147,7 +147,7 @@ func TestFirstProbeSpreadAfterBoot(t *testing.T) {
 
 	start := func() time.Time {
 		t.Helper()
-		if err := h.sup.Start(context.Background(), []string{"web"}); err != nil {
+		if err := h.sup.Start(context.Background(), []string{"web"}, ctl.WaitOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		h.waitState("web", Running)

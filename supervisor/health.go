@@ -115,7 +115,9 @@ func (h *health) started() {
 	}
 }
 
-// startHealth starts the watchers once the process runs.
+// startHealth starts the watchers once the process runs: probes, the
+// watchdog and sd_notify socket, the notify fd, ready_log_line. Each wakes
+// the key's reconcile when what it knows changes.
 func (s *Supervisor) startHealth(in *instance, h *health, sid string, pcfgEnv []string) {
 	spec := in.spec
 	key := in.key
@@ -154,46 +156,7 @@ func (s *Supervisor) startHealth(in *instance, h *health, sid string, pcfgEnv []
 		})
 	}
 	if h.sock != nil {
-		sock, wd := h.sock, h.watchdog
-		var cgroupDir string
-		var initPid int
-		if st, err := s.rt.SandboxStatus(sid); err == nil {
-			cgroupDir, initPid = st.CgroupPath, st.InitPid
-		}
-		mainPid := in.pid
-		h.wg.Go(func() {
-			warned := false
-			for m := range sock.Messages() {
-				if !notify.FromProgram(m.Pid, cgroupDir, mainPid, initPid) {
-					// Only the program speaks for itself; once per run is
-					// enough to say someone else tried.
-					if !warned {
-						s.log.Warn("sd_notify message from outside the program ignored", "program", key, "sender_pid", m.Pid, "sender_uid", m.Uid)
-						warned = true
-					}
-					continue
-				}
-				s.mu.Lock()
-				if m.Ready {
-					h.notifyReady = true
-				}
-				if m.Status != "" {
-					h.status = m.Status
-				}
-				s.mu.Unlock()
-				if wd != nil {
-					switch {
-					case m.WatchdogTrigger:
-						wd.Trigger()
-					case m.WatchdogTimeout > 0:
-						wd.SetTimeout(m.WatchdogTimeout)
-					case m.Watchdog:
-						wd.Kick()
-					}
-				}
-				wake()
-			}
-		})
+		s.followNotifySocket(in, h, sid, wake)
 	}
 	if h.fd != nil {
 		fd := h.fd
@@ -213,6 +176,58 @@ func (s *Supervisor) startHealth(in *instance, h *health, sid string, pcfgEnv []
 			ring, since := in.logs.ring, h.since
 			h.wg.Go(func() { s.followReadyLine(ctx, h, ring, m, since, wake) })
 		}
+	}
+}
+
+// followNotifySocket reads the sd_notify messages of in's run on h's
+// socket, taking only those the program itself sent, until the socket
+// closes.
+func (s *Supervisor) followNotifySocket(in *instance, h *health, sid string, wake func()) {
+	sock, wd, key := h.sock, h.watchdog, in.key
+	var cgroupDir string
+	var initPid int
+	if st, err := s.rt.SandboxStatus(sid); err == nil {
+		cgroupDir, initPid = st.CgroupPath, st.InitPid
+	}
+	mainPid := in.pid
+	h.wg.Go(func() {
+		warned := false
+		for m := range sock.Messages() {
+			if !notify.FromProgram(m.Pid, cgroupDir, mainPid, initPid) {
+				// Only the program speaks for itself; once per run is
+				// enough to say someone else tried.
+				if !warned {
+					s.log.Warn("sd_notify message from outside the program ignored", "program", key, "sender_pid", m.Pid, "sender_uid", m.Uid)
+					warned = true
+				}
+				continue
+			}
+			s.mu.Lock()
+			if m.Ready {
+				h.notifyReady = true
+			}
+			if m.Status != "" {
+				h.status = m.Status
+			}
+			s.mu.Unlock()
+			kickWatchdog(wd, m)
+			wake()
+		}
+	})
+}
+
+// kickWatchdog passes what m says of the watchdog to wd, if there is one.
+func kickWatchdog(wd *notify.Watchdog, m notify.Message) {
+	if wd == nil {
+		return
+	}
+	switch {
+	case m.WatchdogTrigger:
+		wd.Trigger()
+	case m.WatchdogTimeout > 0:
+		wd.SetTimeout(m.WatchdogTimeout)
+	case m.Watchdog:
+		wd.Kick()
 	}
 }
 

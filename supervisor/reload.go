@@ -3,6 +3,7 @@ package supervisor
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/supervise-dev/supervise/config"
 )
@@ -21,12 +22,16 @@ func (s *Supervisor) apply(cfg *config.Config) {
 func (s *Supervisor) applyLocked(cfg *config.Config) {
 	old := s.cfg
 	s.cfg = cfg
+	if old != nil && old != cfg {
+		s.forgetScalesLocked(old, cfg)
+	}
 	s.level = levels(cfg.Programs)
 	s.logs.setRingBytes(cfg.Supervisor.LogRing)
 
 	wanted := map[string]bool{}
 	for _, p := range cfg.Programs {
-		for i, key := range instanceKeys(p) {
+		var renew []string // running instances that need a new process
+		for i, key := range s.instanceKeysLocked(p) {
 			wanted[key] = true
 			in := s.instances[key]
 			if in == nil {
@@ -59,10 +64,20 @@ func (s *Supervisor) applyLocked(cfg *config.Config) {
 			in.backoff = newCrashBackoff(p, s.clock)
 			in.logs = s.logs.forKey(p, key)
 			if newProcess && in.goal == goalRun {
+				renew = append(renew, key)
+			}
+			s.queue.Add(key)
+		}
+		// Several running instances are rolled, as a restart does; the
+		// others (not running: their next start takes the new spec) get
+		// their new process at once.
+		rolled := s.rollLocked(p.Name, renew)
+		for _, key := range renew {
+			if !slices.Contains(rolled, key) {
+				in := s.instances[key]
 				in.restartRequested = true
 				in.settled = false
 			}
-			s.queue.Add(key)
 		}
 	}
 	for key, in := range s.instances {
@@ -91,4 +106,20 @@ func (s *Supervisor) ApplyConfig(ctx context.Context, cfg *config.Config) error 
 	s.events.add("supervisor", "", "Reloaded", cfg.File)
 	s.log.Info("config reloaded", "file", cfg.File, "programs", len(cfg.Programs))
 	return nil
+}
+
+// forgetScalesLocked drops what scale set for a program that the new
+// config removes or whose instances it changes: the file has the last
+// word once it says something new.
+func (s *Supervisor) forgetScalesLocked(old, cfg *config.Config) {
+	for name, n := range s.scaled {
+		np, op := cfg.Program(name), old.Program(name)
+		if np != nil && op != nil && np.Instances == op.Instances {
+			continue
+		}
+		delete(s.scaled, name)
+		if np != nil {
+			s.log.Info("the config's instances replace the scale", "program", name, "scaled", n, "instances", np.Instances)
+		}
+	}
 }

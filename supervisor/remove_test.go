@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/supervise-dev/supervise/config"
+	"github.com/supervise-dev/supervise/ctl"
 )
 
 func (h *harness) apply(programs ...*config.Program) {
@@ -96,7 +97,7 @@ func TestStoppingTheLastProgramKeepsSuperviseUp(t *testing.T) {
 		t.Fatal("supervise decided to exit when its last program was stopped")
 	default:
 	}
-	if err := h.sup.Start(context.Background(), []string{"web"}); err != nil {
+	if err := h.sup.Start(context.Background(), []string{"web"}, ctl.WaitOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	h.waitState("web", Running)

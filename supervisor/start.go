@@ -21,31 +21,13 @@ func (s *Supervisor) start(ctx context.Context, in *instance) error {
 	s.mu.Lock()
 	spec := in.spec
 	s.setStateLocked(in, Starting, "")
-	sid := in.sandboxID
 	last := in.lastExit
 	s.mu.Unlock()
 
-	want := sandboxConfig(spec, in.key)
-	if sid != "" && !s.reusable(sid, in, want) {
-		s.mu.Lock()
-		in.sandboxID = ""
-		s.mu.Unlock()
-		if err := s.rt.DeleteSandbox(ctx, sid); err != nil && !errors.Is(err, proc.ErrNotFound) {
-			s.log.Warn("deleting sandbox", "program", in.key, "err", err)
-		}
-		sid = ""
+	sid, err := s.ensureSandbox(ctx, in)
+	if err != nil {
+		return s.startFailed(ctx, in, "", ReasonStartError, err)
 	}
-	if sid == "" {
-		var err error
-		sid, err = s.rt.CreateSandbox(ctx, want)
-		if err != nil {
-			return s.startFailed(ctx, in, "", ReasonStartError, fmt.Errorf("creating sandbox: %w", err))
-		}
-		s.mu.Lock()
-		in.sandboxID, in.sandboxCfg = sid, want
-		s.mu.Unlock()
-	}
-
 	env := programEnv(spec, in, last)
 	if h := spec.Hooks.PreStart; h != nil {
 		if err := s.runHook(ctx, in, hooks.PreStart, h, env); err != nil {
@@ -59,15 +41,77 @@ func (s *Supervisor) start(ctx context.Context, in *instance) error {
 		s.log.Info("start cancelled by a stop", "program", in.key)
 		return nil
 	}
-
 	h, env, err := s.prepareHealth(in, env)
 	if err != nil {
 		return s.startFailed(ctx, in, "", ReasonStartError, fmt.Errorf("creating the notify socket: %w", err))
 	}
-	stdout, stderr, err := in.logs.pipes()
+	st, err := s.launch(ctx, in, sid, env, h)
 	if err != nil {
 		h.stop()
-		return s.startFailed(ctx, in, "", ReasonStartError, fmt.Errorf("creating log pipes: %w", err))
+		return s.startFailed(ctx, in, "", ReasonStartError, err)
+	}
+	s.mu.Lock()
+	in.health = h
+	in.startingID = ""
+	in.procID, in.pid, in.startedAt = st.ID, st.Pid, st.StartedAt
+	if in.startedAt.IsZero() {
+		in.startedAt = s.clock.Now()
+	}
+	s.mu.Unlock()
+
+	if err := s.postStart(ctx, in, env); err != nil {
+		return s.startFailed(ctx, in, st.ID, ReasonHookError, err)
+	}
+	s.mu.Lock()
+	if in.procID == st.ID {
+		s.setStateLocked(in, Running, "")
+		s.startHealth(in, h, sid, env)
+		s.checkHealthLocked(in)
+		s.startDependentsLocked(spec.Name)
+	}
+	s.mu.Unlock()
+	s.log.Info("started", "program", in.key, "pid", st.Pid)
+	return nil
+}
+
+// ensureSandbox returns the sandbox in's next process runs in: the kept
+// one when it still fits the spec and its init lives, else a new one.
+func (s *Supervisor) ensureSandbox(ctx context.Context, in *instance) (string, error) {
+	s.mu.Lock()
+	sid, spec := in.sandboxID, in.spec
+	s.mu.Unlock()
+	want := sandboxConfig(spec, in.key)
+	if sid != "" && s.reusable(sid, in, want) {
+		return sid, nil
+	}
+	if sid != "" {
+		s.mu.Lock()
+		in.sandboxID = ""
+		s.mu.Unlock()
+		if err := s.rt.DeleteSandbox(ctx, sid); err != nil && !errors.Is(err, proc.ErrNotFound) {
+			s.log.Warn("deleting sandbox", "program", in.key, "err", err)
+		}
+	}
+	sid, err := s.rt.CreateSandbox(ctx, want)
+	if err != nil {
+		return "", fmt.Errorf("creating sandbox: %w", err)
+	}
+	s.mu.Lock()
+	in.sandboxID, in.sandboxCfg = sid, want
+	s.mu.Unlock()
+	return sid, nil
+}
+
+// launch creates and starts the process in sandbox sid with its output
+// pipes and h's descriptors, and returns its status. On failure nothing of
+// the process is left.
+func (s *Supervisor) launch(ctx context.Context, in *instance, sid string, env []string, h *health) (proc.ProcessStatus, error) {
+	s.mu.Lock()
+	spec := in.spec
+	s.mu.Unlock()
+	stdout, stderr, err := in.logs.pipes()
+	if err != nil {
+		return proc.ProcessStatus{}, fmt.Errorf("creating log pipes: %w", err)
 	}
 	pcfg := processConfig(spec, env)
 	pcfg.Stdout, pcfg.Stderr = stdout, stderr
@@ -90,52 +134,45 @@ func (s *Supervisor) start(ctx context.Context, in *instance) error {
 		s.mu.Lock()
 		in.startingID = ""
 		s.mu.Unlock()
-		h.stop()
 		if id != "" {
 			_ = s.rt.Remove(ctx, id)
 		}
-		return s.startFailed(ctx, in, "", ReasonStartError, err)
+		return proc.ProcessStatus{}, err
 	}
 	st, err := s.rt.Status(id)
 	if err != nil { // cannot happen: proc knows what it started
-		st = proc.ProcessStatus{ID: id}
 		s.log.Warn("status of a started process", "program", in.key, "err", err)
+		st = proc.ProcessStatus{ID: id}
 	}
-	s.mu.Lock()
-	in.health = h
-	in.startingID = ""
-	in.procID, in.pid, in.startedAt = id, st.Pid, st.StartedAt
-	if in.startedAt.IsZero() {
-		in.startedAt = s.clock.Now()
-	}
-	s.mu.Unlock()
+	st.ID = id
+	return st, nil
+}
 
-	if h := spec.Hooks.PostStart; h != nil {
-		if err := s.runHook(ctx, in, hooks.PostStart, h, env); err != nil {
-			// The process is killed for it, after its pre_stop, as the
-			// kubelet's killContainer runs preStop whatever the reason.
-			if ps := spec.Hooks.PreStop; ps != nil {
-				hs := *ps
-				if grace := stopGraceLocked(spec, nil); hs.Timeout <= 0 || hs.Timeout > grace {
-					hs.Timeout = grace
-				}
-				if err := s.runHook(ctx, in, hooks.PreStop, &hs, env); err != nil {
-					s.log.Warn("pre_stop hook failed; stopping anyway", "program", in.key, "err", err)
-				}
-			}
-			return s.startFailed(ctx, in, id, ReasonHookError, err)
+// postStart runs the post_start hook, if any. When it fails, the process
+// is to be killed for it, after its pre_stop, as the kubelet's
+// killContainer runs preStop whatever the reason; the caller kills.
+func (s *Supervisor) postStart(ctx context.Context, in *instance, env []string) error {
+	s.mu.Lock()
+	spec := in.spec
+	s.mu.Unlock()
+	h := spec.Hooks.PostStart
+	if h == nil {
+		return nil
+	}
+	err := s.runHook(ctx, in, hooks.PostStart, h, env)
+	if err == nil {
+		return nil
+	}
+	if ps := spec.Hooks.PreStop; ps != nil {
+		hs := *ps
+		if grace := stopGraceLocked(spec, nil); hs.Timeout <= 0 || hs.Timeout > grace {
+			hs.Timeout = grace
+		}
+		if perr := s.runHook(ctx, in, hooks.PreStop, &hs, env); perr != nil {
+			s.log.Warn("pre_stop hook failed; stopping anyway", "program", in.key, "err", perr)
 		}
 	}
-	s.mu.Lock()
-	if in.procID == id {
-		s.setStateLocked(in, Running, "")
-		s.startHealth(in, h, sid, env)
-		s.checkHealthLocked(in)
-		s.startDependentsLocked(spec.Name)
-	}
-	s.mu.Unlock()
-	s.log.Info("started", "program", in.key, "pid", st.Pid)
-	return nil
+	return err
 }
 
 // startCancelled reports whether the instance is no longer meant to run.

@@ -107,8 +107,10 @@ type Supervisor struct {
 	mu           sync.Mutex
 	cfg          *config.Config
 	instances    map[string]*instance
-	level        map[string]int // dependency depth per program name
-	changed      chan struct{}  // closed and replaced on every state change
+	level        map[string]int         // dependency depth per program name
+	rollouts     map[string]*rolloutRun // per program, the rollout under way
+	scaled       map[string]int         // per program, the instances `scale` set
+	changed      chan struct{}          // closed and replaced on every state change
 	shuttingDown bool
 	firstFail    *int     // exit status of the first program that failed for good
 	forced       []string // instances SIGKILLed during the shutdown, in order
@@ -173,6 +175,8 @@ func New(opts Options) (*Supervisor, error) {
 		ctx:       ctx,
 		cancel:    cancel,
 		instances: map[string]*instance{},
+		rollouts:  map[string]*rolloutRun{},
+		scaled:    map[string]int{},
 		changed:   make(chan struct{}),
 		done:      make(chan struct{}),
 		stopReq:   make(chan struct{}),
@@ -187,13 +191,34 @@ func New(opts Options) (*Supervisor, error) {
 func InstanceKeys(p *config.Program) []string { return instanceKeys(p) }
 
 func instanceKeys(p *config.Program) []string {
-	n := p.Instances
-	if n <= 1 {
+	if p.Instances <= 1 {
 		return []string{p.Name}
 	}
+	return numberedKeys(p.Name, p.Instances)
+}
+
+// instanceKeysLocked are p's instances as they run: the config's, or as
+// many as scale set. A scaled program's instances are numbered even when
+// one is left, so scaling never renames the ones that stay.
+func (s *Supervisor) instanceKeysLocked(p *config.Program) []string {
+	if n, ok := s.scaled[p.Name]; ok {
+		return numberedKeys(p.Name, n)
+	}
+	return instanceKeys(p)
+}
+
+// instanceCountLocked is how many instances p runs.
+func (s *Supervisor) instanceCountLocked(p *config.Program) int {
+	if n, ok := s.scaled[p.Name]; ok {
+		return n
+	}
+	return max(p.Instances, 1)
+}
+
+func numberedKeys(name string, n int) []string {
 	keys := make([]string, n)
 	for i := range keys {
-		keys[i] = p.Name + ":" + strconv.Itoa(i)
+		keys[i] = name + ":" + strconv.Itoa(i)
 	}
 	return keys
 }
@@ -577,33 +602,42 @@ func (s *Supervisor) shutdownAll() {
 		case <-s.ctx.Done():
 		}
 	})
-	for l := maxLevel; l >= 0; l-- {
-		var keys []string
-		s.mu.Lock()
-		for k, in := range s.instances {
-			if s.level[in.spec.Name] == l {
-				in.goal = goalStop
-				keys = append(keys, k)
-				s.queue.Add(k)
-			}
-		}
-		s.mu.Unlock()
-		// Every state change wakes this check: it drops the keys found
-		// down from the front and stops at the first one still up, so a
-		// thousand programs cost a thousand checks, not a million.
-		_ = s.waitFor(s.ctx, func() bool {
-			for len(keys) > 0 {
-				if in := s.instances[keys[0]]; in != nil && (in.procID != "" || in.state == Starting || in.state == Stopping) {
-					return false
-				}
-				keys = keys[1:]
-			}
-			return true
-		})
-		if s.ctx.Err() != nil {
-			break
+	for l := maxLevel; l >= 0 && s.ctx.Err() == nil; l-- {
+		s.stopLevel(l)
+	}
+	s.deleteSandboxes()
+}
+
+// stopLevel stops every instance of dependency level l and waits until
+// none of them has a process or a start or stop under way.
+func (s *Supervisor) stopLevel(l int) {
+	var keys []string
+	s.mu.Lock()
+	for k, in := range s.instances {
+		if s.level[in.spec.Name] == l {
+			in.goal = goalStop
+			keys = append(keys, k)
+			s.queue.Add(k)
 		}
 	}
+	s.mu.Unlock()
+	// Every state change wakes this check: it drops the keys found down
+	// from the front and stops at the first one still up, so a thousand
+	// programs cost a thousand checks, not a million.
+	_ = s.waitFor(s.ctx, func() bool {
+		for len(keys) > 0 {
+			if in := s.instances[keys[0]]; in != nil && (in.procID != "" || in.state == Starting || in.state == Stopping) {
+				return false
+			}
+			keys = keys[1:]
+		}
+		return true
+	})
+}
+
+// deleteSandboxes deletes what sandboxes are left once every process is
+// gone.
+func (s *Supervisor) deleteSandboxes() {
 	// Sandboxes outlive their processes only until here.
 	s.mu.Lock()
 	var sandboxes []string

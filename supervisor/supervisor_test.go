@@ -243,7 +243,7 @@ func TestDependsOnOrder(t *testing.T) {
 		program("a", func(p *config.Program) { p.Autostart = false }),
 	)
 	h.waitState("b", Waiting)
-	if err := h.sup.Start(context.Background(), []string{"a"}); err != nil {
+	if err := h.sup.Start(context.Background(), []string{"a"}, ctl.WaitOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	h.waitState("b", Running)

@@ -3,6 +3,7 @@ package supervisor
 import (
 	"context"
 	"reflect"
+	"slices"
 	"sync"
 
 	"github.com/supervise-dev/supervise/config"
@@ -97,20 +98,32 @@ func (s *Supervisor) filesChanged(name string, spec config.Watch, changed []stri
 	if len(changed) > 0 {
 		first = changed[0]
 	}
+	var keys []string
 	for key, in := range s.instances {
 		if in.spec.Name != name || in.goal != goalRun {
 			continue
 		}
-		if spec.Signal != 0 {
-			if in.procID != "" {
-				s.log.Info("files changed; signalling", "program", key, "signal", unixsig.Name(spec.Signal), "file", first, "files", len(changed))
-				if err := s.rt.Signal(in.procID, spec.Signal); err != nil {
-					s.log.Warn("signalling on file change", "program", key, "err", err)
-				}
-			}
+		if spec.Signal == 0 {
+			keys = append(keys, key)
 			continue
 		}
-		s.log.Info("files changed; restarting", "program", key, "file", first, "files", len(changed))
+		if in.procID != "" {
+			s.log.Info("files changed; signalling", "program", key, "signal", unixsig.Name(spec.Signal), "file", first, "files", len(changed))
+			if err := s.rt.Signal(in.procID, spec.Signal); err != nil {
+				s.log.Warn("signalling on file change", "program", key, "err", err)
+			}
+		}
+	}
+	slices.SortFunc(keys, func(a, b string) int { return s.instances[a].index - s.instances[b].index })
+	if len(keys) > 0 {
+		s.log.Info("files changed; restarting", "program", name, "instances", len(keys), "file", first, "files", len(changed))
+	}
+	rolled := s.rollLocked(name, keys)
+	for _, key := range keys {
+		if slices.Contains(rolled, key) {
+			continue
+		}
+		in := s.instances[key]
 		in.restartRequested = true
 		in.settled = false
 		in.afterExit = false

@@ -131,13 +131,16 @@ func ctlVerbs(exit func(code int) error) []*cli.Command {
 	return []*cli.Command{
 		verb("status", "[NAME…]", "show programs: state, pid, uptime, restarts, last exit, memory, CPU",
 			lateFlags{}, ctlStatus),
-		verb("start", "NAME…", "start programs and wait until they run", lateFlags{}, ctlAction("start", "started")),
+		verb("start", "NAME…", "start programs; returns when they are ready (or have failed)", lateFlags{}, ctlAction("start", "started"),
+			noWaitFlag("return once the start is under way"), timeoutFlag("how long each instance may take to be ready")),
 		verb("stop", "NAME…", "stop programs and keep them stopped", lateFlags{}, ctlAction("stop", "stopped")),
 		verb("restart", "NAME…", "restart programs, clearing their crash backoff: the instances of a program one at a time, each ready before the next; returns when all are ready",
 			lateFlags{}, ctlAction("restart", "restarted"),
 			&cli.BoolFlag{Name: "all-at-once", Usage: "restart every instance together"},
-			&cli.BoolFlag{Name: "no-wait", Usage: "return once the restart is under way"},
-			&cli.DurationFlag{Name: "timeout", Value: 2 * time.Minute, Usage: "how long each new instance may take to be ready"}),
+			noWaitFlag("return once the restart is under way"), timeoutFlag("how long each new instance may take to be ready")),
+		verb("scale", "NAME=N…", "set how many instances programs run (until a reload changes their instances); returns when the new ones are ready and the surplus ones gone",
+			lateFlags{}, ctlScale,
+			noWaitFlag("return once the scaling is under way"), timeoutFlag("how long each new instance may take to be ready")),
 		verb("signal", "SIG NAME…", "send a signal (HUP, SIGUSR1, 10…) to programs", lateFlags{}, ctlSignal),
 		verb("logs", "[NAME…]", "print the programs' recent output; -f follows it, across restarts",
 			lateFlags{follow: true, n: true}, ctlLogs, followFlag,
@@ -150,6 +153,12 @@ func ctlVerbs(exit func(code int) error) []*cli.Command {
 		verb("reload", "", "re-read the config file and apply the changes", lateFlags{}, ctlAction("reload", "reloaded")),
 		verb("shutdown", "", "stop every program and make supervise exit", lateFlags{}, ctlAction("shutdown", "shutting down")),
 	}
+}
+
+func noWaitFlag(usage string) cli.Flag { return &cli.BoolFlag{Name: "no-wait", Usage: usage} }
+
+func timeoutFlag(usage string) cli.Flag {
+	return &cli.DurationFlag{Name: "timeout", DefaultText: "the program's rollout timeout, 2m unless set", Usage: usage}
 }
 
 // ctlEnv is what a verb works with.
@@ -167,8 +176,9 @@ type ctlEnv struct {
 	// top's
 	sort     string
 	interval time.Duration
-	// restart's
+	// start's, restart's and scale's
 	restart ctl.RestartOptions
+	wait    ctl.WaitOptions
 }
 
 // usageError is a command line mistake: exit code 2.
@@ -256,10 +266,12 @@ func ctlRun(c *cli.Context, late lateFlags, fn verbFunc) int {
 			return ctlExitUsage
 		}
 	}
-	if c.Command.Name == "restart" {
-		e.restart = ctl.RestartOptions{AllAtOnce: c.Bool("all-at-once"), NoWait: c.Bool("no-wait"), Timeout: c.Duration("timeout")}
-		if e.restart.Timeout <= 0 {
-			fmt.Fprintf(os.Stderr, "supervisectl restart: --timeout %v: more than 0\n", e.restart.Timeout)
+	switch c.Command.Name {
+	case "start", "restart", "scale":
+		e.wait = ctl.WaitOptions{NoWait: c.Bool("no-wait"), Timeout: c.Duration("timeout")}
+		e.restart = ctl.RestartOptions{AllAtOnce: c.Bool("all-at-once"), NoWait: e.wait.NoWait, Timeout: e.wait.Timeout}
+		if c.IsSet("timeout") && e.wait.Timeout <= 0 {
+			fmt.Fprintf(os.Stderr, "supervisectl %s: --timeout %v: more than 0\n", c.Command.Name, e.wait.Timeout)
 			return ctlExitUsage
 		}
 	}
@@ -350,7 +362,7 @@ func ctlAction(verb, done string) verbFunc {
 			}
 			switch verb {
 			case "start":
-				err = c.Start(ctx, e.names)
+				err = c.Start(ctx, e.names, e.wait)
 			case "stop":
 				err = c.Stop(ctx, e.names)
 			case "restart":
@@ -362,6 +374,34 @@ func ctlAction(verb, done string) verbFunc {
 		}
 		return printDone(e, done)
 	}
+}
+
+// ctlScale: scale web=3 worker=1.
+func ctlScale(ctx context.Context, e *ctlEnv) error {
+	if len(e.names) == 0 {
+		return usagef("name at least one program and its instances, like web=3")
+	}
+	counts := map[string]int{}
+	for _, a := range e.names {
+		name, num, ok := strings.Cut(a, "=")
+		n, err := strconv.Atoi(num)
+		if !ok || name == "" || err != nil || n < 0 {
+			return usagef("%q: want NAME=N, N a number of instances (0 or more)", a)
+		}
+		if _, dup := counts[name]; dup {
+			return usagef("%s is named twice", name)
+		}
+		counts[name] = n
+	}
+	if err := e.client.Scale(ctx, counts, e.wait); err != nil {
+		return err
+	}
+	if e.json {
+		_, err := e.out.WriteString(`{"ok":true}` + "\n")
+		return err
+	}
+	_, err := fmt.Fprintf(e.out, "scaled: %s (until a reload changes their instances)\n", strings.Join(e.names, ", "))
+	return err
 }
 
 func printDone(e *ctlEnv, done string) error {

@@ -1,0 +1,283 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/supervise-dev/supervise/config"
+	"github.com/supervise-dev/supervise/ctl"
+)
+
+// Rolling replacement of a program's instances: a restart, a reload that
+// needs new processes, or a file-change restart of a program with several
+// instances replaces them in batches ([program.NAME.rollout]
+// max_unavailable, default 1), and each batch's successors must be ready
+// before the next batch goes, so the others keep serving.
+
+// rolloutRun is the rollout under way for one program; a newer one for the
+// same program cancels it.
+type rolloutRun struct {
+	cancel context.CancelFunc
+}
+
+// errSuperseded ends a rollout that a newer one of the same program
+// replaced.
+var errSuperseded = errors.New("superseded by a newer rollout")
+
+// Restart replaces the named instances' processes, clearing their crash
+// backoff. The instances of a program with several named are rolled (see
+// above) unless opts.AllAtOnce or the program's max_unavailable covers
+// them all; a successor that fails or is not ready within the timeout
+// stops that rollout, the rest keep their old processes, and the error
+// names it. Dependents are stopped first and brought back only for a
+// program replaced all at once: a rolling restart keeps instances serving.
+// Unless opts.NoWait, Restart returns when every instance it replaced is
+// ready.
+func (s *Supervisor) Restart(ctx context.Context, names []string, opts ctl.RestartOptions) error {
+	keys, programs, err := s.resolve(names)
+	if err != nil {
+		return err
+	}
+	var together, togetherProgs []string
+	var rolling []rolloutPlan
+	s.mu.Lock()
+	for _, prog := range programs {
+		var mine []string
+		for _, k := range keys {
+			if s.instances[k].spec.Name == prog {
+				mine = append(mine, k)
+			}
+		}
+		plan := s.planLocked(prog, mine, opts.Timeout)
+		if opts.AllAtOnce || plan.batch >= len(mine) {
+			together = append(together, mine...)
+			togetherProgs = append(togetherProgs, prog)
+			continue
+		}
+		rolling = append(rolling, plan)
+	}
+	s.mu.Unlock()
+	// What is bound to them goes down first and comes back once they run.
+	if err := s.stopDependents(ctx, togetherProgs); err != nil {
+		return err
+	}
+	before, err := s.requestRestart(together)
+	if err != nil {
+		return err
+	}
+	if opts.NoWait {
+		for _, r := range rolling {
+			s.startRollout(r)
+		}
+		return nil
+	}
+	var errs []error
+	for _, k := range together {
+		timeout := opts.Timeout
+		if timeout <= 0 {
+			timeout = s.rolloutTimeout(k)
+		}
+		if err := s.waitReady(ctx, k, before[k], timeout); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, r := range rolling {
+		if err := s.rollOut(ctx, r); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// rolloutPlan is what one rollout replaces and how.
+type rolloutPlan struct {
+	program string
+	keys    []string      // in order
+	batch   int           // instances replaced at once
+	timeout time.Duration // for each successor to be ready
+}
+
+// planLocked is the rollout of keys, instances of prog, by its
+// [program.NAME.rollout] settings; timeout, when set, replaces the
+// program's.
+func (s *Supervisor) planLocked(prog string, keys []string, timeout time.Duration) rolloutPlan {
+	p := rolloutPlan{program: prog, keys: keys, batch: len(keys), timeout: timeout}
+	if len(keys) == 0 {
+		return p
+	}
+	spec := s.instances[keys[0]].spec
+	p.batch = spec.Rollout.Unavailable(s.instanceCountLocked(spec))
+	if p.timeout <= 0 {
+		p.timeout = spec.Rollout.WaitTimeout()
+	}
+	return p
+}
+
+func (s *Supervisor) rolloutTimeout(key string) time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if in := s.instances[key]; in != nil {
+		return in.spec.Rollout.WaitTimeout()
+	}
+	return config.DefaultRolloutTimeout
+}
+
+// startRollout runs r in the background: a reload, a file change, or a
+// restart with --no-wait. Its failure is logged and in the events.
+func (s *Supervisor) startRollout(r rolloutPlan) {
+	s.bg.Go(func() {
+		if err := s.rollOut(s.ctx, r); err != nil && !errors.Is(err, errSuperseded) && s.ctx.Err() == nil {
+			s.log.Warn("rolling restart stopped", "program", r.program, "err", err)
+		}
+	})
+}
+
+// rollOut replaces r's instances batch by batch, waiting for each batch's
+// successors to be ready. A newer rollout of the same program cancels this
+// one where it is (errSuperseded): the newer one replaces what is left.
+func (s *Supervisor) rollOut(ctx context.Context, r rolloutPlan) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	run := &rolloutRun{cancel: func() { cancel(errSuperseded) }}
+	s.mu.Lock()
+	if prev := s.rollouts[r.program]; prev != nil {
+		prev.cancel()
+	}
+	s.rollouts[r.program] = run
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		if s.rollouts[r.program] == run {
+			delete(s.rollouts, r.program)
+		}
+		s.mu.Unlock()
+	}()
+	s.log.Info("rolling restart", "program", r.program, "instances", len(r.keys), "at_once", r.batch)
+	for i := 0; i < len(r.keys); i += r.batch {
+		batch := r.keys[i:min(i+r.batch, len(r.keys))]
+		before, err := s.requestRestart(batch)
+		if err != nil {
+			return err
+		}
+		var errs []error
+		for _, k := range batch {
+			if err := s.waitReady(ctx, k, before[k], r.timeout); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if len(errs) == 0 {
+			continue
+		}
+		if context.Cause(ctx) == errSuperseded {
+			return fmt.Errorf("rolling restart of %s: %w", r.program, errSuperseded)
+		}
+		err = errors.Join(errs...)
+		if rest := r.keys[i+len(batch):]; len(rest) > 0 {
+			err = fmt.Errorf("%w; rollout stopped: %s keep their old processes", err, strings.Join(rest, ", "))
+		}
+		s.mu.Lock()
+		for _, k := range batch {
+			if in := s.instances[k]; in != nil {
+				s.events.add(k, string(in.state), string(in.state), "rollout stopped: "+err.Error())
+			}
+		}
+		s.mu.Unlock()
+		return err
+	}
+	return nil
+}
+
+// requestRestart asks for a new process of each key, returning the
+// process each had.
+func (s *Supervisor) requestRestart(keys []string) (map[string]string, error) {
+	before := map[string]string{}
+	if len(keys) == 0 {
+		return before, nil
+	}
+	_, err := s.command(keys, func(in *instance) {
+		before[in.key] = in.procID
+		in.goal = goalRun
+		in.restartRequested = true
+		in.settled = false
+		in.afterExit = false
+		in.backoff.Reset(in.key)
+	})
+	return before, err
+}
+
+// waitReady waits until key has a process other than old that is ready
+// (or has completed), and reports a successor that failed, crashed or was
+// not ready within timeout.
+func (s *Supervisor) waitReady(ctx context.Context, key, old string, timeout time.Duration) error {
+	return s.waitReadyAs(ctx, key, old, timeout, "did not come back ready")
+}
+
+// waitReadyAs is waitReady, saying failed when the instance failed.
+func (s *Supervisor) waitReadyAs(ctx context.Context, key, old string, timeout time.Duration, failed string) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var verdict error
+	err := s.waitFor(ctx, func() bool {
+		in := s.instances[key]
+		switch {
+		case in == nil:
+			return true // removed by a reload meanwhile
+		case s.shuttingDown:
+			verdict = fmt.Errorf("%s: supervise is shutting down", key)
+			return true
+		case in.restartRequested:
+			return false
+		case in.procID != "" && in.procID != old && in.ready:
+			return true
+		case in.state == Completed && in.settled: // a one-shot's success
+			return true
+		case in.state == Failed && in.settled, in.state == CrashLoopBackOff, in.state == Stopped && in.goal != goalRun:
+			verdict = fmt.Errorf("%s %s: %s %s", key, failed, in.state, in.message)
+			return true
+		}
+		// Settled is cleared when a start is decided, so a Completed or
+		// Failed from before the request is not taken for its outcome.
+		return false
+	})
+	if verdict != nil {
+		return verdict
+	}
+	if err != nil {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		state := "gone"
+		if in := s.instances[key]; in != nil {
+			state = string(in.state) + " " + in.message
+			if in.procID != "" && in.state == Running {
+				state = "running, not ready"
+			}
+		}
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+			return fmt.Errorf("%s not ready within %v (%s)", key, timeout, strings.TrimSpace(state))
+		}
+		return fmt.Errorf("waiting for %s: %w", key, err)
+	}
+	return nil
+}
+
+// rollLocked replaces the running instances among keys (of program prog)
+// as a rollout when they are more than one batch, else asks each for a
+// new process at once. It reports the keys it rolls. For a reload and a
+// file change; a command uses Restart.
+func (s *Supervisor) rollLocked(prog string, keys []string) []string {
+	var running []string
+	for _, k := range keys {
+		if in := s.instances[k]; in != nil && in.procID != "" && in.goal == goalRun {
+			running = append(running, k)
+		}
+	}
+	plan := s.planLocked(prog, running, 0)
+	if len(running) < 2 || plan.batch >= len(running) {
+		return nil
+	}
+	s.startRollout(plan)
+	return running
+}
