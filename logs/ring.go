@@ -1,6 +1,7 @@
 package logs
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"sync"
@@ -51,6 +52,13 @@ type Ring struct {
 	bytes     int                    // cost of the held lines; guarded by mu
 	followers map[*follower]struct{} // guarded by mu
 	closed    bool                   // guarded by mu
+	// pending are chunks not yet cut into lines, newest last: a fast
+	// writer's reads are kept as they came, and cut only when someone
+	// reads the ring (or follows it), and then only as far as the ring
+	// keeps. Older ones go as soon as the newer cover Size and MaxBytes.
+	pending      []pendingChunk // guarded by mu
+	pendingLines int            // lines in pending; guarded by mu
+	pendingCost  int            // their cost (texts and overhead); guarded by mu
 	wg        sync.WaitGroup         // follower goroutines
 }
 
@@ -79,6 +87,87 @@ func lineCost(l Line) int { return len(l.Text) + lineOverhead }
 func (r *Ring) WriteLine(l Line) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.settleLocked()
+	r.addLocked(l)
+	return nil
+}
+
+// pendingChunk is a chunk kept whole in the ring.
+type pendingChunk struct {
+	c     Chunk // c.text holds the lines; c.Data is nil
+	lines int
+	cost  int
+}
+
+// WriteChunk stores the lines of c as WriteLine would. With no follower it
+// keeps c whole, one copy, and cuts it into lines only when the ring is
+// read; a fast writer's chunks that newer ones replace are never cut.
+func (r *Ring) WriteChunk(c *Chunk) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.followers) > 0 {
+		r.settleLocked()
+		return c.EachLine(func(l Line) error { r.addLocked(l); return nil })
+	}
+	lines := bytes.Count(c.Data, newline)
+	if lines == 0 {
+		return nil
+	}
+	r.pending = append(r.pending, pendingChunk{
+		c:     Chunk{Program: c.Program, Stream: c.Stream, Time: c.Time, text: c.String()},
+		lines: lines,
+		cost:  len(c.Data) - lines + lines*lineOverhead,
+	})
+	r.pendingLines += lines
+	r.pendingCost += r.pending[len(r.pending)-1].cost
+	// Drop the oldest while the rest alone fill the ring.
+	for len(r.pending) > 1 {
+		old := r.pending[0]
+		if r.pendingLines-old.lines < r.cfg.Size && r.pendingCost-old.cost < r.cfg.MaxBytes {
+			break
+		}
+		r.pending[0] = pendingChunk{}
+		r.pending = r.pending[1:]
+		r.pendingLines -= old.lines
+		r.pendingCost -= old.cost
+	}
+	return nil
+}
+
+// settleLocked cuts the pending chunks into lines, in order, as far as the
+// ring keeps them: when they alone fill it, what it held goes first, and
+// only their last lines are looked at.
+func (r *Ring) settleLocked() {
+	if len(r.pending) == 0 {
+		return
+	}
+	skip := 0 // lines of the oldest pending chunk that would go at once
+	if r.pendingLines >= r.cfg.Size || r.pendingCost >= r.cfg.MaxBytes {
+		for r.n > 0 { // all of it would be pushed out
+			r.lines[r.head] = Line{}
+			r.head = (r.head + 1) % len(r.lines)
+			r.n--
+		}
+		r.bytes = 0
+		skip = max(r.pendingLines-r.cfg.Size, 0)
+	}
+	for i, p := range r.pending {
+		n := 0
+		_ = p.c.EachLine(func(l Line) error {
+			if i == 0 && n < skip {
+				n++
+				return nil
+			}
+			r.addLocked(l)
+			return nil
+		})
+		r.pending[i] = pendingChunk{}
+	}
+	r.pending = r.pending[:0]
+	r.pendingLines, r.pendingCost = 0, 0
+}
+
+func (r *Ring) addLocked(l Line) {
 	switch {
 	case r.n < len(r.lines):
 		r.lines[(r.head+r.n)%len(r.lines)] = l
@@ -102,7 +191,6 @@ func (r *Ring) WriteLine(l Line) error {
 	for f := range r.followers {
 		f.pushLocked(l)
 	}
-	return nil
 }
 
 func (r *Ring) trimLocked() {
@@ -122,6 +210,7 @@ func (r *Ring) SetMaxBytes(n int) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.settleLocked()
 	r.cfg.MaxBytes = n
 	r.trimLocked()
 }
@@ -131,6 +220,7 @@ func (r *Ring) SetMaxBytes(n int) {
 func (r *Ring) Last(n int) []Line {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.settleLocked()
 	return r.lastLocked(n)
 }
 
@@ -158,6 +248,7 @@ func (r *Ring) Follow(ctx context.Context, n int) (lines <-chan Line, cancel fun
 	ctx, cancel = context.WithCancel(ctx)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.settleLocked()
 	hist := r.lastLocked(n)
 	f := &follower{
 		out:      make(chan Line),

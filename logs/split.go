@@ -27,6 +27,9 @@ type splitter struct {
 	lastFree   int  // size of the space free() last returned
 	readFull   bool // the last read filled that space: a fast writer
 	emit       func(text []byte, partial bool)
+	// chunk, when set, takes runs of complete lines (each with its
+	// newline, none too long) in one call; emit still gets the rest.
+	chunk func(lines []byte)
 }
 
 // initialBuffer is where a splitter's buffer starts: a quiet program (most
@@ -69,6 +72,13 @@ func (s *splitter) free() []byte {
 func (s *splitter) advance(n int) {
 	s.readFull = n > 0 && n == s.lastFree
 	s.end += n
+	if s.chunk != nil {
+		data := s.buf[s.start:s.end]
+		if last := bytes.LastIndexByte(data, '\n'); last >= 0 {
+			s.chunks(data[:last+1])
+			s.start += last + 1
+		}
+	}
 	for {
 		data := s.buf[s.start:s.end]
 		i := bytes.IndexByte(data, '\n')
@@ -85,6 +95,30 @@ func (s *splitter) advance(n int) {
 	}
 	if s.start == s.end {
 		s.start, s.end = 0, 0
+	}
+}
+
+// chunks hands b, complete lines, to chunk in runs; a line longer than
+// maxLen is cut by line between them.
+func (s *splitter) chunks(b []byte) {
+	if len(b) <= s.maxLen+1 { // no line in it can be too long
+		s.chunk(b)
+		return
+	}
+	run := 0
+	for i := 0; i < len(b); {
+		j := bytes.IndexByte(b[i:], '\n') // found: b ends with one
+		if j > s.maxLen {
+			if i > run {
+				s.chunk(b[run:i])
+			}
+			s.line(b[i:i+j], false)
+			run = i + j + 1
+		}
+		i += j + 1
+	}
+	if run < len(b) {
+		s.chunk(b[run:])
 	}
 }
 
