@@ -150,7 +150,6 @@ type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
-
 // A ring fed chunks holds what a ring fed the same lines one by one
 // holds, whatever the mix of chunks, single lines, reads and limits.
 func TestRingChunksMatchLines(t *testing.T) {

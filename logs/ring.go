@@ -59,7 +59,7 @@ type Ring struct {
 	pending      []pendingChunk // guarded by mu
 	pendingLines int            // lines in pending; guarded by mu
 	pendingCost  int            // their cost (texts and overhead); guarded by mu
-	wg        sync.WaitGroup         // follower goroutines
+	wg           sync.WaitGroup // follower goroutines
 }
 
 // NewRing returns an empty ring.
