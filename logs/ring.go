@@ -57,6 +57,7 @@ type Ring struct {
 	// reads the ring (or follows it), and then only as far as the ring
 	// keeps. Older ones go as soon as the newer cover Size and MaxBytes.
 	pending      []pendingChunk // guarded by mu
+	pendBuf      []byte         // the pending chunks' bytes; guarded by mu
 	pendingLines int            // lines in pending; guarded by mu
 	pendingCost  int            // their cost (texts and overhead); guarded by mu
 	wg           sync.WaitGroup // follower goroutines
@@ -92,16 +93,19 @@ func (r *Ring) WriteLine(l Line) error {
 	return nil
 }
 
-// pendingChunk is a chunk kept whole in the ring.
+// pendingChunk is a chunk kept whole in the ring: its lines are
+// pendBuf[off:off+n].
 type pendingChunk struct {
-	c     Chunk // c.text holds the lines; c.Data is nil
-	lines int
-	cost  int
+	program, stream string
+	time            time.Time
+	off, n          int
+	lines, cost     int
 }
 
 // WriteChunk stores the lines of c as WriteLine would. With no follower it
-// keeps c whole, one copy, and cuts it into lines only when the ring is
-// read; a fast writer's chunks that newer ones replace are never cut.
+// copies c whole into a buffer the ring reuses, and cuts it into lines only
+// when the ring is read: a fast writer's chunks that newer ones replace
+// are never cut, and cost no allocation.
 func (r *Ring) WriteChunk(c *Chunk) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -113,30 +117,54 @@ func (r *Ring) WriteChunk(c *Chunk) error {
 	if lines == 0 {
 		return nil
 	}
-	r.pending = append(r.pending, pendingChunk{
-		c:     Chunk{Program: c.Program, Stream: c.Stream, Time: c.Time, text: c.String()},
-		lines: lines,
-		cost:  len(c.Data) - lines + lines*lineOverhead,
-	})
+	r.reserveLocked(len(c.Data))
+	pc := pendingChunk{program: c.Program, stream: c.Stream, time: c.Time,
+		off: len(r.pendBuf), n: len(c.Data), lines: lines, cost: len(c.Data) - lines + lines*lineOverhead}
+	r.pendBuf = append(r.pendBuf, c.Data...)
+	r.pending = append(r.pending, pc)
 	r.pendingLines += lines
-	r.pendingCost += r.pending[len(r.pending)-1].cost
+	r.pendingCost += pc.cost
 	// Drop the oldest while the rest alone fill the ring.
 	for len(r.pending) > 1 {
 		old := r.pending[0]
 		if r.pendingLines-old.lines < r.cfg.Size && r.pendingCost-old.cost < r.cfg.MaxBytes {
 			break
 		}
-		r.pending[0] = pendingChunk{}
-		r.pending = r.pending[1:]
+		r.pending = append(r.pending[:0], r.pending[1:]...)
 		r.pendingLines -= old.lines
 		r.pendingCost -= old.cost
 	}
 	return nil
 }
 
+// reserveLocked makes room for n more bytes in pendBuf, moving what the
+// pending chunks still use to its front (or to a larger buffer) when the
+// end is reached. What is live is at most the ring's bound and a chunk, so
+// the buffer stays near twice that.
+func (r *Ring) reserveLocked(n int) {
+	if len(r.pendBuf)+n <= cap(r.pendBuf) {
+		return
+	}
+	start := len(r.pendBuf)
+	if len(r.pending) > 0 {
+		start = r.pending[0].off
+	}
+	live := r.pendBuf[start:]
+	buf := r.pendBuf
+	if len(live)+n > cap(buf)/2 { // too full to be worth keeping
+		buf = make([]byte, 0, 2*(len(live)+n))
+	}
+	buf = append(buf[:0], live...) // copy within buf is a safe overlapping move
+	for i := range r.pending {
+		r.pending[i].off -= start
+	}
+	r.pendBuf = buf
+}
+
 // settleLocked cuts the pending chunks into lines, in order, as far as the
 // ring keeps them: when they alone fill it, what it held goes first, and
-// only their last lines are looked at.
+// only their last lines are looked at. The texts are copied out of the
+// buffer, one string per chunk.
 func (r *Ring) settleLocked() {
 	if len(r.pending) == 0 {
 		return
@@ -152,18 +180,17 @@ func (r *Ring) settleLocked() {
 		skip = max(r.pendingLines-r.cfg.Size, 0)
 	}
 	for i, p := range r.pending {
-		n := 0
-		_ = p.c.EachLine(func(l Line) error {
-			if i == 0 && n < skip {
-				n++
-				return nil
+		data := r.pendBuf[p.off : p.off+p.n]
+		if i == 0 {
+			for range skip {
+				data = data[bytes.IndexByte(data, '\n')+1:]
 			}
-			r.addLocked(l)
-			return nil
-		})
-		r.pending[i] = pendingChunk{}
+		}
+		c := &Chunk{Program: p.program, Stream: p.stream, Time: p.time, Data: data}
+		_ = c.EachLine(func(l Line) error { r.addLocked(l); return nil })
 	}
 	r.pending = r.pending[:0]
+	r.pendBuf = r.pendBuf[:0]
 	r.pendingLines, r.pendingCost = 0, 0
 }
 

@@ -9,8 +9,14 @@ import (
 const DefaultMaxLineLength = 64 << 10
 
 // minRead is the least free space the splitter offers a Read: reading a
-// pipe in small pieces costs a system call per piece.
-const minRead = 32 << 10
+// pipe in small pieces costs a system call per piece. A writer that fills
+// every read gets up to maxRead, more than a pipe holds (64 KiB unless
+// enlarged), so that one read takes whatever the pipe has: as supervisord
+// reads 128 KiB at a time.
+const (
+	minRead = 32 << 10
+	maxRead = 128 << 10
+)
 
 // splitter cuts a byte stream into lines of at most maxLen bytes. It owns
 // one buffer for its whole life: data is read into it in place and lines
@@ -44,7 +50,7 @@ func newSplitter(maxLen int, emit func([]byte, bool)) *splitter {
 	}
 	// Room for a pending line of maxLen bytes, the byte that proves it is
 	// longer, and a full read after it.
-	limit := maxLen + 1 + minRead
+	limit := maxLen + 1 + maxRead
 	return &splitter{buf: make([]byte, min(initialBuffer, limit)), maxLen: maxLen, limit: limit, emit: emit}
 }
 
@@ -52,13 +58,17 @@ func newSplitter(maxLen int, emit func([]byte, bool)) *splitter {
 // space left at the end is short, and growing the buffer when it is full
 // (a long line) or when the writer fills every read (throughput).
 func (s *splitter) free() []byte {
-	if len(s.buf)-s.end < minRead {
+	want := minRead
+	if s.readFull {
+		want = maxRead
+	}
+	if len(s.buf)-s.end < want {
 		if s.start > 0 {
 			s.end = copy(s.buf, s.buf[s.start:s.end])
 			s.start = 0
 		}
-		if len(s.buf)-s.end < minRead && len(s.buf) < s.limit && (s.end == len(s.buf) || s.readFull) {
-			nb := make([]byte, min(s.limit, max(2*len(s.buf), s.end+minRead)))
+		if len(s.buf)-s.end < want && len(s.buf) < s.limit && (s.end == len(s.buf) || s.readFull) {
+			nb := make([]byte, min(s.limit, max(2*len(s.buf), s.end+want)))
 			copy(nb, s.buf[:s.end])
 			s.buf = nb
 		}
