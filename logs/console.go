@@ -1,10 +1,13 @@
 package logs
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
 	"time"
+	"unsafe"
 )
 
 // ColorMode says whether the console colours program names.
@@ -147,16 +150,50 @@ func (c *Console) WriteLine(l Line) error {
 	if c.closed {
 		return fmt.Errorf("console: line of %q after close: %w", l.Program, ErrClosed)
 	}
-	p, ok := c.prefixes[l.Program]
-	if !ok {
-		p = c.addLocked(l.Program)
+	return c.appendLocked(c.prefixLocked(l.Program), l.Time, l.Text)
+}
+
+// WriteChunk formats the lines of c as WriteLine would, under one lock,
+// reading them where they are.
+func (c *Console) WriteChunk(ch *Chunk) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return fmt.Errorf("console: lines of %q after close: %w", ch.Program, ErrClosed)
 	}
+	p := c.prefixLocked(ch.Program)
+	var errs []error
+	for data := ch.Data; len(data) > 0; {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			i = len(data)
+		}
+		// Read during the call only, never kept: no copy needed.
+		text := unsafe.String(unsafe.SliceData(data), i)
+		if err := c.appendLocked(p, ch.Time, text); err != nil {
+			errs = append(errs, err)
+		}
+		data = data[min(i+1, len(data)):]
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Console) prefixLocked(program string) []byte {
+	p, ok := c.prefixes[program]
+	if !ok {
+		p = c.addLocked(program)
+	}
+	return p
+}
+
+// appendLocked adds one formatted line to the buffer, writing the buffer
+// first when the line would not fit, and after when it is full.
+func (c *Console) appendLocked(p []byte, t time.Time, text string) error {
 	var err error
-	if n := len(p) + len(l.Text) + 1; len(c.buf) > 0 && len(c.buf)+n > c.bufSize {
+	if n := len(p) + len(text) + 1; len(c.buf) > 0 && len(c.buf)+n > c.bufSize {
 		err = c.flushLocked()
 	}
 	if c.timestamps {
-		t := l.Time
 		if t.IsZero() {
 			t = time.Now()
 		}
@@ -164,9 +201,9 @@ func (c *Console) WriteLine(l Line) error {
 	}
 	c.buf = append(c.buf, p...)
 	if c.terminal {
-		c.buf = AppendTerminalSafe(c.buf, l.Text, true)
+		c.buf = AppendTerminalSafe(c.buf, text, true)
 	} else {
-		c.buf = append(c.buf, l.Text...)
+		c.buf = append(c.buf, text...)
 	}
 	c.buf = append(c.buf, '\n')
 	if len(c.buf) >= c.bufSize {

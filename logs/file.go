@@ -1,6 +1,7 @@
 package logs
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -216,6 +217,18 @@ func (f *File) flushLocked() error {
 	if len(f.buf) == 0 {
 		return nil
 	}
+	err := f.writeOutLocked(f.buf)
+	f.buf = f.buf[:0]
+	if cap(f.buf) > 4*f.cfg.BufferSize {
+		f.buf = make([]byte, 0, f.cfg.BufferSize) // one huge line grew it
+	}
+	return err
+}
+
+// writeOutLocked writes b, whole lines already counted in size, to the
+// file, (re)opening it first when needed; what could not be written is
+// dropped and accounted.
+func (f *File) writeOutLocked(b []byte) error {
 	var err error
 	if f.f != nil && unlinked(f.f) {
 		// Its name was removed (by the program, or a cleanup): writing
@@ -226,21 +239,66 @@ func (f *File) flushLocked() error {
 	if f.f == nil {
 		err = f.openLocked()
 	}
-	lost := len(f.buf)
+	lost := len(b)
 	if err == nil {
 		var n int
-		n, err = f.f.Write(f.buf)
+		n, err = f.f.Write(b)
 		lost -= n
 		if err != nil {
 			err = fmt.Errorf("log file %s: %w", f.cfg.Path, err)
 		}
 	}
 	f.size -= int64(lost)
-	f.buf = f.buf[:0]
-	if cap(f.buf) > 4*f.cfg.BufferSize {
-		f.buf = make([]byte, 0, f.cfg.BufferSize) // one huge line grew it
-	}
 	return f.account(err, lost)
+}
+
+// WriteChunk appends the lines of c: with one write when they do not fit
+// the buffer (a fast writer's read goes to the file as it came), rotating
+// between lines as WriteLine does, so that no file passes MaxSize but for
+// a single line longer than it, which gets a file of its own.
+func (f *File) WriteChunk(c *Chunk) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return fmt.Errorf("log file %s: lines after close: %w", f.cfg.Path, ErrClosed)
+	}
+	var errs []error
+	data := c.Data
+	for len(data) > 0 {
+		part := data
+		if max := f.cfg.MaxSize; max > 0 && f.size+int64(len(part)) > max {
+			cut := -1
+			if room := max - f.size; room > 0 {
+				cut = bytes.LastIndexByte(part[:min(room, int64(len(part)))], '\n')
+			}
+			switch {
+			case cut >= 0: // the lines that fit
+				part = part[:cut+1]
+			case f.size > 0: // not one more line fits
+				errs = append(errs, f.flushLocked(), f.rotateLocked())
+				continue
+			default: // an empty file, and a line longer than MaxSize
+				part = part[:bytes.IndexByte(part, '\n')+1]
+			}
+		}
+		errs = append(errs, f.appendLocked(part))
+		data = data[len(part):]
+	}
+	return errors.Join(errs...)
+}
+
+// appendLocked adds whole lines to the file: into the buffer when they
+// fit, else straight to the file after what the buffer holds.
+func (f *File) appendLocked(b []byte) error {
+	f.size += int64(len(b))
+	if len(f.buf)+len(b) <= f.cfg.BufferSize {
+		f.buf = append(f.buf, b...)
+		if len(f.buf) >= f.cfg.BufferSize {
+			return f.flushLocked()
+		}
+		return nil
+	}
+	return errors.Join(f.flushLocked(), f.writeOutLocked(b))
 }
 
 // account keeps a failure episode to one report: its first error is

@@ -1,6 +1,7 @@
 package logs
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"log/slog"
@@ -60,6 +61,7 @@ func newPump(r io.Reader, sink Sink, cfg PumpConfig) *Pump {
 	}
 	p := &Pump{r: r, sink: sink, cfg: cfg, finish: make(chan struct{})}
 	p.sp = newSplitter(cfg.MaxLineLength, p.emit)
+	p.sp.chunk = p.emitChunk
 	return p
 }
 
@@ -120,6 +122,25 @@ func (p *Pump) emit(text []byte, partial bool) {
 	p.lines.Add(1)
 	p.result(err)
 }
+
+// emitChunk hands the complete lines of a read to the sink at once. A sink
+// that only takes lines gets them one by one, each error counted.
+func (p *Pump) emitChunk(lines []byte) {
+	cs, ok := p.sink.(ChunkSink)
+	if !ok {
+		for len(lines) > 0 {
+			i := bytes.IndexByte(lines, '\n')
+			p.emit(lines[:i], false)
+			lines = lines[i+1:]
+		}
+		return
+	}
+	err := cs.WriteChunk(&Chunk{Program: p.cfg.Program, Stream: p.cfg.Stream, Time: p.now, Data: lines})
+	p.lines.Add(int64(bytes.Count(lines, newline)))
+	p.result(err)
+}
+
+var newline = []byte{'\n'}
 
 func (p *Pump) flush() { p.result(flush(p.sink)) }
 

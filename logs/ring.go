@@ -1,6 +1,7 @@
 package logs
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"sync"
@@ -51,7 +52,15 @@ type Ring struct {
 	bytes     int                    // cost of the held lines; guarded by mu
 	followers map[*follower]struct{} // guarded by mu
 	closed    bool                   // guarded by mu
-	wg        sync.WaitGroup         // follower goroutines
+	// pending are chunks not yet cut into lines, newest last: a fast
+	// writer's reads are kept as they came, and cut only when someone
+	// reads the ring (or follows it), and then only as far as the ring
+	// keeps. Older ones go as soon as the newer cover Size and MaxBytes.
+	pending      []pendingChunk // guarded by mu
+	pendBuf      []byte         // the pending chunks' bytes; guarded by mu
+	pendingLines int            // lines in pending; guarded by mu
+	pendingCost  int            // their cost (texts and overhead); guarded by mu
+	wg           sync.WaitGroup // follower goroutines
 }
 
 // NewRing returns an empty ring.
@@ -79,6 +88,113 @@ func lineCost(l Line) int { return len(l.Text) + lineOverhead }
 func (r *Ring) WriteLine(l Line) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.settleLocked()
+	r.addLocked(l)
+	return nil
+}
+
+// pendingChunk is a chunk kept whole in the ring: its lines are
+// pendBuf[off:off+n].
+type pendingChunk struct {
+	program, stream string
+	time            time.Time
+	off, n          int
+	lines, cost     int
+}
+
+// WriteChunk stores the lines of c as WriteLine would. With no follower it
+// copies c whole into a buffer the ring reuses, and cuts it into lines only
+// when the ring is read: a fast writer's chunks that newer ones replace
+// are never cut, and cost no allocation.
+func (r *Ring) WriteChunk(c *Chunk) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.followers) > 0 {
+		r.settleLocked()
+		return c.EachLine(func(l Line) error { r.addLocked(l); return nil })
+	}
+	lines := bytes.Count(c.Data, newline)
+	if lines == 0 {
+		return nil
+	}
+	r.reserveLocked(len(c.Data))
+	pc := pendingChunk{program: c.Program, stream: c.Stream, time: c.Time,
+		off: len(r.pendBuf), n: len(c.Data), lines: lines, cost: len(c.Data) - lines + lines*lineOverhead}
+	r.pendBuf = append(r.pendBuf, c.Data...)
+	r.pending = append(r.pending, pc)
+	r.pendingLines += lines
+	r.pendingCost += pc.cost
+	// Drop the oldest while the rest alone fill the ring.
+	for len(r.pending) > 1 {
+		old := r.pending[0]
+		if r.pendingLines-old.lines < r.cfg.Size && r.pendingCost-old.cost < r.cfg.MaxBytes {
+			break
+		}
+		r.pending = append(r.pending[:0], r.pending[1:]...)
+		r.pendingLines -= old.lines
+		r.pendingCost -= old.cost
+	}
+	return nil
+}
+
+// reserveLocked makes room for n more bytes in pendBuf, moving what the
+// pending chunks still use to its front (or to a larger buffer) when the
+// end is reached. What is live is at most the ring's bound and a chunk, so
+// the buffer stays near twice that.
+func (r *Ring) reserveLocked(n int) {
+	if len(r.pendBuf)+n <= cap(r.pendBuf) {
+		return
+	}
+	start := len(r.pendBuf)
+	if len(r.pending) > 0 {
+		start = r.pending[0].off
+	}
+	live := r.pendBuf[start:]
+	buf := r.pendBuf
+	if len(live)+n > cap(buf)/2 { // too full to be worth keeping
+		buf = make([]byte, 0, 2*(len(live)+n))
+	}
+	buf = append(buf[:0], live...) // copy within buf is a safe overlapping move
+	for i := range r.pending {
+		r.pending[i].off -= start
+	}
+	r.pendBuf = buf
+}
+
+// settleLocked cuts the pending chunks into lines, in order, as far as the
+// ring keeps them: when they alone fill it, what it held goes first, and
+// only their last lines are looked at. The texts are copied out of the
+// buffer, one string per chunk.
+func (r *Ring) settleLocked() {
+	if len(r.pending) == 0 {
+		return
+	}
+	skip := 0 // lines of the oldest pending chunk that would go at once
+	if r.pendingLines >= r.cfg.Size || r.pendingCost >= r.cfg.MaxBytes {
+		for r.n > 0 { // all of it would be pushed out
+			r.lines[r.head] = Line{}
+			r.head = (r.head + 1) % len(r.lines)
+			r.n--
+		}
+		r.bytes = 0
+		skip = max(r.pendingLines-r.cfg.Size, 0)
+	}
+	for i, p := range r.pending {
+		data := r.pendBuf[p.off : p.off+p.n]
+		if i == 0 {
+			for range skip {
+				data = data[bytes.IndexByte(data, '\n')+1:]
+			}
+		}
+		c := &Chunk{Program: p.program, Stream: p.stream, Time: p.time, Data: data}
+		_ = c.EachLine(func(l Line) error { r.addLocked(l); return nil })
+	}
+	r.pending = r.pending[:0]
+	r.pendBuf = r.pendBuf[:0]
+	r.pendingLines, r.pendingCost = 0, 0
+}
+
+func (r *Ring) addLocked(l Line) {
 	switch {
 	case r.n < len(r.lines):
 		r.lines[(r.head+r.n)%len(r.lines)] = l
@@ -102,7 +218,6 @@ func (r *Ring) WriteLine(l Line) error {
 	for f := range r.followers {
 		f.pushLocked(l)
 	}
-	return nil
 }
 
 func (r *Ring) trimLocked() {
@@ -122,6 +237,7 @@ func (r *Ring) SetMaxBytes(n int) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.settleLocked()
 	r.cfg.MaxBytes = n
 	r.trimLocked()
 }
@@ -131,6 +247,7 @@ func (r *Ring) SetMaxBytes(n int) {
 func (r *Ring) Last(n int) []Line {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.settleLocked()
 	return r.lastLocked(n)
 }
 
@@ -158,6 +275,7 @@ func (r *Ring) Follow(ctx context.Context, n int) (lines <-chan Line, cancel fun
 	ctx, cancel = context.WithCancel(ctx)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.settleLocked()
 	hist := r.lastLocked(n)
 	f := &follower{
 		out:      make(chan Line),

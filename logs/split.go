@@ -9,8 +9,14 @@ import (
 const DefaultMaxLineLength = 64 << 10
 
 // minRead is the least free space the splitter offers a Read: reading a
-// pipe in small pieces costs a system call per piece.
-const minRead = 32 << 10
+// pipe in small pieces costs a system call per piece. A writer that fills
+// every read gets up to maxRead, more than a pipe holds (64 KiB unless
+// enlarged), so that one read takes whatever the pipe has: as supervisord
+// reads 128 KiB at a time.
+const (
+	minRead = 32 << 10
+	maxRead = 128 << 10
+)
 
 // splitter cuts a byte stream into lines of at most maxLen bytes. It owns
 // one buffer for its whole life: data is read into it in place and lines
@@ -27,6 +33,9 @@ type splitter struct {
 	lastFree   int  // size of the space free() last returned
 	readFull   bool // the last read filled that space: a fast writer
 	emit       func(text []byte, partial bool)
+	// chunk, when set, takes runs of complete lines (each with its
+	// newline, none too long) in one call; emit still gets the rest.
+	chunk func(lines []byte)
 }
 
 // initialBuffer is where a splitter's buffer starts: a quiet program (most
@@ -41,7 +50,7 @@ func newSplitter(maxLen int, emit func([]byte, bool)) *splitter {
 	}
 	// Room for a pending line of maxLen bytes, the byte that proves it is
 	// longer, and a full read after it.
-	limit := maxLen + 1 + minRead
+	limit := maxLen + 1 + maxRead
 	return &splitter{buf: make([]byte, min(initialBuffer, limit)), maxLen: maxLen, limit: limit, emit: emit}
 }
 
@@ -49,13 +58,17 @@ func newSplitter(maxLen int, emit func([]byte, bool)) *splitter {
 // space left at the end is short, and growing the buffer when it is full
 // (a long line) or when the writer fills every read (throughput).
 func (s *splitter) free() []byte {
-	if len(s.buf)-s.end < minRead {
+	want := minRead
+	if s.readFull {
+		want = maxRead
+	}
+	if len(s.buf)-s.end < want {
 		if s.start > 0 {
 			s.end = copy(s.buf, s.buf[s.start:s.end])
 			s.start = 0
 		}
-		if len(s.buf)-s.end < minRead && len(s.buf) < s.limit && (s.end == len(s.buf) || s.readFull) {
-			nb := make([]byte, min(s.limit, max(2*len(s.buf), s.end+minRead)))
+		if len(s.buf)-s.end < want && len(s.buf) < s.limit && (s.end == len(s.buf) || s.readFull) {
+			nb := make([]byte, min(s.limit, max(2*len(s.buf), s.end+want)))
 			copy(nb, s.buf[:s.end])
 			s.buf = nb
 		}
@@ -69,6 +82,13 @@ func (s *splitter) free() []byte {
 func (s *splitter) advance(n int) {
 	s.readFull = n > 0 && n == s.lastFree
 	s.end += n
+	if s.chunk != nil {
+		data := s.buf[s.start:s.end]
+		if last := bytes.LastIndexByte(data, '\n'); last >= 0 {
+			s.chunks(data[:last+1])
+			s.start += last + 1
+		}
+	}
 	for {
 		data := s.buf[s.start:s.end]
 		i := bytes.IndexByte(data, '\n')
@@ -85,6 +105,30 @@ func (s *splitter) advance(n int) {
 	}
 	if s.start == s.end {
 		s.start, s.end = 0, 0
+	}
+}
+
+// chunks hands b, complete lines, to chunk in runs; a line longer than
+// maxLen is cut by line between them.
+func (s *splitter) chunks(b []byte) {
+	if len(b) <= s.maxLen+1 { // no line in it can be too long
+		s.chunk(b)
+		return
+	}
+	run := 0
+	for i := 0; i < len(b); {
+		j := bytes.IndexByte(b[i:], '\n') // found: b ends with one
+		if j > s.maxLen {
+			if i > run {
+				s.chunk(b[run:i])
+			}
+			s.line(b[i:i+j], false)
+			run = i + j + 1
+		}
+		i += j + 1
+	}
+	if run < len(b) {
+		s.chunk(b[run:])
 	}
 }
 

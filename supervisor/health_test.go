@@ -235,7 +235,7 @@ func TestHealthKillIsAFailureWhateverTheCode(t *testing.T) {
 		h.rt.mu.Unlock()
 		h.stepUntil("liveness kill", time.Second, func() bool {
 			in := h.sup.instances["job"]
-			return in.procID != first && in.lastExit != nil
+			return in.procID != "" && in.procID != first && in.lastExit != nil // the successor runs
 		})
 		h.sup.mu.Lock()
 		last, restarts := *h.sup.instances["job"].lastExit, h.sup.instances["job"].restarts

@@ -338,11 +338,37 @@ func waitGone(progs []procEntry, stop func() error, timeout time.Duration) (time
 
 // ---- 6. log capture
 
+// logMode is what else a supervisor does with the output it captures to
+// files: nothing (every peer), or (supervise only) copy it to its console,
+// or watch it for a ready_log_line that matches the last line, so that
+// the matcher follows the whole stream.
+type logMode string
+
+const (
+	logFileOnly logMode = ""
+	logConsole  logMode = "console"
+	logReady    logMode = "ready_log_line"
+)
+
+func (m logMode) metric() string {
+	switch m {
+	case logConsole:
+		return "log capture to files + console"
+	case logReady:
+		return "log capture to files, ready_log_line"
+	}
+	return "log capture to files"
+}
+
 // logs has one program write bytes of numbered 100-byte lines to stdout as
 // fast as it can, captured by the supervisor into rotating files; it
 // reports MB/s from the program's start to the last write into a log
-// file, and checks every line arrived once, whole.
-func (r *runner) logs(p peer, bytes int64) ([]Row, error) {
+// file, and checks every line arrived once, whole. A mode other than
+// logFileOnly is supervise's alone; other peers skip it.
+func (r *runner) logs(p peer, bytes int64, mode logMode) ([]Row, error) {
+	if mode != logFileOnly && p.name() != "supervise" {
+		return nil, nil
+	}
 	dir, err := r.workdir("log-" + p.name())
 	if err != nil {
 		return nil, err
@@ -352,8 +378,12 @@ func (r *runner) logs(p peer, bytes int64) ([]Row, error) {
 		return nil, err
 	}
 	timing := filepath.Join(dir, "timing")
-	progs := []program{{name: "spew", argv: []string{r.helper, "spew", strconv.FormatInt(bytes, 10), timing}, logDir: logDir}}
 	lines := bytes / 100
+	progs := []program{{name: "spew", argv: []string{r.helper, "spew", strconv.FormatInt(bytes, 10), timing}, logDir: logDir,
+		console: mode == logConsole}}
+	if mode == logReady {
+		progs[0].readyLine = fmt.Sprintf("^0*%d ", lines-1) // the last line's number
+	}
 	want := lines * 100
 	t, err := launch(p, dir, progs, nil)
 	if err != nil {
@@ -417,9 +447,9 @@ func (r *runner) logs(p peer, bytes int64) ([]Row, error) {
 	mb := fmt.Sprintf("%d MiB", bytes>>20)
 	note := fmt.Sprintf("%d files, %d lines duplicated, %d malformed", len(files), dup, bad)
 	return []Row{
-		{Bench: "log", Metric: "log capture to files, " + mb, Value: float64(found*100) / (float64(last-start) / 1e9) / 1e6, Unit: "MB/s", Better: "higher", Samples: 1,
+		{Bench: "log", Metric: mode.metric() + ", " + mb, Value: float64(found*100) / (float64(last-start) / 1e9) / 1e6, Unit: "MB/s", Better: "higher", Samples: 1,
 			Note: fmt.Sprintf("the program's writes returned after %.0f ms, the last byte was in a file after %.0f ms", float64(end-start)/1e6, float64(last-start)/1e6)},
-		{Bench: "log", Metric: "log lines lost, " + mb, Value: float64(lines - found), Unit: "lines", Better: "lower", Samples: 1, Note: note},
+		{Bench: "log", Metric: "log lines lost" + strings.TrimPrefix(mode.metric(), "log capture to files") + ", " + mb, Value: float64(lines - found), Unit: "lines", Better: "lower", Samples: 1, Note: note},
 	}, nil
 }
 

@@ -160,7 +160,9 @@ func benchMain(args []string) error {
 			{"fleet", 3, func(p peer, rep int) ([]Row, error) {
 				return r.fleet(p, fleetOpts{n: 100, settle: time.Second, idle: idleOnce(rep, 10*time.Second)})
 			}},
-			{"log", 3, func(p peer, _ int) ([]Row, error) { return r.logs(p, 32<<20) }},
+			{"log", 3, func(p peer, _ int) ([]Row, error) { return r.logs(p, 32<<20, logFileOnly) }},
+			{"log", 3, func(p peer, _ int) ([]Row, error) { return r.logs(p, 32<<20, logConsole) }},
+			{"log", 3, func(p peer, _ int) ([]Row, error) { return r.logs(p, 32<<20, logReady) }},
 		}
 	} else {
 		steps = []step{
@@ -169,7 +171,10 @@ func benchMain(args []string) error {
 			{"fleet", 3, func(p peer, rep int) ([]Row, error) {
 				return r.fleet(p, fleetOpts{n: 1000, settle: 3 * time.Second, idle: idleOnce(rep, 30*time.Second)})
 			}},
-			{"log", 3, func(p peer, _ int) ([]Row, error) { return r.logs(p, 256<<20) }},
+			{"log", 3, func(p peer, _ int) ([]Row, error) { return r.logs(p, 32<<20, logFileOnly) }},
+			{"log", 3, func(p peer, _ int) ([]Row, error) { return r.logs(p, 256<<20, logFileOnly) }},
+			{"log", 3, func(p peer, _ int) ([]Row, error) { return r.logs(p, 256<<20, logConsole) }},
+			{"log", 3, func(p peer, _ int) ([]Row, error) { return r.logs(p, 256<<20, logReady) }},
 		}
 	}
 	failed := 0

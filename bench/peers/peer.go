@@ -20,6 +20,10 @@ type program struct {
 	// logDir: capture the program's stdout into files under logDir,
 	// rotated at logFileSize, keeping every file the run writes.
 	logDir string
+	// console (supervise only): copy the output to the supervisor's
+	// console too; readyLine (supervise only): a ready_log_line pattern.
+	console   bool
+	readyLine string
 }
 
 // logFileSize is where every log pipeline rotates: multilog's largest

@@ -32,8 +32,11 @@ func (s supervisePeer) setup(dir string, progs []program) ([]string, error) {
 			b.WriteString("backoff = { initial = \"0s\" }\n")
 		}
 		if p.logDir != "" {
-			fmt.Fprintf(&b, "stdout = { console = false, file = %s, max_size = %d, max_files = %d }\n",
-				strconv.Quote(filepath.Join(p.logDir, p.name+".log")), logFileSize, logFilesKept)
+			fmt.Fprintf(&b, "stdout = { console = %v, file = %s, max_size = %d, max_files = %d }\n",
+				p.console, strconv.Quote(filepath.Join(p.logDir, p.name+".log")), logFileSize, logFilesKept)
+		}
+		if p.readyLine != "" {
+			fmt.Fprintf(&b, "ready_log_line = %s\n", strconv.Quote(p.readyLine))
 		}
 	}
 	conf := filepath.Join(dir, "supervise.toml")

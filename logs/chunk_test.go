@@ -1,0 +1,191 @@
+package logs
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The chunked path stores exactly what the line path did: every line
+// whole and once, a line longer than the maximum cut into pieces that are
+// stored as lines, rotation only between lines — with lines longer than a
+// read, writes that end mid-line, and rotations falling in the middle of
+// a read's chunk. The ring keeps the same last lines.
+func TestChunkedPathKeepsEveryLineWhole(t *testing.T) {
+	const maxLen = 1000
+	rng := rand.New(rand.NewPCG(1, 2))
+	var out bytes.Buffer // what the program writes
+	var want []string    // the lines the files must hold, in order
+	for i := 0; out.Len() < 3<<20; i++ {
+		n := rng.IntN(300)
+		switch rng.IntN(400) {
+		case 0:
+			n = maxLen + rng.IntN(3*maxLen) // cut into pieces
+		case 1:
+			n = 40<<10 + rng.IntN(100<<10) // longer than a read
+		}
+		text := fmt.Sprintf("%07d ", i) + strings.Repeat(string(rune('a'+i%26)), n)
+		out.WriteString(text)
+		out.WriteByte('\n')
+		for len(text) > maxLen {
+			want = append(want, text[:maxLen])
+			text = text[maxLen:]
+		}
+		want = append(want, text)
+	}
+	dir := t.TempDir()
+	ring := NewRing(RingConfig{Size: 500, MaxBytes: 64 << 10})
+	p, err := NewProgram(ProgramConfig{
+		Name: "spew", Ring: ring, MaxLineLength: maxLen,
+		Stdout: Output{File: FileConfig{Path: filepath.Join(dir, "out.log"), MaxSize: 200 << 10, MaxFiles: 1000}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := p.NewPipe(Stdout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for data := out.Bytes(); len(data) > 0; {
+		n := min(len(data), 1+rng.IntN(64<<10)) // writes that end anywhere
+		if _, err := w.Write(data[:n]); err != nil {
+			t.Fatal(err)
+		}
+		data = data[n:]
+	}
+	w.Close()
+	if err := p.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// The files, oldest first: out.log.N … out.log.1, out.log.
+	var got []string
+	for i := 999; i >= 0; i-- {
+		name := "out.log"
+		if i > 0 {
+			name += fmt.Sprintf(".%d", i)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if os.IsNotExist(err) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) > 200<<10 && bytes.Count(b, []byte{'\n'}) > 1 {
+			t.Errorf("%s: %d bytes, over max_size with more than one line", name, len(b))
+		}
+		if len(b) > 0 && b[len(b)-1] != '\n' {
+			t.Errorf("%s does not end with a whole line", name)
+		}
+		got = append(got, strings.SplitAfter(string(b), "\n")...)
+	}
+	var lines []string
+	for _, l := range got {
+		if l != "" {
+			lines = append(lines, strings.TrimSuffix(l, "\n"))
+		}
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("%d lines stored, want %d", len(lines), len(want))
+	}
+	for i := range want {
+		if lines[i] != want[i] {
+			t.Fatalf("line %d: %.40q…, want %.40q…", i, lines[i], want[i])
+		}
+	}
+	last := ring.Last(-1)
+	if len(last) == 0 || last[len(last)-1].Text != want[len(want)-1] {
+		t.Fatalf("the ring's last line is not the program's last")
+	}
+	for i, l := range last {
+		if l.Text != want[len(want)-len(last)+i] {
+			t.Fatalf("ring line %d of %d differs", i, len(last))
+		}
+	}
+}
+
+// BenchmarkChunk measures the pump's handling of one 96 KiB read of
+// 100-byte lines into a file and a ring, without the pipe: ns per line,
+// allocations per line, MB/s.
+func BenchmarkChunk(b *testing.B) {
+	data := benchLines(96 << 10 / 100)
+	for _, bc := range []struct {
+		name  string
+		sinks func(f *File, r *Ring) Sink
+	}{
+		{"file", func(f *File, _ *Ring) Sink { return f }},
+		{"file+ring", func(f *File, r *Ring) Sink { return Multi(f, r) }},
+		{"file+ring+console", func(f *File, r *Ring) Sink {
+			return Multi(NewConsole(discard{}, ConsoleConfig{Names: []string{"bench"}}), f, r)
+		}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			f, err := OpenFile(FileConfig{Path: filepath.Join(b.TempDir(), "b.log"), MaxSize: 64 << 20, MaxFiles: 2})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer f.Close()
+			sink := bc.sinks(f, NewRing(RingConfig{}))
+			p := newPump(bytes.NewReader(nil), sink, PumpConfig{Program: "bench", Stream: Stdout})
+			lines := bytes.Count(data, []byte{'\n'})
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				p.sp.write(data)
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*lines), "ns/line")
+			b.ReportMetric(float64(testing.AllocsPerRun(10, func() { p.sp.write(data) }))/float64(lines), "allocs/line")
+		})
+	}
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// A ring fed chunks holds what a ring fed the same lines one by one
+// holds, whatever the mix of chunks, single lines, reads and limits.
+func TestRingChunksMatchLines(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for round := range 200 {
+		cfg := RingConfig{Size: 1 + rng.IntN(50), MaxBytes: 200 + rng.IntN(4000)}
+		chunked, byLine := NewRing(cfg), NewRing(cfg)
+		n := 0
+		for range 30 {
+			switch rng.IntN(4) {
+			case 0: // a single line
+				l := Line{Program: "p", Stream: Stdout, Text: fmt.Sprintf("single %d", n)}
+				n++
+				chunked.WriteLine(l)
+				byLine.WriteLine(l)
+			case 1: // a read in between
+				chunked.Last(rng.IntN(5))
+			default:
+				var data []byte
+				for range 1 + rng.IntN(40) {
+					data = fmt.Appendf(data, "line %d %s\n", n, strings.Repeat("x", rng.IntN(100)))
+					n++
+				}
+				c := &Chunk{Program: "p", Stream: Stdout, Data: data}
+				chunked.WriteChunk(c)
+				c.EachLine(byLine.WriteLine)
+			}
+		}
+		got, want := chunked.Last(-1), byLine.Last(-1)
+		if len(got) != len(want) {
+			t.Fatalf("round %d (%+v): %d lines held, want %d", round, cfg, len(got), len(want))
+		}
+		for i := range want {
+			if got[i].Text != want[i].Text {
+				t.Fatalf("round %d: line %d is %q, want %q", round, i, got[i].Text, want[i].Text)
+			}
+		}
+	}
+}
