@@ -446,6 +446,13 @@ func (d *driver) commandOne(r *rand.Rand) {
 		if strings.Contains(res.out, "unknown program") && time.Since(touched[name]) < followTimeout {
 			return
 		}
+		// start and restart wait for the program to be ready: one that
+		// crashes (most of them here) makes them say so and exit 1, and
+		// it is still meant to run.
+		if res.code == 1 && verb != "stop" && notReady(res.out) {
+			d.m.setWant(name, true)
+			return
+		}
 		d.failf("", "supervisectl %s %s: exit %d: %s", verb, name, res.code, strings.TrimSpace(res.out))
 		return
 	}
@@ -470,7 +477,7 @@ func (d *driver) restartAll() {
 		return
 	}
 	d.logf("supervisectl restart all: exit %d", res.code)
-	if res.code != 0 {
+	if res.code != 0 && !(res.code == 1 && notReady(res.out)) {
 		d.failf("", "supervisectl restart all: exit %d: %s", res.code, strings.TrimSpace(res.out))
 		return
 	}
@@ -659,4 +666,16 @@ func pickN(r *rand.Rand, list []string, n int) []string {
 		out[i] = list[j]
 	}
 	return out
+}
+
+// notReady says whether a start or restart failed only because a program
+// did not become ready: it crashed, is crash-looping, or took too long.
+func notReady(out string) bool {
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if !strings.Contains(l, "did not start") && !strings.Contains(l, "did not come back ready") &&
+			!strings.Contains(l, "not ready within") && !strings.Contains(l, "keep their old processes") {
+			return false
+		}
+	}
+	return true
 }

@@ -366,7 +366,7 @@ func (e *end) stopLast() {
 	}
 	sort.Strings(never)
 	if len(never) > 0 {
-		e.ctlOK(append([]string{"start"}, never...)...)
+		e.ctlOK(append([]string{"start", "--no-wait"}, never...)...)
 		e.ctlOK(append([]string{"stop"}, never...)...)
 	}
 	e.ctlOK("stop", keeperName)

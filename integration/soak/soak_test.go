@@ -176,7 +176,7 @@ func TestSoak(t *testing.T) {
 			again = append(again, n)
 		}
 	}
-	e.ctlOK(append([]string{"start"}, again...)...)
+	e.ctlOK(append([]string{"start", "--no-wait"}, again...)...)
 	for _, n := range again {
 		m.setWant(n, true)
 	}
