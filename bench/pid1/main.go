@@ -113,7 +113,13 @@ func run(n int, sup, initBin, tsv string) error {
 	delay := make([][]time.Duration, len(cases))
 	for range n {
 		for i, c := range cases {
-			d, err := signalDelay(append(slices.Clone(c.argv), self, childArg))
+			argv := slices.Clone(c.argv)
+			if c.impl == "supervise" || c.impl == "supervise-init" {
+				// The child reports on descriptor 3; supervise passes on
+				// only what it is told to (tini and dumb-init pass all).
+				argv = slices.Insert(argv, len(argv)-1, "--preserve-fds", "1")
+			}
+			d, err := signalDelay(append(argv, self, childArg))
 			if err != nil {
 				return fmt.Errorf("%s: %w", c.name, err)
 			}
