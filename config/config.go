@@ -363,4 +363,8 @@ type Output struct {
 	// (default 10MiB); MaxFiles is how many files rotation keeps (default 5).
 	MaxSize  int64
 	MaxFiles int
+	// Timestamps prefixes each line in File with the time it was read
+	// (RFC 3339 in UTC, nanoseconds). Default false: the file holds the
+	// program's bytes as they came, as supervisord and s6-log write them.
+	Timestamps bool
 }

@@ -872,3 +872,17 @@ func TestRollout(t *testing.T) {
 		}
 	}
 }
+
+func TestOutputTimestamps(t *testing.T) {
+	cfg, err := Parse("s.toml", []byte("[program.web]\ncommand = \"x\"\n[program.web.stdout]\nfile = \"w.log\"\ntimestamps = true\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := cfg.Program("web"); !p.Stdout.Timestamps || p.Stderr.Timestamps {
+		t.Fatalf("stdout %+v, stderr %+v", p.Stdout, p.Stderr)
+	}
+	if _, err := Parse("s.toml", []byte("[program.web]\ncommand = \"x\"\nstdout = { timestamps = \"yes\" }\n")); err == nil ||
+		!strings.Contains(err.Error(), "program.web.stdout.timestamps") {
+		t.Fatalf("timestamps = \"yes\": %v", err)
+	}
+}

@@ -222,7 +222,7 @@ var (
 	hookKeys             = []string{"command", "http", "timeout"}
 	httpHookKeys         = []string{"url", "method", "headers", "expect_status"}
 	watchKeys            = []string{"paths", "include", "exclude", "debounce", "signal"}
-	outputKeys           = []string{"console", "file", "max_size", "max_files"}
+	outputKeys           = []string{"console", "file", "max_size", "max_files", "timestamps"}
 	restartRuleKeys      = []string{"action", "exit_codes"}
 	restartRuleMatchKeys = []string{"operator", "values"}
 )
@@ -651,6 +651,9 @@ func (d *decoder) output(n *node) Output {
 		if i, ok := d.integer(v, 1, 1000); ok {
 			o.MaxFiles = int(i)
 		}
+	}
+	if v := t["timestamps"]; v != nil {
+		setBool(d, v, &o.Timestamps)
 	}
 	return o
 }

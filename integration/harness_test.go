@@ -18,7 +18,10 @@ import (
 	"time"
 )
 
-var binary string // the supervise binary built for this run
+var (
+	binary     string // the supervise binary built for this run
+	initBinary string // and supervise-init, beside it
+)
 
 func TestMain(m *testing.M) {
 	flag.Parse()
@@ -35,7 +38,8 @@ func TestMain(m *testing.M) {
 	}
 	_ = os.Chmod(dir, 0o755) // tests run the client as another uid too
 	binary = filepath.Join(dir, "supervise")
-	build := exec.Command("go", "build", "-o", binary, "../cmd/supervise")
+	initBinary = filepath.Join(dir, "supervise-init")
+	build := exec.Command("go", "build", "-o", dir+"/", "../cmd/supervise", "../cmd/supervise-init")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "building supervise: %v\n%s", err, out)

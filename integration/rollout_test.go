@@ -172,8 +172,26 @@ command = ["sh", "-c", "echo $SUPERVISE_INSTANCE >> stopped"]
 		return isReady(st["web:0"]) && isReady(st["web:1"])
 	})
 	pid0 := d.healthStatus()["web:0"].Pid
-	if out, code := d.ctl("scale", "web=3"); code != 0 || !strings.Contains(out, "until a reload changes their instances") {
-		t.Fatalf("scale web=3: exit %d: %s", code, out)
+	out, code := d.ctl("scale", "--json", "web=3")
+	var rep struct {
+		OK        bool `json:"ok"`
+		Instances []struct {
+			Name      string `json:"name"`
+			PidBefore int    `json:"pid_before"`
+			Pid       int    `json:"pid"`
+			Added     bool   `json:"added"`
+			Replaced  bool   `json:"replaced"`
+			Ready     *bool  `json:"ready"`
+		} `json:"instances"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || !rep.OK || len(rep.Instances) != 3 {
+		t.Fatalf("scale --json web=3: exit %d: %s", code, out)
+	}
+	for _, in := range rep.Instances {
+		added := in.Name == "web:2"
+		if in.Added != added || in.Replaced != added || in.Pid == 0 || in.Ready == nil || !*in.Ready {
+			t.Errorf("scale --json web=3: %s: %+v", in.Name, in)
+		}
 	}
 	st := d.healthStatus()
 	if len(st) != 3 || !isReady(st["web:2"]) {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The chunked path stores exactly what the line path did: every line
@@ -186,6 +187,34 @@ func TestRingChunksMatchLines(t *testing.T) {
 			if got[i].Text != want[i].Text {
 				t.Fatalf("round %d: line %d is %q, want %q", round, i, got[i].Text, want[i].Text)
 			}
+		}
+	}
+}
+
+// timestamps = true stamps every line, whichever path it takes; without
+// it the file holds the bytes as they came.
+func TestFileTimestamps(t *testing.T) {
+	at := time.Date(2026, 11, 25, 10, 5, 54, 123456789, time.FixedZone("X", 3600))
+	for _, stamp := range []bool{false, true} {
+		path := filepath.Join(t.TempDir(), "t.log")
+		f, err := OpenFile(FileConfig{Path: path, Timestamps: stamp})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.WriteChunk(&Chunk{Time: at, Data: []byte("a\nb\n")}); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.WriteLine(Line{Time: at, Text: "c"}); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		got, _ := os.ReadFile(path)
+		want := "a\nb\nc\n"
+		if stamp {
+			want = "2026-11-25T09:05:54.123456789Z a\n2026-11-25T09:05:54.123456789Z b\n2026-11-25T09:05:54.123456789Z c\n"
+		}
+		if string(got) != want {
+			t.Errorf("timestamps=%v: %q, want %q", stamp, got, want)
 		}
 	}
 }

@@ -49,6 +49,10 @@ type FileConfig struct {
 	// BufferSize is how many bytes are collected before a write; default
 	// DefaultFileBuffer.
 	BufferSize int
+	// Timestamps prefixes each line with its time (RFC 3339, UTC,
+	// nanoseconds) and a space. Without it the file holds the program's
+	// bytes as they came.
+	Timestamps bool
 }
 
 // File is a sink appending each line and a newline to a file, rotating it
@@ -190,12 +194,27 @@ func (f *File) WriteLine(l Line) error {
 	if f.closed {
 		return fmt.Errorf("log file %s: line after close: %w", f.cfg.Path, ErrClosed)
 	}
+	return f.writeLineLocked(l)
+}
+
+// stampLayout is the time a stamped line starts with: fixed width, so the
+// lines of a file line up.
+const stampLayout = "2006-01-02T15:04:05.000000000Z"
+
+func (f *File) writeLineLocked(l Line) error {
 	var errs []error
 	n := int64(len(l.Text)) + 1
+	if f.cfg.Timestamps {
+		n += int64(len(stampLayout)) + 1
+	}
 	if f.cfg.MaxSize > 0 && f.size > 0 && f.size+n > f.cfg.MaxSize {
 		errs = append(errs, f.flushLocked(), f.rotateLocked())
 	} else if len(f.buf) > 0 && len(f.buf)+int(n) > f.cfg.BufferSize {
 		errs = append(errs, f.flushLocked())
+	}
+	if f.cfg.Timestamps {
+		f.buf = l.Time.UTC().AppendFormat(f.buf, stampLayout)
+		f.buf = append(f.buf, ' ')
 	}
 	f.buf = append(f.buf, l.Text...)
 	f.buf = append(f.buf, '\n')
@@ -261,6 +280,9 @@ func (f *File) WriteChunk(c *Chunk) error {
 	defer f.mu.Unlock()
 	if f.closed {
 		return fmt.Errorf("log file %s: lines after close: %w", f.cfg.Path, ErrClosed)
+	}
+	if f.cfg.Timestamps { // a stamp per line: the line path
+		return c.EachLine(f.writeLineLocked)
 	}
 	var errs []error
 	data := c.Data

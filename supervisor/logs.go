@@ -63,7 +63,7 @@ func newLogSet(w io.Writer, color, terminal, timestamps bool, log *slog.Logger, 
 }
 
 func output(o config.Output, user *logs.Ident) logs.Output {
-	return logs.Output{Console: o.Console, File: logs.FileConfig{Path: o.File, MaxSize: o.MaxSize, MaxFiles: o.MaxFiles, User: user}}
+	return logs.Output{Console: o.Console, File: logs.FileConfig{Path: o.File, MaxSize: o.MaxSize, MaxFiles: o.MaxFiles, User: user, Timestamps: o.Timestamps}}
 }
 
 // programIdent is the user p runs as, when it is another one than the

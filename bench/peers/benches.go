@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -178,6 +179,11 @@ func (r *runner) fleet(p peer, o fleetOpts) ([]Row, error) {
 	rows = append(rows,
 		Row{Bench: "memory", Metric: "memory RSS, " + nstr, Value: float64(rss) / 1024, Unit: "MiB", Better: "lower", Samples: 1, Note: pnote},
 		Row{Bench: "memory", Metric: "memory PSS, " + nstr, Value: float64(pss) / 1024, Unit: "MiB", Better: "lower", Samples: 1, Note: pnote})
+	if row, err := r.status(p, t, progs, nstr); err != nil {
+		return rows, err
+	} else if row != nil {
+		rows = append(rows, *row)
+	}
 
 	if o.idle > 0 {
 		before := usageOf(sup)
@@ -451,6 +457,35 @@ func (r *runner) logs(p peer, bytes int64, mode logMode) ([]Row, error) {
 			Note: fmt.Sprintf("the program's writes returned after %.0f ms, the last byte was in a file after %.0f ms", float64(end-start)/1e6, float64(last-start)/1e6)},
 		{Bench: "log", Metric: "log lines lost" + strings.TrimPrefix(mode.metric(), "log capture to files") + ", " + mb, Value: float64(lines - found), Unit: "lines", Better: "lower", Samples: 1, Note: note},
 	}, nil
+}
+
+// status times the peer's command that reports every program (statusCmd)
+// statusRuns times after one warm-up run, and reports the median: what a
+// dashboard or a script polling the supervisor waits for.
+func (r *runner) status(p peer, t *tree, progs []program, nstr string) (*Row, error) {
+	argv := p.statusCmd(t, progs)
+	if argv == nil {
+		return nil, nil
+	}
+	const statusRuns = 30
+	var took []time.Duration
+	for i := range statusRuns + 1 {
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Dir = t.dir
+		t0 := time.Now()
+		out, err := cmd.CombinedOutput()
+		d := time.Since(t0)
+		// sv and svstat exit non-zero for a service that is not up; a
+		// reply that lists nothing is the failure that counts.
+		if err != nil && len(out) == 0 {
+			return nil, fmt.Errorf("%s: %v", strings.Join(argv[:1], " "), err)
+		}
+		if i > 0 {
+			took = append(took, d)
+		}
+	}
+	return &Row{Bench: "status", Metric: "status of every program, " + nstr, Value: ms(percentile(took, 50)), Unit: "ms", Better: "lower",
+		Samples: len(took), Note: fmt.Sprintf("%s: %s", nstr, filepath.Base(argv[0])+" "+strings.Join(argv[1:min(len(argv), 2)], " "))}, nil
 }
 
 // logFiles lists the files a log pipeline wrote in dir (current, @…

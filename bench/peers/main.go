@@ -167,6 +167,8 @@ func benchMain(args []string) error {
 	} else {
 		steps = []step{
 			{"crash", 1, func(p peer, _ int) ([]Row, error) { return r.crash(p, 100, 150*time.Second) }},
+			{"fleet", 3, func(p peer, _ int) ([]Row, error) { return r.fleet(p, fleetOpts{n: 1, settle: time.Second}) }},
+			{"fleet", 3, func(p peer, _ int) ([]Row, error) { return r.fleet(p, fleetOpts{n: 10, settle: time.Second}) }},
 			{"fleet", 3, func(p peer, _ int) ([]Row, error) { return r.fleet(p, fleetOpts{n: 100, settle: time.Second}) }},
 			{"fleet", 3, func(p peer, rep int) ([]Row, error) {
 				return r.fleet(p, fleetOpts{n: 1000, settle: 3 * time.Second, idle: idleOnce(rep, 30*time.Second)})

@@ -51,6 +51,9 @@ type peer interface {
 	shutdown(t *tree, progs []program)
 	// crashNote says how it restarts a crashed program at its fastest.
 	crashNote() string
+	// statusCmd is the one command that reports the state of every
+	// program, nil when there is none (s6: one s6-svstat per service).
+	statusCmd(t *tree, progs []program) []string
 }
 
 // env is the environment of every supervisor: the same for all, and none

@@ -15,7 +15,10 @@ import (
 
 // columns of the Markdown table, in order; "none" (the command without an
 // init) is a baseline and goes into the notes.
-var tableImpls = []string{"supervise", "supervisord", "s6", "runit", "daemontools", "tini", "dumb-init"}
+var tableImpls = []string{"supervise", "supervise-init", "supervisord", "s6", "runit", "daemontools", "tini", "dumb-init"}
+
+// ours are the columns of supervise's own binaries; the others are peers.
+const ours = 2
 
 // reportMain merges result files into one TSV and renders the Markdown
 // table, which it also prints.
@@ -158,6 +161,9 @@ func renderMarkdown(w io.Writer, rows []Row, c [][2]string) {
 			if s, has := l.by["supervise"]; has && !math.IsNaN(s.Value) {
 				ratio = formatRatio(s.Value, best)
 			}
+			if s, has := l.by["supervise-init"]; has && !math.IsNaN(s.Value) {
+				ratio += " · supervise-init " + formatRatio(s.Value, best)
+			}
 		}
 		fmt.Fprintf(w, "| %s %s | %s | %s | %s | %s | %s → %s |\n", l.metric, arrow, l.unit, strings.Join(cells, " | "),
 			bestCell, ratio, load1(l.first.LoadStart), load1(l.last.LoadEnd))
@@ -215,11 +221,11 @@ func renderMarkdown(w io.Writer, rows []Row, c [][2]string) {
 	}
 }
 
-// bestPeer is the best figure of the line among the peers (not supervise,
-// not the baseline).
+// bestPeer is the best figure of the line among the peers (not supervise's
+// own binaries, not the baseline).
 func bestPeer(l *line) (string, float64, bool) {
 	name, best, ok := "", 0.0, false
-	for _, im := range tableImpls[1:] {
+	for _, im := range tableImpls[ours:] {
 		r, has := l.by[im]
 		if !has || math.IsNaN(r.Value) {
 			continue

@@ -59,3 +59,14 @@ func (s supervisePeer) shutdown(t *tree, _ []program) {
 		}
 	}
 }
+
+// statusCmd is supervisectl, a link to the binary, as users run it.
+func (s supervisePeer) statusCmd(t *tree, _ []program) []string {
+	link := filepath.Join(t.dir, "supervisectl")
+	if _, err := os.Lstat(link); err != nil {
+		if err := os.Symlink(s.bin, link); err != nil {
+			return nil
+		}
+	}
+	return []string{link, "--socket", filepath.Join(t.dir, "supervise.sock"), "status", "--json"}
+}

@@ -63,3 +63,7 @@ func (supervisordPeer) shutdown(t *tree, _ []program) {
 		t.waitRoot(60 * time.Second)
 	}
 }
+
+func (supervisordPeer) statusCmd(t *tree, _ []program) []string {
+	return []string{"supervisorctl", "-c", filepath.Join(t.dir, "supervisord.conf"), "status"}
+}

@@ -143,3 +143,13 @@ func (p daemontoolsPeer) shutdown(t *tree, progs []program) {
 		t.waitRoot(30 * time.Second)
 	}
 }
+
+func (p s6Peer) statusCmd(*tree, []program) []string { return nil }
+
+func (p runitPeer) statusCmd(t *tree, progs []program) []string {
+	return append([]string{"sv", "status"}, serviceDirs(filepath.Join(t.dir, "services"), progs, false)...)
+}
+
+func (p daemontoolsPeer) statusCmd(t *tree, progs []program) []string {
+	return append([]string{"svstat"}, serviceDirs(filepath.Join(t.dir, "services"), progs, false)...)
+}

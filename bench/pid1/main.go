@@ -1,6 +1,7 @@
 //go:build linux
 
-// Command pid1 benchmarks `supervise exec` against tini and dumb-init:
+// Command pid1 benchmarks `supervise exec` (and supervise-init, with -init)
+// against tini and dumb-init:
 //
 //   - wall time to run `/bin/true` under each init (fork, exec, the init
 //     starts the command, reaps it, exits, we reap the init), and
@@ -45,9 +46,10 @@ func main() {
 	}
 	n := flag.Int("n", 300, "runs per case")
 	sup := flag.String("supervise", "", "supervise binary (default: build ./cmd/supervise with CGO_ENABLED=0)")
+	initBin := flag.String("init", "", "supervise-init binary, measured too when given")
 	tsv := flag.String("tsv", "", "also append the figures to this TSV file (bench/peers columns)")
 	flag.Parse()
-	if err := run(*n, *sup, *tsv); err != nil {
+	if err := run(*n, *sup, *initBin, *tsv); err != nil {
 		fmt.Fprintln(os.Stderr, "pid1 bench:", err)
 		os.Exit(1)
 	}
@@ -59,7 +61,7 @@ type initCase struct {
 	argv []string // the init and its flags, the command follows
 }
 
-func run(n int, sup, tsv string) error {
+func run(n int, sup, initBin, tsv string) error {
 	if sup == "" {
 		var cleanup func()
 		var err error
@@ -73,6 +75,9 @@ func run(n int, sup, tsv string) error {
 		return err
 	}
 	cases := []initCase{{"none (command alone)", "none", nil}, {"supervise exec", "supervise", []string{sup, "exec", "--"}}}
+	if initBin != "" {
+		cases = append(cases, initCase{"supervise-init", "supervise-init", []string{initBin, "--"}})
+	}
 	for _, c := range []initCase{{"tini -s", "tini", []string{"tini", "-s", "--"}}, {"dumb-init", "dumb-init", []string{"dumb-init"}}} {
 		p, err := exec.LookPath(c.argv[0])
 		if err != nil {
@@ -81,6 +86,7 @@ func run(n int, sup, tsv string) error {
 		c.argv[0] = p
 		cases = append(cases, c)
 	}
+	tini := slices.IndexFunc(cases, func(c initCase) bool { return c.impl == "tini" })
 	trueBin, err := exec.LookPath("true")
 	if err != nil {
 		return err
@@ -102,12 +108,18 @@ func run(n int, sup, tsv string) error {
 	}
 	load1 := loadavg()
 	fmt.Println("Wall time of INIT -- /bin/true (spawn to reaped):")
-	table(cases, wall, 2)
+	table(cases, wall, tini)
 
 	delay := make([][]time.Duration, len(cases))
 	for range n {
 		for i, c := range cases {
-			d, err := signalDelay(append(slices.Clone(c.argv), self, childArg))
+			argv := slices.Clone(c.argv)
+			if c.impl == "supervise" || c.impl == "supervise-init" {
+				// The child reports on descriptor 3; supervise passes on
+				// only what it is told to (tini and dumb-init pass all).
+				argv = slices.Insert(argv, len(argv)-1, "--preserve-fds", "1")
+			}
+			d, err := signalDelay(append(argv, self, childArg))
 			if err != nil {
 				return fmt.Errorf("%s: %w", c.name, err)
 			}
@@ -116,7 +128,7 @@ func run(n int, sup, tsv string) error {
 	}
 	load2 := loadavg()
 	fmt.Println("\nSIGTERM to the init until the command's handler has it (the command is a Go program, its own signal latency is in every row):")
-	table(cases, delay, 2)
+	table(cases, delay, tini)
 	if tsv == "" {
 		return nil
 	}

@@ -13,8 +13,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -360,20 +362,114 @@ func ctlAction(verb, done string) verbFunc {
 			if len(e.names) == 0 {
 				return usagef("name at least one program (or all)")
 			}
-			switch verb {
-			case "start":
-				err = c.Start(ctx, e.names, e.wait)
-			case "stop":
-				err = c.Stop(ctx, e.names)
-			case "restart":
-				err = c.Restart(ctx, e.names, e.restart)
-			}
+			return reportAction(ctx, e, e.names, done, func() error {
+				switch verb {
+				case "start":
+					return c.Start(ctx, e.names, e.wait)
+				case "stop":
+					return c.Stop(ctx, e.names)
+				}
+				return c.Restart(ctx, e.names, e.restart)
+			})
 		}
 		if err != nil {
 			return err
 		}
 		return printDone(e, done)
 	}
+}
+
+// instanceReport is what --json says of each instance a start, stop,
+// restart or scale touched: its process before and after the command, and
+// where it stands when the command returned.
+type instanceReport struct {
+	Name      string `json:"name"`
+	PidBefore int    `json:"pid_before"`
+	Pid       int    `json:"pid"`
+	// Replaced: it runs another process than before (a start, a restart,
+	// an instance added); Stopped: it ran one and runs none now.
+	Replaced bool   `json:"replaced"`
+	Stopped  bool   `json:"stopped"`
+	Added    bool   `json:"added,omitempty"`   // by a scale
+	Removed  bool   `json:"removed,omitempty"` // by a scale
+	State    string `json:"state"`
+	Ready    *bool  `json:"ready,omitempty"`
+	Message  string `json:"message,omitempty"`
+}
+
+type actionReport struct {
+	OK        bool             `json:"ok"`
+	Error     string           `json:"error,omitempty"`
+	Instances []instanceReport `json:"instances"`
+}
+
+// reportAction runs act; with --json it prints, whether act failed or not,
+// what happened to each instance of the programs named (from the status
+// before and after), else done as before.
+func reportAction(ctx context.Context, e *ctlEnv, programs []string, done string, act func() error) error {
+	if !e.json {
+		if err := act(); err != nil {
+			return err
+		}
+		return printDone(e, done)
+	}
+	before, err := e.client.Status(ctx, nil)
+	if err != nil {
+		return err
+	}
+	actErr := act()
+	after, err := e.client.Status(ctx, nil)
+	if err != nil {
+		return errors.Join(actErr, err)
+	}
+	rep := actionReport{OK: actErr == nil, Instances: instanceReports(programs, before, after)}
+	if actErr != nil {
+		rep.Error = actErr.Error()
+	}
+	b, err := json.Marshal(rep)
+	if err != nil {
+		return err
+	}
+	e.out.Write(append(b, '\n'))
+	return actErr
+}
+
+// instanceReports pairs the instances of programs (names of programs or
+// instances, or "all") in two status lists.
+func instanceReports(programs []string, before, after []ctl.ProgramStatus) []instanceReport {
+	named := func(name string) bool {
+		for _, p := range programs {
+			if p == "all" || name == p || strings.HasPrefix(name, p+":") {
+				return true
+			}
+		}
+		return false
+	}
+	was := map[string]ctl.ProgramStatus{}
+	for _, st := range before {
+		if named(st.Name) {
+			was[st.Name] = st
+		}
+	}
+	var out []instanceReport
+	for _, st := range after {
+		if !named(st.Name) {
+			continue
+		}
+		b, existed := was[st.Name]
+		delete(was, st.Name)
+		out = append(out, instanceReport{
+			Name: st.Name, PidBefore: b.Pid, Pid: st.Pid, Added: !existed,
+			Replaced: st.Pid != 0 && st.Pid != b.Pid, Stopped: b.Pid != 0 && st.Pid == 0,
+			State: st.State, Ready: st.Ready, Message: st.Message,
+		})
+	}
+	for _, b := range before {
+		if _, gone := was[b.Name]; gone {
+			out = append(out, instanceReport{Name: b.Name, PidBefore: b.Pid, Stopped: b.Pid != 0, Removed: true, State: "Removed"})
+		}
+	}
+	return out
 }
 
 // ctlScale: scale web=3 worker=1.
@@ -393,11 +489,11 @@ func ctlScale(ctx context.Context, e *ctlEnv) error {
 		}
 		counts[name] = n
 	}
-	if err := e.client.Scale(ctx, counts, e.wait); err != nil {
-		return err
-	}
+	programs := slices.Sorted(maps.Keys(counts))
 	if e.json {
-		_, err := e.out.WriteString(`{"ok":true}` + "\n")
+		return reportAction(ctx, e, programs, "", func() error { return e.client.Scale(ctx, counts, e.wait) })
+	}
+	if err := e.client.Scale(ctx, counts, e.wait); err != nil {
 		return err
 	}
 	_, err := fmt.Fprintf(e.out, "scaled: %s (until a reload changes their instances)\n", strings.Join(e.names, ", "))

@@ -1,255 +1,50 @@
 package main
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"log/slog"
 	"os"
-	"strconv"
-	"strings"
-	"syscall"
-	"time"
 
+	"github.com/supervise-dev/supervise/internal/execcmd"
 	"github.com/urfave/cli/v2"
-
-	"github.com/supervise-dev/supervise/backoff"
-	"github.com/supervise-dev/supervise/config"
-	"github.com/supervise-dev/supervise/internal/unixsig"
-	"github.com/supervise-dev/supervise/pid1"
-	"github.com/supervise-dev/supervise/proc"
 )
 
 // `supervise exec [flags] -- CMD ARGS…` is a tini/dumb-init replacement
 // that runs one command as PID 1 (or as a subreaper). Its flags are read
-// in two places from one table (execFlags): execMain, the fast path that
-// main takes before the CLI exists, and the CLI's exec command, which
-// only ever runs for what execMain leaves to it (help, usage errors,
-// completion) and which prints the help.
-
-// execOptions are the flags and arguments of `supervise exec`.
-type execOptions struct {
-	singleChild                              bool
-	rewrite                                  []string
-	successExitCodes                         []int
-	grace                                    time.Duration
-	stopSignal                               string
-	restart                                  string
-	backoffInitial, backoffMax, backoffReset time.Duration
-	memoryMax                                string
-	pidsMax                                  int64
-	ns                                       []string
-	preserveFDs, listenFDs                   int64
-	verbose                                  bool
-	args                                     []string
-}
-
-const execDescription = `Runs CMD in its own session and process group and forwards every signal sent
-to it (SIGPIPE, SIGURG and SIGPROF included) to that group (--single-child: to
-CMD alone). It reaps every zombie (as PID 1, or as a child subreaper
-otherwise) and exits with CMD's exit code, or 128+N when signal N killed it;
-127 when CMD is not found, 126 when it cannot be run. When CMD exits, what it
-left behind gets --stop-signal, then SIGKILL after --grace; supervise exits
-as soon as the last of it is gone. With --single-child, as dumb-init's, the
-rest is left alone and supervise exits at once (as PID 1, the kernel ends
-what is left with the pid namespace). Inherited descriptors beyond stdio are
-closed for CMD but those of socket activation ($LISTEN_FDS) and
---preserve-fds.`
+// in two places from one table (internal/execcmd): execcmd.Main, the fast
+// path that main takes before the CLI exists, and the CLI's exec command,
+// which only ever runs for what Main leaves to it (help, usage errors,
+// completion) and which prints the help. The supervise-init binary is
+// the fast path alone, without the rest of supervise linked in.
 
 // execCommand is the CLI's `exec`: help and usage errors. Its action ends
 // the process itself (os.Exit with the command's code): the code is the
 // command's, not one of supervise's own.
 func execCommand() *cli.Command {
 	var flags []cli.Flag
-	for _, f := range execFlags() {
-		flags = append(flags, f.cli())
+	for _, f := range execcmd.Flags() {
+		flags = append(flags, cliFlag(f))
 	}
 	return &cli.Command{
 		Name:        "exec",
 		Usage:       "run one command as an init: forward signals, reap zombies, exit with its code",
 		ArgsUsage:   "-- CMD [ARGS…]",
-		Description: execDescription,
+		Description: execcmd.Description,
 		Flags:       flags,
 		Action: func(c *cli.Context) error {
-			cfg, err := execConfig(execCLIOptions(c))
+			cfg, err := execcmd.Config(execCLIOptions(c), "exec")
 			if err != nil {
 				return err // a usage error: exit 2 through main
 			}
-			os.Exit(runExec(cfg))
+			os.Exit(execcmd.Run(cfg))
 			return nil
 		},
 	}
 }
 
 // execCLIOptions reads the exec command's flags and arguments from the CLI.
-func execCLIOptions(c *cli.Context) execOptions {
-	o := execOptions{args: c.Args().Slice()}
-	for _, f := range execFlags() {
-		f.fromCLI(c, &o)
+func execCLIOptions(c *cli.Context) execcmd.Options {
+	o := execcmd.Options{Args: c.Args().Slice()}
+	for _, f := range execcmd.Flags() {
+		fromCLI(f, c, &o)
 	}
 	return o
-}
-
-// execMain is `supervise exec` without the CLI: args are those after
-// "exec". ok is false when the CLI must handle them instead (help, a flag
-// or value it rejects, shell completion): it prints what the user expects
-// for those. Building the CLI costs ~0.2 ms, an init's start-up budget.
-func execMain(args []string) (code int, ok bool) {
-	if n := len(args); n > 0 && args[n-1] == "--generate-bash-completion" {
-		return 0, false
-	}
-	o, ok := parseExecArgs(args)
-	if !ok {
-		return 0, false
-	}
-	cfg, err := execConfig(o)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "supervise:", err)
-		return exitUsage, true
-	}
-	return runExec(cfg), true
-}
-
-// runExec runs the init and returns the code to exit with. What we
-// inherited beyond stdio and the descriptors to pass is closed at every
-// exec: it must not reach CMD (which may drop privileges) nor anything
-// it starts.
-func runExec(cfg pid1.Config) int {
-	if err := proc.CloseOnExecFrom(3 + cfg.PreserveFDs); err != nil {
-		fmt.Fprintln(os.Stderr, "supervise: exec:", err)
-		return exitFailed
-	}
-	code, err := pid1.Run(context.Background(), cfg)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "supervise:", oneLine(err.Error()))
-	}
-	return code
-}
-
-func execConfig(o execOptions) (pid1.Config, error) {
-	cfg := pid1.Config{
-		Args:             o.args,
-		SingleChild:      o.singleChild,
-		SuccessExitCodes: o.successExitCodes,
-		Grace:            o.grace,
-		Backoff: backoff.CrashConfig{
-			Initial: o.backoffInitial, Max: o.backoffMax, ResetAfter: o.backoffReset,
-		},
-		// Both callers exit with Run's code.
-		Dedicated: true,
-	}
-	if len(cfg.Args) == 0 {
-		return cfg, errors.New("exec: no command: supervise exec [flags] -- CMD [ARGS…]")
-	}
-	var err error
-	if cfg.Restart, err = pid1.ParseRestart(o.restart); err != nil {
-		return cfg, fmt.Errorf("exec: --%w", err)
-	}
-	if cfg.StopSignal, err = unixsig.Parse(o.stopSignal); err != nil {
-		return cfg, fmt.Errorf("exec: --stop-signal: %w", err)
-	}
-	if cfg.Grace < 0 {
-		return cfg, fmt.Errorf("exec: --grace %v: must not be negative", cfg.Grace)
-	}
-	if o.preserveFDs < 0 || o.preserveFDs > maxPassedFDs {
-		return cfg, fmt.Errorf("exec: --preserve-fds %d: want 0 to %d", o.preserveFDs, maxPassedFDs)
-	}
-	listen := int(o.listenFDs)
-	if listen < 0 {
-		if listen, err = pid1.ListenFDs(os.Environ(), os.Getpid()); err != nil {
-			return cfg, fmt.Errorf("exec: socket activation: %w", err)
-		}
-	}
-	if listen > maxPassedFDs-int(o.preserveFDs) {
-		return cfg, fmt.Errorf("exec: %d socket-activation descriptors and --preserve-fds %d: at most %d in all", listen, o.preserveFDs, maxPassedFDs)
-	}
-	cfg.ListenFDs, cfg.PreserveFDs = listen, listen+int(o.preserveFDs)
-	for _, r := range o.rewrite {
-		from, to, err := pid1.ParseRewrite(r)
-		if err != nil {
-			return cfg, fmt.Errorf("exec: --%w", err)
-		}
-		if cfg.Rewrite == nil {
-			cfg.Rewrite = map[syscall.Signal]syscall.Signal{}
-		}
-		cfg.Rewrite[from] = to
-	}
-	level := slog.LevelWarn
-	if o.verbose {
-		level = slog.LevelDebug
-	}
-	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})).With("init", "exec")
-
-	sb, err := execSandbox(o, cfg.PreserveFDs, cfg.ListenFDs)
-	if err != nil {
-		return cfg, err
-	}
-	cfg.Sandbox = sb
-	return cfg, nil
-}
-
-// execSandbox reads the sandbox flags; nil when none is given. Inside the
-// sandbox this binary runs again as a plain exec init (the runtime owns
-// the wait4s of this process, so the reaping and the grace-bounded
-// cleanup in there is that init's job); it gets the flags that concern
-// it, the rewrite and the restart stay out here.
-func execSandbox(o execOptions, preserve, listen int) (*pid1.Sandbox, error) {
-	var sb pid1.Sandbox
-	if o.memoryMax != "" {
-		n, err := config.ParseSize(o.memoryMax)
-		if err != nil {
-			return nil, fmt.Errorf("exec: --memory-max: %w", err)
-		}
-		sb.MemoryMax = n
-	}
-	if sb.PidsMax = o.pidsMax; sb.PidsMax < 0 {
-		return nil, fmt.Errorf("exec: --pids-max %d: must not be negative", sb.PidsMax)
-	}
-	for _, ns := range o.ns {
-		for n := range strings.SplitSeq(ns, ",") {
-			if n = strings.TrimSpace(n); n != "" {
-				sb.Namespaces = append(sb.Namespaces, proc.Namespace(n))
-			}
-		}
-	}
-	if sb.MemoryMax == 0 && sb.PidsMax == 0 && len(sb.Namespaces) == 0 {
-		return nil, nil
-	}
-	self, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("exec: finding our own binary for the init inside the sandbox: %w", err)
-	}
-	sb.InitArgs = []string{self, "exec",
-		"--grace", o.grace.String(),
-		"--stop-signal", strconv.Itoa(int(mustSignal(o.stopSignal)))}
-	if o.singleChild {
-		sb.InitArgs = append(sb.InitArgs, "--single-child")
-	}
-	if o.verbose {
-		sb.InitArgs = append(sb.InitArgs, "--verbose")
-	}
-	if preserve > 0 {
-		// The runtime hands them over at the same numbers; the init in
-		// there passes them on (and sets LISTEN_PID for CMD).
-		sb.InitArgs = append(sb.InitArgs, "--preserve-fds", strconv.Itoa(preserve-listen), "--listen-fds", strconv.Itoa(listen))
-	}
-	sb.InitArgs = append(sb.InitArgs, "--")
-	return &sb, nil
-}
-
-// maxPassedFDs bounds the descriptors exec passes on (3 … 1024, as the
-// sandbox runtime's extra files).
-const maxPassedFDs = 1022
-
-// mustSignal is for a signal execConfig has already validated.
-func mustSignal(s string) syscall.Signal {
-	sig, err := unixsig.Parse(s)
-	if err != nil {
-		return syscall.SIGTERM
-	}
-	return sig
-}
-
-func oneLine(s string) string {
-	return strings.ReplaceAll(strings.TrimSpace(s), "\n", "; ")
 }

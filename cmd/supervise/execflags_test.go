@@ -6,13 +6,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/supervise-dev/supervise/internal/execcmd"
 	"github.com/urfave/cli/v2"
 )
 
 // cliExecOptions parses args (those after "exec") with the CLI, as
 // `supervise exec` did before it had a fast path; ok is false when the CLI
 // refuses them or shows its help instead of running.
-func cliExecOptions(t *testing.T, args []string) (o execOptions, ok bool) {
+func cliExecOptions(t *testing.T, args []string) (o execcmd.Options, ok bool) {
 	t.Helper()
 	cmd := execCommand()
 	cmd.Action = func(c *cli.Context) error {
@@ -25,7 +26,7 @@ func cliExecOptions(t *testing.T, args []string) (o execOptions, ok bool) {
 		ExitErrHandler: func(*cli.Context, error) {},
 	}
 	if err := app.Run(append([]string{"supervise", "exec"}, args...)); err != nil {
-		return execOptions{}, false
+		return execcmd.Options{}, false
 	}
 	return o, ok
 }
@@ -80,7 +81,7 @@ func TestParseExecArgsAsTheCLI(t *testing.T) {
 			args[i] = strings.ReplaceAll(a, "_", " ")
 		}
 		want, cliOK := cliExecOptions(t, args)
-		got, ok := parseExecArgs(args)
+		got, ok := execcmd.ParseArgs(args)
 		switch {
 		case ok != cliOK:
 			t.Errorf("exec %s: fast path ok=%v, CLI ok=%v", c, ok, cliOK)
@@ -93,8 +94,8 @@ func TestParseExecArgsAsTheCLI(t *testing.T) {
 // TestExecMainLeavesToTheCLI: help and completion are the CLI's.
 func TestExecMainLeavesToTheCLI(t *testing.T) {
 	for _, args := range [][]string{{"--help"}, {"-h", "--", "true"}, {"true", "--generate-bash-completion"}, {"--bogus"}} {
-		if _, ok := execMain(args); ok {
-			t.Errorf("execMain(%q) ran instead of leaving it to the CLI", args)
+		if _, ok := execcmd.Main(args, "exec"); ok {
+			t.Errorf("execcmd.Main(%q) ran instead of leaving it to the CLI", args)
 		}
 	}
 }

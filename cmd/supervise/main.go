@@ -24,6 +24,7 @@ import (
 
 	"github.com/supervise-dev/supervise/config"
 	"github.com/supervise-dev/supervise/ctl"
+	"github.com/supervise-dev/supervise/internal/execcmd"
 	"github.com/supervise-dev/supervise/internal/unixsig"
 	"github.com/supervise-dev/supervise/internal/version"
 	"github.com/supervise-dev/supervise/metrics"
@@ -53,7 +54,7 @@ func main() {
 	}
 	// An init's start-up time is the container's: exec skips the CLI.
 	if len(os.Args) > 1 && os.Args[1] == "exec" {
-		if code, ok := execMain(os.Args[2:]); ok {
+		if code, ok := execcmd.Main(os.Args[2:], "exec"); ok {
 			os.Exit(code)
 		}
 	}

@@ -1,0 +1,75 @@
+package integration
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// supervise-init is `supervise exec` in a binary of its own: the same
+// code, so these check that it is wired the same way — exit codes,
+// signals to the group, the sandbox's re-executed init, help and usage.
+func TestSuperviseInitIsExec(t *testing.T) {
+	for _, m := range initModes {
+		t.Run(m.name, func(t *testing.T) {
+			m.skip(t)
+			start := func(args ...string) *initRun {
+				argv := append([]string{initBinary}, args...)
+				if m.pid1 {
+					argv = append([]string{"unshare", "--pid", "--fork", "--mount-proc"}, argv...)
+				}
+				return startInitArgv(t, m, nil, nil, argv...)
+			}
+			if code, _ := start("--", "sh", "-c", "kill -TERM $$").wait(60 * time.Second); code != 143 {
+				t.Errorf("killed by SIGTERM: exit %d, want 143", code)
+			}
+			r := start("--", "no-such-command-here")
+			if code, _ := r.wait(60 * time.Second); code != 127 || !strings.Contains(r.stderr.String(), "executable file not found") {
+				t.Errorf("not found: exit %d, %q", code, r.stderr)
+			}
+
+			dir := t.TempDir()
+			log := filepath.Join(dir, "log")
+			r = start("--", "sh", "-c", signalScript(dir))
+			waitLine(t, log, "child ready")
+			waitLine(t, log, "grandchild ready")
+			r.signal(syscall.SIGUSR1)
+			waitLine(t, log, "child USR1")
+			waitLine(t, log, "grandchild USR1")
+			if err := os.WriteFile(filepath.Join(dir, "stop"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if code, _ := r.wait(60 * time.Second); code != 5 {
+				t.Errorf("exit code %d, want 5\n%s", code, r.stderr)
+			}
+		})
+	}
+	t.Run("sandbox", func(t *testing.T) {
+		needRoot(t)
+		// A pid namespace: the init inside is supervise-init again.
+		out, err := exec.Command(initBinary, "--ns", "pid", "--pids-max", "64", "--", "sh", "-c", "echo $$; exit 3").CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+			t.Fatalf("exit: %v\n%s", err, out)
+		}
+		if pid := strings.TrimSpace(string(out)); len(pid) > 3 {
+			t.Errorf("the command's pid %s: not in a new pid namespace", pid)
+		}
+	})
+	t.Run("help and usage", func(t *testing.T) {
+		out, err := exec.Command(initBinary, "--help").Output()
+		if err != nil || !strings.Contains(string(out), "Usage: supervise-init [flags] -- CMD") || !strings.Contains(string(out), "--single-child") {
+			t.Errorf("--help: %v\n%s", err, out)
+		}
+		out, err = exec.Command(initBinary, "--bogus", "--", "true").CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "-bogus") {
+			t.Errorf("--bogus: %v\n%s", err, out)
+		}
+	})
+}
