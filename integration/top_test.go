@@ -44,7 +44,9 @@ command = ["sleep", "100000"]
 	slave.Close()
 	var mu sync.Mutex
 	var screen strings.Builder
+	drained := make(chan struct{}) // closed once the terminal says no more (EIO after top's exit)
 	go func() {
+		defer close(drained)
 		buf := make([]byte, 4096)
 		for {
 			n, err := master.Read(buf)
@@ -91,6 +93,13 @@ command = ["sleep", "100000"]
 		}
 	case <-time.After(60 * time.Second):
 		t.Fatal("top did not quit on q")
+	}
+	// top's last bytes may still be in the terminal when it has exited
+	// (this failed in CI): read to the end first.
+	select {
+	case <-drained:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the terminal was not drained after top exited")
 	}
 	mu.Lock()
 	out := screen.String()

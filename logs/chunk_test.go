@@ -218,3 +218,36 @@ func TestFileTimestamps(t *testing.T) {
 		}
 	}
 }
+
+// Watch tests lines already held and every new one, by chunk or by line,
+// ignores those before since, and reports once.
+func TestRingWatch(t *testing.T) {
+	t0 := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	r := NewRing(RingConfig{})
+	r.WriteLine(Line{Time: t0, Text: "ready (an earlier run)"})
+	r.WriteLine(Line{Time: t0.Add(time.Second), Text: "starting"})
+	found := 0
+	match := func(s string) bool { return strings.HasPrefix(s, "ready") }
+	cancel := r.Watch(t0.Add(time.Second), match, func() { found++ })
+	if found != 0 {
+		t.Fatal("matched a line from before since")
+	}
+	r.WriteChunk(&Chunk{Time: t0.Add(2 * time.Second), Data: []byte("a\nb\nready now\nready again\n")})
+	r.WriteLine(Line{Time: t0.Add(3 * time.Second), Text: "ready once more"})
+	cancel()
+	cancel()
+	if found != 1 {
+		t.Fatalf("found %d times, want once", found)
+	}
+	// Held already: found at once.
+	if r.Watch(t0, match, func() { found++ }); found != 2 {
+		t.Fatal("a held line did not match at once")
+	}
+	// Cancelled before: never found.
+	cancel = r.Watch(t0.Add(time.Hour), match, func() { found++ })
+	cancel()
+	r.WriteLine(Line{Time: t0.Add(2 * time.Hour), Text: "ready late"})
+	if found != 2 {
+		t.Fatal("a cancelled watch fired")
+	}
+}

@@ -51,6 +51,7 @@ type Ring struct {
 	n         int                    // lines held; guarded by mu
 	bytes     int                    // cost of the held lines; guarded by mu
 	followers map[*follower]struct{} // guarded by mu
+	watchers  map[*watcher]struct{}  // guarded by mu
 	closed    bool                   // guarded by mu
 	// pending are chunks not yet cut into lines, newest last: a fast
 	// writer's reads are kept as they came, and cut only when someone
@@ -116,6 +117,9 @@ func (r *Ring) WriteChunk(c *Chunk) error {
 	lines := bytes.Count(c.Data, newline)
 	if lines == 0 {
 		return nil
+	}
+	if len(r.watchers) > 0 {
+		r.watchChunkLocked(c)
 	}
 	r.reserveLocked(len(c.Data))
 	pc := pendingChunk{program: c.Program, stream: c.Stream, time: c.Time,
@@ -218,6 +222,72 @@ func (r *Ring) addLocked(l Line) {
 	for f := range r.followers {
 		f.pushLocked(l)
 	}
+	for w := range r.watchers {
+		w.lineLocked(r, l.Time, l.Text)
+	}
+}
+
+// watcher is a Watch: a test of each new line, until one passes.
+type watcher struct {
+	since time.Time
+	match func(text string) bool
+	found func()
+}
+
+func (w *watcher) lineLocked(r *Ring, t time.Time, text string) {
+	if !t.Before(w.since) && w.match(text) {
+		delete(r.watchers, w)
+		w.found()
+	}
+}
+
+// watchChunkLocked offers the lines of c to the watchers where they are,
+// without a copy: a watcher reads a line only during its call.
+func (r *Ring) watchChunkLocked(c *Chunk) {
+	for data := c.Data; len(data) > 0 && len(r.watchers) > 0; {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			i = len(data)
+		}
+		text := unsafe.String(unsafe.SliceData(data), i)
+		for w := range r.watchers {
+			w.lineLocked(r, c.Time, text)
+		}
+		data = data[min(i+1, len(data)):]
+	}
+}
+
+// Watch calls match with each line the ring holds or takes from now on
+// whose time is not before since, until match says true; then found runs,
+// once. Unlike a follower, a watcher never falls behind and costs no
+// goroutine: match runs on the writer's goroutine, under the ring's lock,
+// with a text valid only during the call, and found must not block (close
+// a channel). cancel ends the watch; it is safe after found and more than
+// once.
+func (r *Ring) Watch(since time.Time, match func(text string) bool, found func()) (cancel func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.settleLocked()
+	for i := range r.n {
+		l := r.lines[(r.head+i)%len(r.lines)]
+		if !l.Time.Before(since) && match(l.Text) {
+			found()
+			return func() {}
+		}
+	}
+	if r.closed {
+		return func() {}
+	}
+	w := &watcher{since: since, match: match, found: found}
+	if r.watchers == nil {
+		r.watchers = map[*watcher]struct{}{}
+	}
+	r.watchers[w] = struct{}{}
+	return func() {
+		r.mu.Lock()
+		delete(r.watchers, w)
+		r.mu.Unlock()
+	}
 }
 
 func (r *Ring) trimLocked() {
@@ -297,6 +367,7 @@ func (r *Ring) Follow(ctx context.Context, n int) (lines <-chan Line, cancel fun
 func (r *Ring) Close() {
 	r.mu.Lock()
 	r.closed = true
+	clear(r.watchers)
 	for f := range r.followers {
 		f.ended = true
 		f.signal()

@@ -231,30 +231,21 @@ func kickWatchdog(wd *notify.Watchdog, m notify.Message) {
 	}
 }
 
-// followReadyLine watches the lines of the run that started at since for
-// ready_log_line. It reads what the ring already holds too: a program may
-// print its line before this goroutine follows the ring, and the ring's
-// older lines, of earlier runs, are told apart by their time.
+// followReadyLine waits for the first line of the run that started at
+// since to match ready_log_line. The ring tests each line as it takes it
+// (Watch): lines printed before this goroutine ran are held and tested
+// too, and the older ones, of earlier runs, are told apart by their time.
 func (s *Supervisor) followReadyLine(ctx context.Context, h *health, ring *logs.Ring, m *notify.LineMatcher, since time.Time, wake func()) {
-	for ctx.Err() == nil {
-		lines, cancel := ring.Follow(ctx, -1)
-		for l := range lines {
-			if l.Stream == logs.StreamLagged {
-				continue // fell behind: follow again
-			}
-			if l.Time.Before(since) {
-				continue
-			}
-			if m.Match(l.Text) {
-				cancel()
-				s.mu.Lock()
-				h.logReady = true
-				s.mu.Unlock()
-				wake()
-				return
-			}
-		}
-		cancel()
+	found := make(chan struct{})
+	cancel := ring.Watch(since, m.Match, func() { close(found) })
+	defer cancel()
+	select {
+	case <-found:
+		s.mu.Lock()
+		h.logReady = true
+		s.mu.Unlock()
+		wake()
+	case <-ctx.Done():
 	}
 }
 

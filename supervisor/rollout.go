@@ -217,7 +217,7 @@ func (s *Supervisor) waitReady(ctx context.Context, key, old string, timeout tim
 
 // waitReadyAs is waitReady, saying failed when the instance failed.
 func (s *Supervisor) waitReadyAs(ctx context.Context, key, old string, timeout time.Duration, failed string) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := s.withTimeout(ctx, timeout)
 	defer cancel()
 	var verdict error
 	err := s.waitFor(ctx, func() bool {
@@ -255,7 +255,7 @@ func (s *Supervisor) waitReadyAs(ctx context.Context, key, old string, timeout t
 				state = "running, not ready"
 			}
 		}
-		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+		if errors.Is(context.Cause(ctx), errTimedOut) {
 			return fmt.Errorf("%s not ready within %v (%s)", key, timeout, strings.TrimSpace(state))
 		}
 		return fmt.Errorf("waiting for %s: %w", key, err)
@@ -280,4 +280,18 @@ func (s *Supervisor) rollLocked(prog string, keys []string) []string {
 	}
 	s.startRollout(plan)
 	return running
+}
+
+// errTimedOut is the cause of a context withTimeout ended.
+var errTimedOut = errors.New("timed out")
+
+// withTimeout is context.WithTimeout on the supervisor's clock (the fake
+// one in tests): ctx ends with cause errTimedOut after d.
+func (s *Supervisor) withTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	t := s.clock.AfterFunc(d, func() { cancel(errTimedOut) })
+	return ctx, func() {
+		t.Stop()
+		cancel(context.Canceled)
+	}
 }

@@ -180,3 +180,37 @@ func TestNewerRolloutSupersedes(t *testing.T) {
 		}
 	}
 }
+
+// A successor that runs but is not ready within the rollout's timeout
+// stops the rollout on the fake clock: the error says so and names the
+// instances left on their old processes.
+func TestRolloutStopsAtTheTimeout(t *testing.T) {
+	web := program("web", func(p *config.Program) {
+		p.Instances = 3
+		p.Probes.Readiness = commandProbe("web-ready", 1)
+		p.Rollout = config.Rollout{Timeout: 5 * time.Second}
+	})
+	h := newHarness(t, web)
+	keys := web4[:3]
+	h.stepUntil("all ready", time.Second, func() bool {
+		for _, k := range keys {
+			if !h.sup.instances[k].ready {
+				return false
+			}
+		}
+		return true
+	})
+	before := h.procIDs(keys...)
+	h.rt.setExecFail("web-ready", true) // no successor becomes ready
+	done := make(chan error, 1)
+	go func() { done <- h.sup.Restart(context.Background(), []string{"web"}, ctl.RestartOptions{}) }()
+	h.stepUntil("the rollout gives up", time.Second, func() bool { return len(done) == 1 })
+	err := <-done
+	if err == nil || !strings.Contains(err.Error(), "web:0 not ready within 5s") ||
+		!strings.Contains(err.Error(), "web:1, web:2 keep their old processes") {
+		t.Fatalf("err = %v", err)
+	}
+	if after := h.procIDs(keys...); after[1] != before[1] || after[2] != before[2] || after[0] == before[0] {
+		t.Fatalf("processes %v → %v: want only web:0 replaced", before, after)
+	}
+}

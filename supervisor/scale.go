@@ -21,20 +21,43 @@ import (
 // opts.NoWait, Scale returns when the new instances are ready and the
 // surplus ones gone.
 func (s *Supervisor) Scale(ctx context.Context, counts map[string]int, opts ctl.WaitOptions) error {
-	names := slices.Sorted(maps.Keys(counts))
 	s.mu.Lock()
+	plan, err := s.scaleLocked(counts)
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if opts.NoWait {
+		s.bg.Go(func() {
+			if err := s.shrink(s.ctx, plan, counts); err != nil && s.ctx.Err() == nil {
+				s.log.Warn("scaling down", "err", err)
+			}
+		})
+		return nil
+	}
+	return errors.Join(s.waitAllReady(ctx, plan.added, opts.Timeout, "did not start"), s.shrink(ctx, plan, counts))
+}
+
+// scalePlan is what a scale does beyond setting the counts.
+type scalePlan struct {
+	added    []string       // instances started
+	removing []string       // instances removed at once ("web" when it becomes "web:0")
+	down     map[string]int // programs to scale down one instance at a time: from how many
+}
+
+// scaleLocked sets the counts, applies the config again (which starts the
+// new instances) and says what is left to do.
+func (s *Supervisor) scaleLocked(counts map[string]int) (scalePlan, error) {
+	plan := scalePlan{down: map[string]int{}}
+	names := slices.Sorted(maps.Keys(counts))
 	if s.shuttingDown {
-		s.mu.Unlock()
-		return errors.New("supervise is shutting down")
+		return plan, errors.New("supervise is shutting down")
 	}
 	for _, name := range names {
 		if s.cfg.Program(name) == nil {
-			s.mu.Unlock()
-			return fmt.Errorf("%w %q", ctl.ErrUnknownProgram, name)
+			return plan, fmt.Errorf("%w %q", ctl.ErrUnknownProgram, name)
 		}
 	}
-	var added []string
-	down := map[string]int{} // programs to scale down: from how many
 	for _, name := range names {
 		p := s.cfg.Program(name)
 		cur, n := s.instanceCountLocked(p), counts[name]
@@ -46,7 +69,7 @@ func (s *Supervisor) Scale(ctx context.Context, counts map[string]int, opts ctl.
 		case n < cur && !wasScaled && p.Instances <= 1:
 			s.scaled[name] = 0 // the config's single "web", to none
 		case n < cur:
-			down[name] = cur
+			plan.down[name] = cur
 			if !wasScaled {
 				s.scaled[name] = cur // numbered from now on: the names stay
 			}
@@ -56,48 +79,42 @@ func (s *Supervisor) Scale(ctx context.Context, counts map[string]int, opts ctl.
 	}
 	before := maps.Clone(s.instances)
 	s.applyLocked(s.cfg)
-	var removing []string // renamed or removed at once ("web" → "web:0")
 	for k, in := range s.instances {
+		if _, named := counts[in.spec.Name]; !named {
+			continue
+		}
 		switch {
 		case before[k] == nil:
-			added = append(added, k)
+			plan.added = append(plan.added, k)
 		case in.goal == goalRemove:
-			if _, named := counts[in.spec.Name]; named {
-				removing = append(removing, k)
-			}
+			plan.removing = append(plan.removing, k)
 		}
 	}
-	s.mu.Unlock()
-	slices.Sort(added)
+	slices.Sort(plan.added)
+	return plan, nil
+}
 
-	shrink := func(ctx context.Context) error {
-		var errs []error
-		if err := s.waitFor(ctx, func() bool {
-			for _, k := range removing {
-				if s.instances[k] != nil {
-					return false
-				}
-			}
-			return true
-		}); err != nil {
-			errs = append(errs, fmt.Errorf("waiting for %s to stop: %w", strings.Join(removing, ", "), err))
-		}
-		for _, name := range slices.Sorted(maps.Keys(down)) {
-			if err := s.scaleDown(ctx, name, down[name], counts[name]); err != nil {
-				errs = append(errs, err)
+// shrink waits for what plan removes at once, then scales each program of
+// plan.down down to its count.
+func (s *Supervisor) shrink(ctx context.Context, plan scalePlan, counts map[string]int) error {
+	var errs []error
+	err := s.waitFor(ctx, func() bool {
+		for _, k := range plan.removing {
+			if s.instances[k] != nil {
+				return false
 			}
 		}
-		return errors.Join(errs...)
+		return true
+	})
+	if err != nil {
+		errs = append(errs, fmt.Errorf("waiting for %s to stop: %w", strings.Join(plan.removing, ", "), err))
 	}
-	if opts.NoWait {
-		s.bg.Go(func() {
-			if err := shrink(s.ctx); err != nil && s.ctx.Err() == nil {
-				s.log.Warn("scaling down", "err", err)
-			}
-		})
-		return nil
+	for _, name := range slices.Sorted(maps.Keys(plan.down)) {
+		if err := s.scaleDown(ctx, name, plan.down[name], counts[name]); err != nil {
+			errs = append(errs, err)
+		}
 	}
-	return errors.Join(s.waitAllReady(ctx, added, opts.Timeout, "did not start"), shrink(ctx))
+	return errors.Join(errs...)
 }
 
 // scaleDown removes name's instances from the highest-numbered down, from
