@@ -5,6 +5,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -72,4 +74,58 @@ func TestSuperviseInitIsExec(t *testing.T) {
 			t.Errorf("--bogus: %v\n%s", err, out)
 		}
 	})
+}
+
+// BenchmarkInitStages runs `INIT -- /bin/true` b.N times and reports the
+// median of each stage of the init's start-up, counted from just before
+// the fork (SUPERVISE_INIT_TRACE): exec and the Go runtime up to Run
+// ("run"), the signal handlers ("signals"), the command forked and exec'd
+// ("spawned"), its exit reaped ("done"), and the whole wall time. tini
+// (when installed) gives the wall time to compare with.
+//
+//	go test -run XXX -bench InitStages ./integration
+func BenchmarkInitStages(b *testing.B) {
+	trueBin, err := exec.LookPath("true")
+	if err != nil {
+		b.Skip("no true")
+	}
+	for _, c := range []struct {
+		name string
+		argv []string
+	}{
+		{"supervise-init", []string{initBinary, "--"}},
+		{"supervise-exec", []string{binary, "exec", "--"}},
+		{"tini", []string{"tini", "-s", "--"}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			if _, err := exec.LookPath(c.argv[0]); err != nil {
+				b.Skipf("%s is not installed", c.argv[0])
+			}
+			stages := map[string][]float64{}
+			for range b.N {
+				cmd := exec.Command(c.argv[0], append(c.argv[1:], trueBin)...)
+				var stderr strings.Builder
+				cmd.Stderr = &stderr
+				t0 := time.Now()
+				cmd.Env = append(os.Environ(), "SUPERVISE_INIT_TRACE="+strconv.FormatInt(t0.UnixNano(), 10))
+				if err := cmd.Run(); err != nil {
+					b.Fatalf("%v: %v\n%s", c.argv, err, stderr.String())
+				}
+				stages["wall"] = append(stages["wall"], float64(time.Since(t0).Nanoseconds())/1e6)
+				for _, l := range strings.Split(stderr.String(), "\n") {
+					f := strings.Fields(l)
+					if len(f) == 3 && f[0] == "init-trace" {
+						if v, err := strconv.ParseFloat(f[2], 64); err == nil {
+							stages[f[1]] = append(stages[f[1]], v)
+						}
+					}
+				}
+			}
+			for name, v := range stages {
+				slices.Sort(v)
+				b.ReportMetric(v[len(v)/2], "ms-"+name)
+			}
+			b.ReportMetric(0, "ns/op") // the stages say it; ns/op would repeat the wall time
+		})
+	}
 }

@@ -38,9 +38,12 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 	if cfg.Sandbox != nil {
 		return runSandboxed(ctx, &cfg)
 	}
+	trace.mark("run")
 	d := newDirect(&cfg)
+	trace.mark("signals")
 	defer d.close()
 	code, err := loop(ctx, &cfg, d)
+	trace.mark("done")
 	d.log.Info("exiting", "exit_code", code, "orphans_reaped", d.orphans)
 	return code, err
 }
@@ -149,6 +152,7 @@ func (d *direct) runOnce(ctx context.Context) (exit, error) {
 		return exit{}, err
 	}
 	d.pid, d.pgid, d.ws = pid, pid, 0
+	trace.mark("spawned")
 	d.log.Debug("started", "pid", pid, "tty", d.tty.String())
 	done := ctx.Done()
 	for d.pid != 0 {
