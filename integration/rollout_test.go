@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -366,5 +367,28 @@ http {
 	}
 	if body, err := get(); err != nil || !strings.Contains(body, "version 2") {
 		t.Errorf("after the reload nginx serves %q (%v), want version 2", body, err)
+	}
+}
+
+// A shutdown runs every program's post_stop to its end before it deletes
+// the sandboxes (it cut them off before: the example's web lost its
+// post_stop at every shutdown).
+func TestShutdownRunsPostStop(t *testing.T) {
+	dir, file := writeConfig(t, `
+[program.web]
+command = ["sleep", "1000"]
+[program.web.hooks.post_stop]
+command = ["sh", "-c", "sleep 0.2; echo done > post_stop.ran"]
+`)
+	d := startDaemon(t, dir, file)
+	eventually(t, "web running", 30*time.Second, func() bool { return d.healthStatus()["web"].State == "Running" })
+	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := d.wait(60 * time.Second); code != 0 {
+		t.Fatalf("supervise exited %d", code)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "post_stop.ran")); err != nil || string(b) != "done\n" {
+		t.Fatalf("post_stop did not run to its end: %q %v\n%s", b, err, d.stderr.String())
 	}
 }

@@ -42,6 +42,10 @@ type fakeRuntime struct {
 	failDelete int                           // the next DeleteSandbox calls that fail
 	// blockCreate: sandbox name → CreateSandbox waits until it is closed.
 	blockCreate map[string]chan struct{}
+	// blockExec: command → Exec waits until it is closed, then fails if
+	// its sandbox was deleted meanwhile (goneExec records the command).
+	blockExec map[string]chan struct{}
+	goneExec  []string
 }
 
 type fakeProc struct {
@@ -262,8 +266,18 @@ func (f *fakeRuntime) Usage(id string) (proc.Stats, error) { return proc.Stats{}
 
 func (f *fakeRuntime) Exec(ctx context.Context, sid string, cfg proc.ExecConfig) (proc.ExecResult, error) {
 	f.mu.Lock()
+	block := f.blockExec[cfg.Args[0]]
+	f.mu.Unlock()
+	if block != nil {
+		<-block
+	}
+	f.mu.Lock()
 	defer f.mu.Unlock()
 	cmd := cfg.Args[0]
+	if block != nil && sid != "" && !f.sandboxes[sid] {
+		f.goneExec = append(f.goneExec, cmd)
+		return proc.ExecResult{}, fmt.Errorf("exec in sandbox %q: %w", sid, proc.ErrNotFound)
+	}
 	f.execs = append(f.execs, cmd)
 	for _, kv := range cfg.Env {
 		if inst, ok := strings.CutPrefix(kv, "SUPERVISE_INSTANCE="); ok {

@@ -623,16 +623,31 @@ func (s *Supervisor) stopLevel(l int) {
 	s.mu.Unlock()
 	// Every state change wakes this check: it drops the keys found down
 	// from the front and stops at the first one still up, so a thousand
-	// programs cost a thousand checks, not a million.
+	// programs cost a thousand checks, not a million. Down means its exit
+	// handled too (Stopped, or Completed or Failed): post_stop runs in the
+	// sandbox, which the shutdown deletes after the last level.
 	_ = s.waitFor(s.ctx, func() bool {
 		for len(keys) > 0 {
-			if in := s.instances[keys[0]]; in != nil && (in.procID != "" || in.state == Starting || in.state == Stopping) {
+			if in := s.instances[keys[0]]; in != nil && !shutDown(in) {
 				return false
 			}
 			keys = keys[1:]
 		}
 		return true
 	})
+}
+
+// shutDown says whether the shutdown is done with in: no process, and its
+// exit handled (hooks included), as a stop waits for.
+func shutDown(in *instance) bool {
+	if in.procID != "" {
+		return false
+	}
+	switch in.state {
+	case Stopped, Completed, Failed:
+		return true
+	}
+	return false
 }
 
 // deleteSandboxes deletes what sandboxes are left once every process is

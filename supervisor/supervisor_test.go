@@ -408,3 +408,40 @@ func TestCriticalFailureIsTheExitStatus(t *testing.T) {
 		t.Fatal("supervisor did not exit when the critical program failed")
 	}
 }
+
+// The shutdown deletes the sandboxes only once every program's exit was
+// handled: a post_stop hook still running in its sandbox is not cut off
+// (the example config's web lost its post_stop at every shutdown).
+func TestShutdownWaitsForPostStop(t *testing.T) {
+	release := make(chan struct{})
+	web := program("web", func(p *config.Program) {
+		p.Hooks.PostStop = &config.Hook{Command: []string{"post"}, Timeout: time.Minute}
+	})
+	h := newHarnessSetup(t, func(rt *fakeRuntime) { rt.blockExec = map[string]chan struct{}{"post": release} }, web)
+	h.waitState("web", Running)
+	h.stop() // the shutdown begins
+	h.waitFor("post_stop running", func() bool {
+		return h.sup.instances["web"].procID == "" && h.sup.instances["web"].state == Exited
+	})
+	// Give a shutdown that does not wait for the hook the time to delete
+	// the sandbox under it.
+	deadline := time.Now().Add(200 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		if _, _, live := h.rt.sandboxCounts("web"); live == 0 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	select {
+	case <-h.code:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return")
+	}
+	h.code <- 0 // for the harness's cleanup
+	h.rt.mu.Lock()
+	defer h.rt.mu.Unlock()
+	if len(h.rt.goneExec) > 0 {
+		t.Fatalf("post_stop ran after its sandbox was deleted: %v", h.rt.goneExec)
+	}
+}
