@@ -195,25 +195,10 @@ func procfileProgram(name string, line int, cmd, dir string, restart RestartPoli
 		env = map[string]string{}
 	}
 	env["PORT"] = strconv.Itoa(port)
-	return &Program{
-		Name:             name,
-		Line:             line,
-		Command:          []string{"/bin/sh", "-c", cmd},
-		Dir:              dir,
-		Env:              env,
-		Restart:          restart,
-		SuccessExitCodes: []int{0},
-		Instances:        1,
-		Autostart:        true,
-		StopSignal:       DefaultStopSignal,
-		StopTimeout:      DefaultStopTimeout,
-		MinStopGrace:     DefaultMinStopGrace,
-		Backoff:          Backoff{Initial: DefaultBackoffInitial, Max: DefaultBackoffMax, ResetAfter: DefaultBackoffResetAfter},
-		Sandbox:          Sandbox{Umask: -1},
-		Stdout:           defaultOutput(),
-		Stderr:           defaultOutput(),
-		Port:             port,
-	}
+	p := newProgram(name, line, dir)
+	p.Command = []string{"/bin/sh", "-c", cmd}
+	p.Env, p.Restart, p.Port = env, restart, port
+	return p
 }
 
 // applyFormation sets each process type's instances from -m (0 leaves it

@@ -74,22 +74,7 @@ func validHostname(h string) bool {
 // With isDefaults it decodes [defaults] alone: only the values are checked,
 // not what a complete program needs.
 func (d *decoder) program(name string, n *node, isDefaults bool) *Program {
-	p := &Program{
-		Name:             name,
-		Line:             d.ix.line(n.path),
-		Dir:              d.dir,
-		Restart:          RestartAlways,
-		SuccessExitCodes: []int{0},
-		Instances:        1,
-		Autostart:        true,
-		StopSignal:       DefaultStopSignal,
-		StopTimeout:      DefaultStopTimeout,
-		MinStopGrace:     DefaultMinStopGrace,
-		Sandbox:          Sandbox{Umask: -1},
-		Stdout:           defaultOutput(),
-		Stderr:           defaultOutput(),
-	}
-	p.Backoff = Backoff{Initial: DefaultBackoffInitial, Max: DefaultBackoffMax, ResetAfter: DefaultBackoffResetAfter}
+	p := newProgram(name, d.ix.line(n.path), d.dir)
 	pd := &programDecoding{Program: p, isDefaults: isDefaults, env: map[string]string{}}
 	t := d.table(n, "a table")
 	decodeKeys(d, t, pd, programKeys)
@@ -101,6 +86,26 @@ func (d *decoder) program(name string, n *node, isDefaults bool) *Program {
 	}
 	d.checkHealth(pd, n)
 	return p
+}
+
+// newProgram is a program with every default in place, in both formats.
+func newProgram(name string, line int, dir string) *Program {
+	return &Program{
+		Name:             name,
+		Line:             line,
+		Dir:              dir,
+		Restart:          RestartAlways,
+		SuccessExitCodes: []int{0},
+		Instances:        1,
+		Autostart:        true,
+		StopSignal:       DefaultStopSignal,
+		StopTimeout:      DefaultStopTimeout,
+		MinStopGrace:     DefaultMinStopGrace,
+		Backoff:          Backoff{Initial: DefaultBackoffInitial, Max: DefaultBackoffMax, ResetAfter: DefaultBackoffResetAfter},
+		Sandbox:          Sandbox{Umask: -1},
+		Stdout:           defaultOutput(),
+		Stderr:           defaultOutput(),
+	}
 }
 
 func defaultOutput() Output {
@@ -201,12 +206,8 @@ func (d *decoder) dependsOn(p *Program, n *node) {
 	if !ok {
 		return
 	}
-	_, isArr := n.v.([]any)
 	for i, name := range names {
-		path := n.path
-		if isArr {
-			path = elem(n.path, i)
-		}
+		path := elemOf(n, i)
 		if slices.Contains(p.DependsOn, name) {
 			d.errorf(path, "%q is listed twice", name)
 			continue

@@ -76,6 +76,19 @@ period = "100ms"
 %s`, app, base, version, app, extra)
 }
 
+// startWeb runs webConfig under supervise and waits until both instances
+// are ready.
+func startWeb(t *testing.T, base int, extra string) (d *daemon, dir, file string) {
+	t.Helper()
+	dir, file = writeConfig(t, webConfig(t, "1", base, extra))
+	d = startDaemon(t, dir, file)
+	eventually(t, "both instances ready", 30*time.Second, func() bool {
+		st := d.healthStatus()
+		return isReady(st["web:0"]) && isReady(st["web:1"])
+	})
+	return d, dir, file
+}
+
 // sampler reads the status every 30 ms until stopped and keeps the least
 // number of ready web instances it saw.
 type sampler struct {
@@ -130,13 +143,7 @@ func (s *sampler) end() (minReady, samples int64) {
 // status sampled every 30 ms never shows fewer than one ready instance;
 // both pids change; when the command returns both new instances are ready.
 func TestRollingRestartKeepsOneReady(t *testing.T) {
-	base := freePorts(t, 2)
-	dir, file := writeConfig(t, webConfig(t, "1", base, ""))
-	d := startDaemon(t, dir, file)
-	eventually(t, "both instances ready", 30*time.Second, func() bool {
-		st := d.healthStatus()
-		return isReady(st["web:0"]) && isReady(st["web:1"])
-	})
+	d, _, _ := startWeb(t, freePorts(t, 2), "")
 	before := d.healthStatus()
 	s := startSampler(d)
 	out, code := d.ctl("restart", "web")
@@ -162,16 +169,10 @@ func TestRollingRestartKeepsOneReady(t *testing.T) {
 // scale web=3 then web=1: instances 0..2, then 0 only, the surplus ones
 // stopped with their pre_stop hook, highest first.
 func TestScaleWithTheBinary(t *testing.T) {
-	base := freePorts(t, 3)
-	dir, file := writeConfig(t, webConfig(t, "1", base, `
+	d, dir, _ := startWeb(t, freePorts(t, 3), `
 [program.web.hooks.pre_stop]
 command = ["sh", "-c", "echo $SUPERVISE_INSTANCE >> stopped"]
-`))
-	d := startDaemon(t, dir, file)
-	eventually(t, "both instances ready", 30*time.Second, func() bool {
-		st := d.healthStatus()
-		return isReady(st["web:0"]) && isReady(st["web:1"])
-	})
+`)
 	pid0 := d.healthStatus()["web:0"].Pid
 	out, code := d.ctl("scale", "--json", "web=3")
 	var rep struct {
@@ -235,12 +236,7 @@ func TestZeroDowntimeBehindNginx(t *testing.T) {
 	}
 	base := freePorts(t, 3) // two instances, then nginx
 	front := base + 2
-	dir, file := writeConfig(t, webConfig(t, "1", base, ""))
-	d := startDaemon(t, dir, file)
-	eventually(t, "both instances ready", 30*time.Second, func() bool {
-		st := d.healthStatus()
-		return isReady(st["web:0"]) && isReady(st["web:1"])
-	})
+	d, _, file := startWeb(t, base, "")
 
 	ngDir := t.TempDir()
 	conf := filepath.Join(ngDir, "nginx.conf")

@@ -18,7 +18,8 @@ type Chunk struct {
 	// call: a sink that keeps any of it copies it.
 	Data []byte
 
-	text string // Data as a string, made once for the sinks that need lines
+	text  string // Data as a string, made once for the sinks that need lines
+	lines int    // the lines in Data when the pump counted them, else 0
 }
 
 // ChunkSink is a Sink that takes whole lines in bulk.

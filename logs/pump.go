@@ -135,8 +135,9 @@ func (p *Pump) emitChunk(lines []byte) {
 		}
 		return
 	}
-	err := cs.WriteChunk(&Chunk{Program: p.cfg.Program, Stream: p.cfg.Stream, Time: p.now, Data: lines})
-	p.lines.Add(int64(bytes.Count(lines, newline)))
+	n := bytes.Count(lines, newline)
+	err := cs.WriteChunk(&Chunk{Program: p.cfg.Program, Stream: p.cfg.Stream, Time: p.now, Data: lines, lines: n})
+	p.lines.Add(int64(n))
 	p.result(err)
 }
 

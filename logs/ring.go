@@ -114,7 +114,10 @@ func (r *Ring) WriteChunk(c *Chunk) error {
 		r.settleLocked()
 		return c.EachLine(func(l Line) error { r.addLocked(l); return nil })
 	}
-	lines := bytes.Count(c.Data, newline)
+	lines := c.lines
+	if lines == 0 { // not counted by a pump
+		lines = bytes.Count(c.Data, newline)
+	}
 	if lines == 0 {
 		return nil
 	}

@@ -42,10 +42,12 @@ type fakeRuntime struct {
 	failDelete int                           // the next DeleteSandbox calls that fail
 	// blockCreate: sandbox name → CreateSandbox waits until it is closed.
 	blockCreate map[string]chan struct{}
-	// blockExec: command → Exec waits until it is closed, then fails if
-	// its sandbox was deleted meanwhile (goneExec records the command).
+	// blockExec: command → Exec waits until it is closed, or until its
+	// sandbox is deleted, which kills it as a cgroup's removal would
+	// (goneExec records the command).
 	blockExec map[string]chan struct{}
 	goneExec  []string
+	deleted   chan struct{} // closed and replaced by every DeleteSandbox
 }
 
 type fakeProc struct {
@@ -103,7 +105,19 @@ func (f *fakeRuntime) DeleteSandbox(ctx context.Context, id string) error {
 		return fmt.Errorf("deleting sandbox %s: open cgroup.procs: %w", id, syscall.EMFILE)
 	}
 	delete(f.sandboxes, id)
+	if f.deleted != nil {
+		close(f.deleted)
+		f.deleted = nil
+	}
 	return nil
+}
+
+// deletedLocked is a channel closed at the next DeleteSandbox.
+func (f *fakeRuntime) deletedLocked() chan struct{} {
+	if f.deleted == nil {
+		f.deleted = make(chan struct{})
+	}
+	return f.deleted
 }
 
 func (f *fakeRuntime) ResetSandbox(ctx context.Context, id string) error {
@@ -267,14 +281,19 @@ func (f *fakeRuntime) Usage(id string) (proc.Stats, error) { return proc.Stats{}
 func (f *fakeRuntime) Exec(ctx context.Context, sid string, cfg proc.ExecConfig) (proc.ExecResult, error) {
 	f.mu.Lock()
 	block := f.blockExec[cfg.Args[0]]
-	f.mu.Unlock()
-	if block != nil {
-		<-block
+	for block != nil && f.sandboxes[sid] {
+		deleted := f.deletedLocked()
+		f.mu.Unlock()
+		select {
+		case <-block:
+			block = nil
+		case <-deleted:
+		}
+		f.mu.Lock()
 	}
-	f.mu.Lock()
 	defer f.mu.Unlock()
 	cmd := cfg.Args[0]
-	if block != nil && sid != "" && !f.sandboxes[sid] {
+	if f.blockExec[cmd] != nil && sid != "" && !f.sandboxes[sid] {
 		f.goneExec = append(f.goneExec, cmd)
 		return proc.ExecResult{}, fmt.Errorf("exec in sandbox %q: %w", sid, proc.ErrNotFound)
 	}

@@ -80,44 +80,37 @@ func TestRolloutInBatches(t *testing.T) {
 	}
 }
 
-// A reload that gives a program with several instances a new process
-// rolls them, one at a time, as a restart does.
-func TestReloadRollsInstances(t *testing.T) {
-	web := program("web", func(p *config.Program) { p.Instances = 3 })
-	h := newHarness(t, web)
-	keys := web4[:3]
-	for _, k := range keys {
-		h.waitState(k, Running)
-	}
-	before := h.procIDs(keys...)
-	n := len(h.eventsOf(t))
-	h.apply(program("web", func(p *config.Program) {
-		p.Instances = 3
-		p.Env = map[string]string{"VERSION": "2"}
-	}))
-	h.allReplaced(keys, before)
-	want := []string{"web:0 Stopping", "web:0 Running", "web:1 Stopping", "web:1 Running", "web:2 Stopping", "web:2 Running"}
-	if order := h.replacements(t, n); !slices.Equal(order, want) {
-		t.Fatalf("order %v, want %v", order, want)
-	}
-}
-
-// A file change that restarts a program with several instances rolls
-// them too.
-func TestFileChangeRollsInstances(t *testing.T) {
-	web := program("web", func(p *config.Program) { p.Instances = 3 })
-	h := newHarness(t, web)
-	keys := web4[:3]
-	for _, k := range keys {
-		h.waitState(k, Running)
-	}
-	before := h.procIDs(keys...)
-	n := len(h.eventsOf(t))
-	h.sup.filesChanged("web", config.Watch{}, []string{"main.go"})
-	h.allReplaced(keys, before)
-	want := []string{"web:0 Stopping", "web:0 Running", "web:1 Stopping", "web:1 Running", "web:2 Stopping", "web:2 Running"}
-	if order := h.replacements(t, n); !slices.Equal(order, want) {
-		t.Fatalf("order %v, want %v", order, want)
+// A reload that gives a program with several instances a new process,
+// and a file change that restarts it, roll them one at a time, as a
+// restart does.
+func TestReloadAndFileChangeRollInstances(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		trigger func(h *harness)
+	}{
+		{"reload", func(h *harness) {
+			h.apply(program("web", func(p *config.Program) {
+				p.Instances = 3
+				p.Env = map[string]string{"VERSION": "2"}
+			}))
+		}},
+		{"file change", func(h *harness) { h.sup.filesChanged("web", config.Watch{}, []string{"main.go"}) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, program("web", func(p *config.Program) { p.Instances = 3 }))
+			keys := web4[:3]
+			for _, k := range keys {
+				h.waitState(k, Running)
+			}
+			before := h.procIDs(keys...)
+			n := len(h.eventsOf(t))
+			tt.trigger(h)
+			h.allReplaced(keys, before)
+			want := []string{"web:0 Stopping", "web:0 Running", "web:1 Stopping", "web:1 Running", "web:2 Stopping", "web:2 Running"}
+			if order := h.replacements(t, n); !slices.Equal(order, want) {
+				t.Fatalf("order %v, want %v", order, want)
+			}
+		})
 	}
 }
 

@@ -123,7 +123,7 @@ func (s *Supervisor) scaleDown(ctx context.Context, name string, from, n int) er
 	for c := from - 1; c >= n; c-- {
 		key := name + ":" + strconv.Itoa(c)
 		s.mu.Lock()
-		if n, ok := s.scaled[name]; !ok || n != c+1 || s.shuttingDown {
+		if cur, ok := s.scaled[name]; !ok || cur != c+1 || s.shuttingDown {
 			s.mu.Unlock()
 			return nil // a reload or another scale took over, or the end
 		}

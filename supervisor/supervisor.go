@@ -623,31 +623,18 @@ func (s *Supervisor) stopLevel(l int) {
 	s.mu.Unlock()
 	// Every state change wakes this check: it drops the keys found down
 	// from the front and stops at the first one still up, so a thousand
-	// programs cost a thousand checks, not a million. Down means its exit
-	// handled too (Stopped, or Completed or Failed): post_stop runs in the
-	// sandbox, which the shutdown deletes after the last level.
+	// programs cost a thousand checks, not a million. Down is what a stop
+	// waits for (stoppedDone): the exit handled too, post_stop included,
+	// which runs in the sandbox the shutdown deletes after the last level.
 	_ = s.waitFor(s.ctx, func() bool {
 		for len(keys) > 0 {
-			if in := s.instances[keys[0]]; in != nil && !shutDown(in) {
+			if in := s.instances[keys[0]]; in != nil && !stoppedDone(in) {
 				return false
 			}
 			keys = keys[1:]
 		}
 		return true
 	})
-}
-
-// shutDown says whether the shutdown is done with in: no process, and its
-// exit handled (hooks included), as a stop waits for.
-func shutDown(in *instance) bool {
-	if in.procID != "" {
-		return false
-	}
-	switch in.state {
-	case Stopped, Completed, Failed:
-		return true
-	}
-	return false
 }
 
 // deleteSandboxes deletes what sandboxes are left once every process is
