@@ -53,6 +53,7 @@ var imports = map[string][]string{
 		"github.com/urfave/cli/v2", "golang.org/x/sys/unix"},
 	// Harnesses and test binaries: anything of ours, x/sys.
 	"bench/pid1":            {"golang.org/x/sys/unix"},
+	"bench/pid1/floor":      {},
 	"bench/peers":           {"golang.org/x/sys/unix"},
 	"bench/peers/helper":    {"golang.org/x/sys/unix"},
 	"bench/scrape":          {},

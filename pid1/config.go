@@ -89,10 +89,8 @@ type Config struct {
 
 	// Dedicated says the process exists for this Run and exits when it
 	// returns (supervise exec). Run then leaves the signal handlers and
-	// the subreaper flag as they are when it returns, and keeps the
-	// process's threads on one CPU while it installs its signal handlers
-	// (the command never inherits that): both make the init's start and
-	// exit cheaper.
+	// the subreaper flag as they are when it returns: the exit is that
+	// much cheaper.
 	Dedicated bool
 }
 

@@ -13,12 +13,16 @@
 //     to the foreground job, never through the init.
 //   - Every catchable signal sent to the init is forwarded to the
 //     command's process group (Config.SingleChild: to the command alone),
-//     after Config.Rewrite, as tini and dumb-init do. SIGPIPE, SIGURG and
-//     SIGPROF included: a tap in front of the Go runtime's handler reads
-//     their siginfo and passes on only those another process sent, never
-//     the scheduler's preemption SIGURGs nor the kernel's SIGPIPE for our
-//     own writes (sigtap_linux.go; amd64 only, elsewhere those three are
-//     not forwarded). Not forwarded: SIGCHLD (ours), SIGTTIN and SIGTTOU
+//     after Config.Rewrite, as tini and dumb-init do. The signals come
+//     through a tap of our own in place of the Go runtime's handler (one
+//     rt_sigaction per signal; os/signal would take a thread round trip per
+//     signal, more than the rest of the init's start): it reads each
+//     siginfo, so SIGPIPE, SIGURG and SIGPROF are forwarded too, only
+//     those another process sent, never the scheduler's preemption SIGURGs
+//     nor the kernel's SIGPIPE for our own writes; and faults we cause
+//     stay the runtime's panics (sigtap_linux.go; amd64 only, elsewhere
+//     os/signal takes the signals and those three are not forwarded).
+//     Not forwarded: SIGCHLD (ours), SIGTTIN and SIGTTOU
 //     (the kernel's job control of our own terminal use), and the C
 //     library's 32 and 33. All of them are handled, so the init never
 //     stops (SIGTSTP is forwarded, not obeyed) and never dies of one.
@@ -43,9 +47,7 @@
 //     cancelled) means stop: no restart follows.
 //   - Config.Dedicated is for a process that exits when Run returns
 //     (supervise exec): Run then leaves its signal handlers and the
-//     subreaper flag in place, and keeps the process's threads on one CPU
-//     while it installs the handlers (never the command: it gets the CPU
-//     mask the init started with).
+//     subreaper flag in place.
 //   - Config.Sandbox runs the command in a proc sandbox (cgroup limits,
 //     namespaces). The runtime then owns every wait4, so the command is
 //     started through Sandbox.InitArgs: this binary again, as a plain

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"os"
-	"os/signal"
 	"syscall"
 	"time"
 	"unsafe"
@@ -53,13 +52,12 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 // signals, so no lock is needed and no exit can be collected before its
 // pid is known.
 type direct struct {
-	cfg    *Config
-	log    *slog.Logger
-	isPID1 bool
-	tty    ttyMode
-	sigs   chan os.Signal
-	untap  func()  // stops the signal tap's deliveries to sigs
-	pin    *cpuPin // released; nil unless Config.Dedicated
+	cfg     *Config
+	log     *slog.Logger
+	isPID1  bool
+	tty     ttyMode
+	sigs    chan os.Signal
+	uncatch func() // gives the signals back (catchSignals)
 
 	unsetSubreaper bool
 
@@ -73,22 +71,13 @@ type direct struct {
 
 func newDirect(cfg *Config) *direct {
 	d := &direct{cfg: cfg, log: cfg.Logger, isPID1: os.Getpid() == 1}
-	if cfg.Dedicated {
-		// Only while the signals are set up: see cpuPin.
-		d.pin = pinThreads()
-	}
-	// Before Notify: handing a terminal over makes the kernel send us a
-	// SIGHUP that must not reach the command.
+	// Before the signals are caught: handing a terminal over makes the
+	// kernel send us a SIGHUP that must not reach the command.
 	d.tty = takeTTY(cfg.Stdin, d.log)
-	// Buffered: os/signal drops what does not fit. A dropped SIGCHLD is
+	// Buffered: what does not fit is dropped. A dropped SIGCHLD is
 	// harmless (one reaps everything), others only get lost in a flood.
 	d.sigs = make(chan os.Signal, 128)
-	signal.Notify(d.sigs, handledSignals()...)
-	var err error
-	if d.untap, err = subscribeTap(d.sigs); err != nil {
-		d.log.Debug("SIGPIPE, SIGURG and SIGPROF sent to the init are not forwarded", "err", err)
-	}
-	d.pin.release()
+	d.uncatch = catchSignals(d.sigs, handledSignals(), d.log)
 	if !d.isPID1 {
 		var was int32
 		_ = unix.Prctl(unix.PR_GET_CHILD_SUBREAPER, uintptr(unsafe.Pointer(&was)), 0, 0, 0)
@@ -105,26 +94,30 @@ func newDirect(cfg *Config) *direct {
 
 // close gives back what newDirect took: the signals, the subreaper flag,
 // and (run from a shell) the terminal's foreground. A Dedicated init only
-// gives the terminal back: the process exits next, and signal.Stop costs
-// a thread round trip per signal.
+// gives the terminal back: the process exits next.
 func (d *direct) close() {
 	if d.tty == ttyForeground {
 		giveForegroundBack(d.cfg.Stdin)
 	}
-	d.untap()
 	if d.cfg.Dedicated {
 		return
 	}
-	signal.Stop(d.sigs)
+	d.uncatch()
 	if d.unsetSubreaper {
 		_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
 	}
 }
 
-// handledSignals are the signals the init takes through os/signal: every
-// catchable one (SIGCHLD wakes the reaper). SIGPIPE, SIGURG and SIGPROF
-// sent by others come through the tap (sigtap_linux.go).
-func handledSignals() []os.Signal { return unixsig.Catchable() }
+// handledSignals are the signals the init takes: every catchable one
+// (SIGCHLD wakes the reaper), SIGURG included (catchSignals tells the
+// scheduler's own from one another process sent).
+func handledSignals(except ...syscall.Signal) []syscall.Signal {
+	var sigs []syscall.Signal
+	for _, s := range unixsig.Catchable(except...) {
+		sigs = append(sigs, s.(syscall.Signal))
+	}
+	return append(sigs, unix.SIGURG)
+}
 
 // forwardable: SIGTTIN and SIGTTOU are about our own use of the
 // terminal; the command has nothing to do with them (and obeying them
@@ -186,7 +179,7 @@ func (d *direct) runOnce(ctx context.Context) (exit, error) {
 // leftovers do).
 func (d *direct) handle(s os.Signal) {
 	sig, tapped := received(s)
-	if sig == unix.SIGCHLD && !tapped {
+	if sig == unix.SIGCHLD {
 		d.reap()
 		return
 	}
@@ -269,7 +262,7 @@ func (d *direct) cleanup() {
 	for {
 		select {
 		case s := <-d.sigs:
-			if sig, tapped := received(s); sig != unix.SIGCHLD || tapped {
+			if sig, _ := received(s); sig != unix.SIGCHLD {
 				d.handle(s)
 				continue
 			}
@@ -334,8 +327,8 @@ func (d *direct) waitRestart(ctx context.Context, c <-chan time.Time) bool {
 			d.stop = true
 			return false
 		case s := <-d.sigs:
-			switch sig, tapped := received(s); {
-			case sig == unix.SIGCHLD && !tapped:
+			switch sig, _ := received(s); {
+			case sig == unix.SIGCHLD:
 				d.reap()
 			case isStopRequest(sig):
 				d.stop = true

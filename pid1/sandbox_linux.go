@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
 	"slices"
 	"strconv"
 	"syscall"
@@ -34,21 +33,11 @@ type sandboxed struct {
 
 func runSandboxed(ctx context.Context, cfg *Config) (int, error) {
 	sigs := make(chan os.Signal, 128)
-	var handled []os.Signal
-	for _, s := range handledSignals() {
-		if s != syscall.SIGCHLD { // the runtime's reaper has its own
-			handled = append(handled, s)
-		}
-	}
-	signal.Notify(sigs, handled...)
+	// Not SIGCHLD: the runtime's reaper has its own.
+	uncatch := catchSignals(sigs, handledSignals(unix.SIGCHLD), cfg.Logger)
 	if !cfg.Dedicated {
-		defer signal.Stop(sigs)
+		defer uncatch()
 	}
-	untap, err := subscribeTap(sigs)
-	if err != nil {
-		cfg.Logger.Debug("SIGPIPE, SIGURG and SIGPROF sent to the init are not forwarded", "err", err)
-	}
-	defer untap()
 
 	rt, err := proc.New(proc.Options{Logger: cfg.Logger})
 	if err != nil {

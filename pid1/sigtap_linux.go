@@ -4,7 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
+	"os/signal"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -13,41 +15,64 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The Go runtime keeps three signals to itself. SIGPROF never reaches
-// os/signal (profiling takes it); SIGURG does, mixed with the scheduler's
-// own preemption signals (tgkill to its threads); SIGPIPE does, mixed with
-// the kernel's for our own writes to a closed pipe. An init must forward
-// what another process sent it and nothing it caused itself, and only the
-// siginfo tells them apart (si_code, si_pid), which os/signal drops. So
-// the tap puts a small handler (assembly, one write system call) in front
-// of the runtime's for these three: it writes each siginfo to a pipe and
-// jumps to the runtime's handler, which goes on as before (preemption,
-// profiling and EPIPE work unchanged). A goroutine reads the pipe and
-// passes on, as tapSignal, what another process sent.
+// The init takes its signals through a tap of its own rather than
+// os/signal, for two reasons.
+//
+// Start-up: os/signal enables each signal with a round trip to a runtime
+// thread of its own (runtime.ensureSigM), and an init takes every
+// catchable signal: ~60 round trips, which on a 2-CPU VM took longer than
+// all the rest of the init's start (bench/pid1's Go floor cases measure
+// it). The tap is one rt_sigaction(2) per signal.
+//
+// Telling senders apart: the Go runtime keeps SIGPIPE, SIGURG and SIGPROF
+// to itself and mixes the ones it causes (a write to a closed pipe, the
+// scheduler's preemption tgkill, profiling) with those another process
+// sent; only the siginfo (si_code, si_pid) tells them apart, and os/signal
+// drops it. An init must forward what it was sent and nothing it caused.
+//
+// The tap is a small handler in assembly (sigtap_linux_amd64.s) in place
+// of the runtime's: it writes each siginfo to a pipe (one write system
+// call, no Go runtime) and returns, or, for a signal this process caused
+// itself, goes on to the runtime's handler. A goroutine reads the pipe and
+// passes the signals on in the order they came. Faults (SIGSEGV from a nil
+// dereference and the like) still reach the runtime's handler, so panics
+// work as before; sent by another process they are just signals.
+//
+// Without the trampoline (other architectures) os/signal takes the
+// signals, and SIGPIPE, SIGURG and SIGPROF sent by others are not
+// forwarded.
 
-var tappedSignals = []syscall.Signal{unix.SIGPIPE, unix.SIGURG, unix.SIGPROF}
-
-// Read by the trampoline, written once before it is installed.
-var (
-	tapFD   int32       = -1 // the pipe's write end (non-blocking: a full pipe drops)
-	tapNext [65]uintptr      // the handler each tapped signal had
+// Per-signal behaviour of the trampoline.
+const (
+	tapOff      = 0 // not tapped
+	tapOwn      = 1 // every delivery goes to the pipe
+	tapFiltered = 2 // what another process sent goes to the pipe; the rest to tapNext
 )
 
-// tapOwn counts the tapped signals this process caused itself (dropped).
-var tapOwn atomic.Int64
+// Read by the trampoline; written while the signal is not tapped.
+var (
+	tapFD         int32          = -1 // the pipe's write end (non-blocking: a full pipe drops)
+	tapPid        int32               // our pid: a sender other than us is another process
+	tapMode       [65]uint8           // tapOff, tapOwn or tapFiltered
+	tapNext       [65]uintptr         // the handler a filtered signal had
+	tapSelfCaused int64               // filtered deliveries this process caused (atomic)
+	tapPrev       [65]sigaction_      // what each tapped signal had before, restored on release
+)
 
 const (
 	siginfoSize = 128
-	saSiginfo   = 4 // SA_SIGINFO
+	saSiginfo   = 0x4        // SA_SIGINFO
+	saRestorer  = 0x04000000 // SA_RESTORER
 )
 
-// tapSignal is a tapped signal that another process sent us.
+// tapSignal is a signal that came through the tap; for SIGPIPE, SIGURG
+// and SIGPROF that means another process sent it.
 type tapSignal syscall.Signal
 
 func (s tapSignal) Signal()        {}
 func (s tapSignal) String() string { return syscall.Signal(s).String() }
 
-// received unwraps what came on a signal channel: os/signal's or the tap's.
+// received unwraps what came on a signal channel: the tap's or os/signal's.
 func received(s os.Signal) (sig syscall.Signal, tapped bool) {
 	if t, ok := s.(tapSignal); ok {
 		return syscall.Signal(t), true
@@ -56,8 +81,20 @@ func received(s os.Signal) (sig syscall.Signal, tapped bool) {
 	return sig, false
 }
 
-// The tap is process-wide and, like os/signal's handlers, stays installed
-// once it is; one Run at a time takes what it sees.
+// tapKind says how the trampoline treats sig. The runtime needs what it
+// causes itself of these: SIGPIPE (our writes to a closed pipe), SIGURG
+// (preemption), SIGPROF (profiling) and the faults (panics, crashes).
+func tapKind(sig syscall.Signal) uint8 {
+	switch sig {
+	case unix.SIGPIPE, unix.SIGURG, unix.SIGPROF,
+		unix.SIGILL, unix.SIGTRAP, unix.SIGABRT, unix.SIGBUS, unix.SIGFPE, unix.SIGSEGV, unix.SIGSYS:
+		return tapFiltered
+	}
+	return tapOwn
+}
+
+// The pipe and its reader live as long as the process, like os/signal's
+// loop; one Run at a time has the signals delivered (tap.out).
 var tap struct {
 	once sync.Once
 	err  error
@@ -65,35 +102,34 @@ var tap struct {
 	out  chan<- os.Signal // guarded by mu; nil: nobody listens, dropped
 }
 
-// subscribeTap installs the tap on first use and sends what it sees to out
-// (never blocking: a full channel drops, as os/signal does) until the
-// returned function is called.
-func subscribeTap(out chan<- os.Signal) (unsubscribe func(), err error) {
-	tap.once.Do(func() { tap.err = installTap() })
-	if tap.err != nil {
-		return func() {}, tap.err
+// catchSignals delivers sigs to out until release is called: through the
+// tap where it can be installed, through os/signal otherwise. Neither
+// blocks on out: what does not fit is dropped.
+func catchSignals(out chan<- os.Signal, sigs []syscall.Signal, log *slog.Logger) (release func()) {
+	release, err := tapSignals(out, sigs)
+	if err == nil {
+		return release
 	}
-	tap.mu.Lock()
-	tap.out = out
-	tap.mu.Unlock()
-	return func() {
-		tap.mu.Lock()
-		if tap.out == out {
-			tap.out = nil
+	log.Debug("signals through os/signal: SIGPIPE, SIGURG and SIGPROF sent to the init are not forwarded", "err", err)
+	var notify []os.Signal
+	for _, s := range sigs {
+		if s != unix.SIGURG { // the scheduler's, all the time
+			notify = append(notify, s)
 		}
-		tap.mu.Unlock()
-	}, nil
+	}
+	signal.Notify(out, notify...)
+	return func() { signal.Stop(out) }
 }
 
-// kernelSigaction is struct sigaction of rt_sigaction(2) on Linux.
-type kernelSigaction struct {
+// sigaction_ is struct sigaction of rt_sigaction(2) on Linux.
+type sigaction_ struct {
 	handler  uintptr
 	flags    uint64
 	restorer uintptr
 	mask     uint64
 }
 
-func rtSigaction(sig syscall.Signal, act, old *kernelSigaction) error {
+func rtSigaction(sig syscall.Signal, act, old *sigaction_) error {
 	_, _, errno := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig),
 		uintptr(unsafe.Pointer(act)), uintptr(unsafe.Pointer(old)), 8, 0, 0)
 	if errno != 0 {
@@ -102,46 +138,102 @@ func rtSigaction(sig syscall.Signal, act, old *kernelSigaction) error {
 	return nil
 }
 
-func installTap() error {
+// goHandler reports whether a is the Go runtime's handler (a function
+// taking a siginfo), which a filtered signal's own deliveries go on to.
+func goHandler(a *sigaction_) bool { return a.handler > 1 && a.flags&saSiginfo != 0 }
+
+// tapSignals installs the trampoline for sigs and returns what restores
+// their handlers.
+func tapSignals(out chan<- os.Signal, sigs []syscall.Signal) (release func(), err error) {
 	if !tapSupported {
-		return errors.New("no signal tap on this architecture")
+		return nil, errors.New("no signal tap on this architecture")
 	}
+	tap.once.Do(func() { tap.err = openTap() })
+	if tap.err != nil {
+		return nil, tap.err
+	}
+	// The runtime installs its handler for SIGUSR1 at start: its flags,
+	// mask and restorer (the return through rt_sigreturn) are what every
+	// tapped signal gets, with the trampoline as handler.
+	var tmpl sigaction_
+	if err := rtSigaction(unix.SIGUSR1, nil, &tmpl); err != nil {
+		return nil, fmt.Errorf("signal tap: reading the SIGUSR1 handler: %w", err)
+	}
+	if !goHandler(&tmpl) || tmpl.flags&saRestorer == 0 {
+		return nil, errors.New("signal tap: the Go runtime's handler is not in place")
+	}
+	tap.mu.Lock()
+	defer tap.mu.Unlock()
+	if tap.out != nil {
+		return nil, errors.New("signal tap: already taken")
+	}
+	atomic.StoreInt32(&tapPid, int32(os.Getpid()))
+	var done []syscall.Signal
+	undo := func() {
+		for _, sig := range done {
+			if sig == unix.SIGPIPE {
+				continue // see below
+			}
+			_ = rtSigaction(sig, &tapPrev[sig], nil)
+			tapMode[sig] = tapOff
+		}
+	}
+	for _, sig := range sigs {
+		if sig == unix.SIGPIPE {
+			// A write of ours to a closed stdout makes the runtime end the
+			// process unless os/signal wants or ignores SIGPIPE. Ignoring
+			// is a flag and SIG_IGN (no round trip), and from then on the
+			// runtime's handler would kill us for SIGPIPE: what we cause
+			// is dropped (tapNext is SIG_IGN) and the tap stays for good,
+			// so that no command inherits the SIG_IGN.
+			signal.Ignore(unix.SIGPIPE)
+		}
+		var old sigaction_
+		if err := rtSigaction(sig, nil, &old); err != nil {
+			undo()
+			return nil, fmt.Errorf("signal tap: reading the %v handler: %w", sig, err)
+		}
+		if old.handler == tapTrampolineAddr() {
+			// Still ours (SIGPIPE stays): jumping to it would loop.
+			old = tapPrev[sig]
+		}
+		mode := tapKind(sig)
+		if mode == tapFiltered && !goHandler(&old) && sig != unix.SIGPIPE {
+			// What we cause ourselves must reach the runtime.
+			undo()
+			return nil, fmt.Errorf("signal tap: %v has no Go runtime handler", sig)
+		}
+		tapPrev[sig], tapNext[sig], tapMode[sig] = old, old.handler, mode
+		act := tmpl
+		act.handler = tapTrampolineAddr()
+		if err := rtSigaction(sig, &act, nil); err != nil {
+			tapMode[sig] = tapOff
+			undo()
+			return nil, fmt.Errorf("signal tap: installing for %v: %w", sig, err)
+		}
+		done = append(done, sig)
+	}
+	tap.out = out
+	return func() {
+		tap.mu.Lock()
+		defer tap.mu.Unlock()
+		undo()
+		tap.out = nil
+	}, nil
+}
+
+func openTap() error {
 	var p [2]int
 	if err := unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
 		return fmt.Errorf("signal tap: pipe: %w", err)
 	}
-	r := os.NewFile(uintptr(p[0]), "signal tap")
 	tapFD = int32(p[1])
-	installed := 0
-	for _, sig := range tappedSignals {
-		var old kernelSigaction
-		if err := rtSigaction(sig, nil, &old); err != nil {
-			return fmt.Errorf("signal tap: reading the %v handler: %w", sig, err)
-		}
-		// Only in front of a real handler taking a siginfo: the Go
-		// runtime's. SIG_DFL and SIG_IGN cannot be jumped to.
-		if old.handler <= 1 || old.flags&saSiginfo == 0 {
-			continue
-		}
-		tapNext[sig] = old.handler
-		act := old
-		act.handler = tapTrampolineAddr()
-		if err := rtSigaction(sig, &act, nil); err != nil {
-			return fmt.Errorf("signal tap: installing for %v: %w", sig, err)
-		}
-		installed++
-	}
-	// Owned by the process, like os/signal's loop: it lives as long as
-	// the handlers that write to its pipe.
-	go readTap(r, int32(os.Getpid()))
-	if installed < len(tappedSignals) {
-		return errors.New("signal tap: not every signal has the Go runtime's handler")
-	}
+	go readTap(os.NewFile(uintptr(p[0]), "signal tap"))
 	return nil
 }
 
-// readTap passes on the signals another process sent.
-func readTap(r *os.File, self int32) {
+// readTap passes on what the trampoline wrote.
+func readTap(r *os.File) {
 	buf := make([]byte, 32*siginfoSize)
 	var carry []byte
 	for {
@@ -150,34 +242,18 @@ func readTap(r *os.File, self int32) {
 			return
 		}
 		data := append(carry, buf[:n]...)
-		for len(data) >= siginfoSize {
-			info := data[:siginfoSize]
-			data = data[siginfoSize:]
-			signo := int32(binary.NativeEndian.Uint32(info[0:]))
-			code := int32(binary.NativeEndian.Uint32(info[8:]))
-			pid := int32(binary.NativeEndian.Uint32(info[16:]))
-			if !sentByAnother(code, pid, self) {
-				tapOwn.Add(1)
+		tap.mu.Lock()
+		for ; len(data) >= siginfoSize; data = data[siginfoSize:] {
+			signo := binary.NativeEndian.Uint32(data[0:])
+			if tap.out == nil {
 				continue
 			}
-			tap.mu.Lock()
-			if tap.out != nil {
-				select {
-				case tap.out <- tapSignal(signo):
-				default:
-				}
+			select {
+			case tap.out <- tapSignal(signo):
+			default:
 			}
-			tap.mu.Unlock()
 		}
+		tap.mu.Unlock()
 		carry = append(carry[:0], data...)
 	}
-}
-
-// sentByAnother tells a signal sent by a process (kill, sigqueue, tgkill:
-// si_code ≤ 0) other than us from what we caused ourselves: the runtime's
-// preemption tgkill and the kernel's SIGPIPE for our writes carry our own
-// pid; a timer's or the kernel's own (si_code > 0) are not sent. A sender
-// outside our pid namespace shows as pid 0.
-func sentByAnother(code, pid, self int32) bool {
-	return code <= 0 && pid != self
 }

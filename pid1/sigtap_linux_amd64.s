@@ -3,27 +3,54 @@
 // func tapTrampoline()
 //
 // The handler the kernel calls for a tapped signal, as a C function: DI
-// the signal, SI its siginfo, DX the context. It writes the siginfo (128
-// bytes, an atomic pipe write) to tapFD and jumps to the handler it
-// replaced (the Go runtime's) with the same registers and return address,
-// so the runtime handles the signal as before. The write needs no Go
-// runtime: it is one system call. The registers it clobbers are restored
-// by rt_sigreturn from the signal frame.
+// the signal, SI its siginfo, DX the context. What it does depends on
+// tapMode[signal]:
+//
+//   - tapOwn: write the siginfo (128 bytes, an atomic pipe write) to tapFD
+//     and return; the Go runtime never sees the signal.
+//   - tapFiltered: the same for a signal another process sent (si_code
+//     <= 0, si_pid not ours); one this process caused (a fault, the
+//     scheduler's preemption tgkill, a profiling timer, SIGPIPE for our own
+//     write) is counted in tapSelfCaused and goes to the handler it
+//     replaced (the Go runtime's) with the same registers and return
+//     address, or is dropped if that was SIG_IGN.
+//
+// No Go runtime is needed: the write is one system call, and the
+// registers it clobbers are restored by rt_sigreturn from the signal frame.
 TEXT ·tapTrampoline(SB),NOSPLIT|NOFRAME,$0-0
 	MOVQ	DI, R8
 	MOVQ	SI, R9
 	MOVQ	DX, R10
+	LEAQ	·tapMode(SB), AX
+	MOVBQZX	(AX)(R8*1), AX
+	CMPQ	AX, $1 // tapOwn
+	JEQ	write
+	MOVL	8(R9), AX // si_code
+	CMPL	AX, $0
+	JGT	self
+	MOVL	16(R9), AX // si_pid
+	CMPL	AX, ·tapPid(SB)
+	JEQ	self
+write:
 	MOVL	·tapFD(SB), DI
 	MOVQ	R9, SI
 	MOVQ	$128, DX
 	MOVQ	$1, AX // SYS_write; the kernel keeps R8-R10
 	SYSCALL
+	RET
+self:
+	LOCK
+	INCQ	·tapSelfCaused(SB)
+	LEAQ	·tapNext(SB), AX
+	MOVQ	(AX)(R8*8), AX
+	CMPQ	AX, $1
+	JLS	ignored // SIG_DFL or SIG_IGN: nothing to jump to
 	MOVQ	R8, DI
 	MOVQ	R9, SI
 	MOVQ	R10, DX
-	LEAQ	·tapNext(SB), AX
-	MOVQ	(AX)(DI*8), AX
 	JMP	AX
+ignored:
+	RET
 
 // func tapTrampolineAddr() uintptr
 TEXT ·tapTrampolineAddr(SB),NOSPLIT,$0-8

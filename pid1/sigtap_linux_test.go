@@ -1,61 +1,72 @@
 package pid1
 
 import (
+	"log/slog"
 	"os"
 	"os/exec"
 	"os/signal"
 	"runtime"
 	"strconv"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-func TestSentByAnother(t *testing.T) {
-	const self = 100
-	for _, c := range []struct {
-		code, pid int32
-		want      bool
-	}{
-		{0, 200, true},    // kill(2) from another process
-		{0, 0, true},      // kill(2) from outside our pid namespace
-		{-1, 200, true},   // sigqueue
-		{-6, 200, true},   // tgkill from another process
-		{-6, self, false}, // the Go scheduler's preemption tgkill
-		{0, self, false},  // the kernel's SIGPIPE for our own write
-		{0x80, 0, false},  // SI_KERNEL: a timer, a socket's OOB data
-		{2, 0, false},     // SI_TIMER
-	} {
-		if got := sentByAnother(c.code, c.pid, self); got != c.want {
-			t.Errorf("si_code %d si_pid %d: sentByAnother %v, want %v", c.code, c.pid, got, c.want)
+// killFromAnother sends sig to us from another process, kill(1).
+func killFromAnother(t *testing.T, sig syscall.Signal) {
+	t.Helper()
+	if out, err := exec.Command("kill", "-"+strconv.Itoa(int(sig)), strconv.Itoa(os.Getpid())).CombinedOutput(); err != nil {
+		t.Fatalf("kill -%d: %v %s", sig, err, out)
+	}
+}
+
+// nextTapped waits for the next signal that came through the tap.
+func nextTapped(t *testing.T, ch <-chan os.Signal, want syscall.Signal) {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case s := <-ch:
+			got, tapped := received(s)
+			if !tapped {
+				t.Fatalf("%v came through os/signal, not the tap", got)
+			}
+			if got != want {
+				t.Fatalf("the tap passed on %v before the %v another process sent (one this process caused?)", got, want)
+			}
+			return
+		case <-deadline:
+			t.Fatalf("%v sent by kill(1) did not come out of the tap", want)
 		}
 	}
+}
+
+func tapOrSkip(t *testing.T, ch chan<- os.Signal, sigs ...syscall.Signal) {
+	t.Helper()
+	if !tapSupported {
+		t.Skip("no signal tap on this architecture")
+	}
+	release, err := tapSignals(ch, sigs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(release)
 }
 
 // TestTapPassesOnlySentSignals: SIGPIPE, SIGURG and SIGPROF sent by
 // another process (kill(1)) come out of the tap; those this process
 // causes (the scheduler's preemption SIGURGs, SIGPIPE from writing to a
-// closed pipe, a signal it sends itself) do not.
+// closed pipe, a signal it sends itself) do not, and still reach the
+// runtime (preemption goes on working: the spinning goroutines below
+// would otherwise starve the test on GOMAXPROCS CPUs).
 func TestTapPassesOnlySentSignals(t *testing.T) {
-	if !tapSupported {
-		t.Skip("no signal tap on this architecture")
-	}
 	ch := make(chan os.Signal, 64)
-	// As Run does: SIGPIPE must be asked for, or a write to a closed
-	// stdout would end the process.
-	signal.Notify(ch, unix.SIGPIPE)
-	defer signal.Stop(ch)
-	untap, err := subscribeTap(ch)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer untap()
+	tapOrSkip(t, ch, unix.SIGPIPE, unix.SIGURG, unix.SIGPROF, unix.SIGUSR1)
 
-	// What we cause: preemption (goroutines spinning past the 10 ms
-	// slice), a write to a pipe whose reader is gone, a kill of ourselves.
-	// The tap sees them (tapOwn) and must drop them.
-	own := tapOwn.Load()
+	own := atomic.LoadInt64(&tapSelfCaused)
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +80,7 @@ func TestTapPassesOnlySentSignals(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop := make(chan struct{})
-	for range 4 {
+	for range runtime.GOMAXPROCS(0) + 2 {
 		go func() {
 			for {
 				select {
@@ -81,46 +92,131 @@ func TestTapPassesOnlySentSignals(t *testing.T) {
 		}()
 	}
 	deadline := time.Now().Add(60 * time.Second)
-	for tapOwn.Load() < own+5 { // SIGPIPE, our SIGURG, 3 preemptions at least
+	for atomic.LoadInt64(&tapSelfCaused) < own+5 { // SIGPIPE, our SIGURG, 3 preemptions at least
 		if time.Now().After(deadline) {
-			t.Fatalf("the tap saw %d signals this process caused, want 5 or more", tapOwn.Load()-own)
+			t.Fatalf("the tap saw %d signals this process caused, want 5 or more", atomic.LoadInt64(&tapSelfCaused)-own)
 		}
 		runtime.Gosched()
 	}
 	close(stop)
 
-	// What another process sends.
-	for _, sig := range tappedSignals {
-		name := unix.SignalName(sig)[3:]
-		if out, err := exec.Command("kill", "-"+name, strconv.Itoa(os.Getpid())).CombinedOutput(); err != nil {
-			t.Fatalf("kill -%s: %v %s", name, err, out)
-		}
-		deadline := time.After(30 * time.Second)
-	wait:
-		for {
-			select {
-			case s := <-ch:
-				got, tapped := received(s)
-				if !tapped {
-					continue // os/signal's SIGPIPE: Run drops those
-				}
-				if got != sig {
-					t.Fatalf("the tap passed on %v before the %v another process sent (one this process caused?)", got, sig)
-				}
-				break wait
-			case <-deadline:
-				t.Fatalf("%v sent by kill(1) did not come out of the tap", sig)
-			}
-		}
+	for _, sig := range []syscall.Signal{unix.SIGPIPE, unix.SIGURG, unix.SIGPROF, unix.SIGUSR1} {
+		killFromAnother(t, sig)
+		nextTapped(t, ch, sig)
 	}
-	for {
-		select {
-		case s := <-ch:
-			if got, tapped := received(s); tapped {
-				t.Errorf("the tap passed on an extra %v", got)
-			}
-		default:
-			return
+	select {
+	case s := <-ch:
+		t.Errorf("the tap passed on an extra %v", s)
+	default:
+	}
+}
+
+// TestTapTwice: SIGPIPE stays tapped after a release (see tapSignals); a
+// second tap still drops our own SIGPIPE and passes on one sent.
+func TestTapTwice(t *testing.T) {
+	if !tapSupported {
+		t.Skip("no signal tap on this architecture")
+	}
+	for range 2 {
+		ch := make(chan os.Signal, 8)
+		release, err := tapSignals(ch, []syscall.Signal{unix.SIGPIPE, unix.SIGUSR1})
+		if err != nil {
+			t.Fatal(err)
 		}
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Close()
+		if _, err := w.Write([]byte("x")); err == nil {
+			t.Fatal("write to a pipe without reader succeeded")
+		}
+		w.Close()
+		killFromAnother(t, unix.SIGPIPE)
+		nextTapped(t, ch, unix.SIGPIPE)
+		release()
+	}
+}
+
+// TestTapFaults: a fault this process causes is still a panic (the
+// runtime's handler gets it), while SIGSEGV or SIGILL sent by another
+// process is a signal to pass on, not a crash (the runtime would throw on
+// a SIGILL nobody asked for).
+func TestTapFaults(t *testing.T) {
+	ch := make(chan os.Signal, 8)
+	tapOrSkip(t, ch, unix.SIGSEGV, unix.SIGILL, unix.SIGBUS)
+	panicked := func() (p any) {
+		defer func() { p = recover() }()
+		var m *struct{ x int }
+		m.x = 1 // a SIGSEGV
+		return nil
+	}()
+	if panicked == nil {
+		t.Fatal("a nil dereference did not panic under the tap")
+	}
+	for _, sig := range []syscall.Signal{unix.SIGSEGV, unix.SIGILL, unix.SIGBUS} {
+		killFromAnother(t, sig)
+		nextTapped(t, ch, sig)
+	}
+}
+
+// TestTapOwnsSignals: a signal the runtime has no use for (SIGTERM would
+// otherwise end the process, SIGUSR2 be dropped) comes out of the tap
+// whoever sent it, the kernel included; release gives it back, so that
+// os/signal works again afterwards.
+func TestTapOwnsSignals(t *testing.T) {
+	if !tapSupported {
+		t.Skip("no signal tap on this architecture")
+	}
+	ch := make(chan os.Signal, 8)
+	release, err := tapSignals(ch, []syscall.Signal{unix.SIGTERM, unix.SIGUSR2, unix.SIGWINCH})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tapSignals(make(chan os.Signal, 1), []syscall.Signal{unix.SIGUSR1}); err == nil {
+		t.Fatal("a second tap was installed while the first holds the signals")
+	}
+	killFromAnother(t, unix.SIGTERM)
+	nextTapped(t, ch, unix.SIGTERM)
+	if err := unix.Kill(os.Getpid(), unix.SIGUSR2); err != nil { // sent by ourselves: still ours
+		t.Fatal(err)
+	}
+	nextTapped(t, ch, unix.SIGUSR2)
+	killFromAnother(t, unix.SIGWINCH)
+	nextTapped(t, ch, unix.SIGWINCH)
+	release()
+
+	n := make(chan os.Signal, 1)
+	signal.Notify(n, unix.SIGUSR2)
+	defer signal.Stop(n)
+	killFromAnother(t, unix.SIGUSR2)
+	select {
+	case s := <-n:
+		if s != unix.SIGUSR2 {
+			t.Fatalf("os/signal got %v", s)
+		}
+	case s := <-ch:
+		t.Fatalf("the released tap still passed on %v", s)
+	case <-time.After(30 * time.Second):
+		t.Fatal("SIGUSR2 did not reach os/signal after the tap was released")
+	}
+}
+
+// TestCatchSignalsFallsBack: where the tap cannot be had (here: it is
+// taken), catchSignals still delivers through os/signal.
+func TestCatchSignalsFallsBack(t *testing.T) {
+	ch := make(chan os.Signal, 8)
+	tapOrSkip(t, ch, unix.SIGUSR1)
+	other := make(chan os.Signal, 8)
+	release := catchSignals(other, []syscall.Signal{unix.SIGUSR2, unix.SIGURG}, slog.New(slog.DiscardHandler))
+	defer release()
+	killFromAnother(t, unix.SIGUSR2)
+	select {
+	case s := <-other:
+		if got, tapped := received(s); got != unix.SIGUSR2 || tapped {
+			t.Fatalf("got %v (tapped %v), want SIGUSR2 through os/signal", got, tapped)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("SIGUSR2 did not arrive through os/signal")
 	}
 }

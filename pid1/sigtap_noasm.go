@@ -2,8 +2,8 @@
 
 package pid1
 
-// Without the trampoline (written for amd64 only) the tap is not
-// installed: SIGPIPE, SIGURG and SIGPROF are then not forwarded.
+// Without the trampoline (written for amd64 only) the signals go through
+// os/signal (see catchSignals).
 func tapTrampolineAddr() uintptr { return 0 }
 
 const tapSupported = false

@@ -62,12 +62,12 @@ func (d *direct) spawn(path string) (int, error) {
 		exe, argv = self, append([]string{listenShimArgv0, path}, d.cfg.Args...)
 		attr.Env = append(withoutVar(d.cfg.Env, "LISTEN_FDS"), "LISTEN_FDS="+strconv.Itoa(d.cfg.ListenFDs))
 	}
-	pid, err := d.pin.forkExec(exe, argv, attr)
+	pid, err := syscall.ForkExec(exe, argv, attr)
 	if err != nil && d.tty != ttyNone && ttyError(err) {
 		d.log.Warn("cannot hand the terminal to the command; running it without one", "err", err)
 		d.tty = ttyNone
 		attr.Sys = d.tty.sysProcAttr(d.cfg.Stdin)
-		pid, err = d.pin.forkExec(exe, argv, attr)
+		pid, err = syscall.ForkExec(exe, argv, attr)
 	}
 	if err != nil {
 		if errors.Is(err, unix.ENOENT) {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/signal"
 	"runtime"
@@ -163,7 +162,7 @@ func dieFromSignal(sig syscall.Signal) {
 // subreaper) of a sandbox: it forks programs and Exec commands on request,
 // reports their exits, forwards signals and reaps everything.
 type sandboxInit struct {
-	conn   *net.UnixConn
+	conn   *seqConn
 	rp     *reaper
 	isPID1 bool
 

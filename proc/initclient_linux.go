@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -28,7 +27,7 @@ type exitStatus struct {
 type initClient struct {
 	pid   int  // host pid of the init
 	pidNS bool // the init is PID 1 of its own pid namespace
-	conn  *net.UnixConn
+	conn  *seqConn
 	gone  chan struct{} // closed when the init's socket closed (it died or exited)
 	// reaped is closed once the init was reaped. Its socket closes early
 	// in its exit; as PID 1 it becomes reapable only after the kernel
@@ -44,7 +43,7 @@ type initClient struct {
 	dead     bool                         // guarded by mu
 }
 
-func newInitClient(pid int, pidNS bool, conn *net.UnixConn) *initClient {
+func newInitClient(pid int, pidNS bool, conn *seqConn) *initClient {
 	return &initClient{
 		pid: pid, pidNS: pidNS, conn: conn,
 		gone:     make(chan struct{}),

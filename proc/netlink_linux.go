@@ -3,7 +3,6 @@ package proc
 import (
 	"encoding/binary"
 	"fmt"
-	"net"
 	"syscall"
 	"unsafe"
 
@@ -13,15 +12,18 @@ import (
 // loopbackUp sets IFF_UP on lo with one RTM_NEWLINK request: a new network
 // namespace has lo down, and we must not depend on an `ip` binary.
 func loopbackUp() error {
-	lo, err := net.InterfaceByName("lo")
-	if err != nil {
-		return fmt.Errorf("finding lo: %w", err)
-	}
 	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_ROUTE)
 	if err != nil {
 		return fmt.Errorf("netlink socket: %w", err)
 	}
 	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return err
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFINDEX, ifr); err != nil {
+		return fmt.Errorf("finding lo: %w", err)
+	}
 
 	const hdr, body = unix.SizeofNlMsghdr, unix.SizeofIfInfomsg
 	b := make([]byte, hdr+body)
@@ -33,7 +35,7 @@ func loopbackUp() error {
 	}
 	*(*unix.IfInfomsg)(unsafe.Pointer(&b[hdr])) = unix.IfInfomsg{
 		Family: unix.AF_UNSPEC,
-		Index:  int32(lo.Index),
+		Index:  int32(ifr.Uint32()),
 		Flags:  unix.IFF_UP,
 		Change: unix.IFF_UP,
 	}

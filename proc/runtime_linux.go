@@ -2,7 +2,7 @@ package proc
 
 import (
 	"context"
-	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -235,8 +235,13 @@ func (r *Runtime) newID(name string) string {
 // reuses pid namespace inodes: a container's PID 1 restarted after a
 // SIGKILL has the same pid and may get the same namespace.
 var ownerTag = sync.OnceValue(func() string {
+	// Not crypto/rand: it would link the whole of crypto into the inits.
+	// Not blocking either (a PID 1 may start before the pool is ready):
+	// the clock serves as well for keeping names apart.
 	var b [4]byte
-	_, _ = rand.Read(b[:])
+	if n, err := unix.Getrandom(b[:], unix.GRND_NONBLOCK); err != nil || n < len(b) {
+		binary.NativeEndian.PutUint32(b[:], uint32(time.Now().UnixNano()))
+	}
 	run := "r" + hex.EncodeToString(b[:])
 	ns, _ := os.Readlink("/proc/self/ns/pid")
 	if ns == initPidNS {

@@ -5,8 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
+	"sync/atomic"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -49,22 +50,83 @@ type initSetup struct {
 
 const maxMessage = 1 << 20
 
-// packetConn wraps one end of the socketpair.
-func packetConn(f *os.File) (*net.UnixConn, error) {
-	c, err := net.FileConn(f)
-	f.Close() // FileConn dup'ed it
+// seqConn is one end of the socketpair, read and written through the
+// Go poller. Not net.UnixConn: the net package would be linked into the
+// init binaries for it, and its initialisation slows every init's start.
+type seqConn struct {
+	f      *os.File
+	rc     syscall.RawConn
+	closed atomic.Bool
+}
+
+// packetConn takes over f, one end of the socketpair.
+func packetConn(f *os.File) (*seqConn, error) {
+	defer f.Close() // we keep a non-blocking duplicate, as net.FileConn does
+	rc, err := f.SyscallConn()
 	if err != nil {
 		return nil, err
 	}
-	uc, ok := c.(*net.UnixConn)
-	if !ok {
-		c.Close()
-		return nil, fmt.Errorf("control socket is a %T", c)
+	fd := -1
+	var derr error
+	if err := rc.Control(func(old uintptr) {
+		fd, derr = unix.FcntlInt(old, unix.F_DUPFD_CLOEXEC, 0)
+	}); err != nil {
+		return nil, err
 	}
-	return uc, nil
+	if derr != nil {
+		return nil, fmt.Errorf("control socket: %w", derr)
+	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	c := &seqConn{f: os.NewFile(uintptr(fd), f.Name())}
+	if c.rc, err = c.f.SyscallConn(); err != nil {
+		c.f.Close()
+		return nil, err
+	}
+	return c, nil
 }
 
-func writeMsg(c *net.UnixConn, m *message, fds ...int) error {
+func (c *seqConn) Close() error {
+	c.closed.Store(true)
+	return c.f.Close()
+}
+
+// CloseWrite shuts the sending side: the peer reads end of file.
+func (c *seqConn) CloseWrite() error {
+	var serr error
+	if err := c.rc.Control(func(fd uintptr) { serr = unix.Shutdown(int(fd), unix.SHUT_WR) }); err != nil {
+		return err
+	}
+	return serr
+}
+
+func (c *seqConn) sendmsg(b, oob []byte) error {
+	var serr error
+	err := c.rc.Write(func(fd uintptr) bool {
+		serr = unix.Sendmsg(int(fd), b, oob, nil, 0)
+		return serr != unix.EAGAIN
+	})
+	if err != nil {
+		return err
+	}
+	return serr
+}
+
+func (c *seqConn) recvmsg(b, oob []byte) (n, oobn, flags int, err error) {
+	var rerr error
+	err = c.rc.Read(func(fd uintptr) bool {
+		n, oobn, flags, _, rerr = unix.Recvmsg(int(fd), b, oob, unix.MSG_CMSG_CLOEXEC)
+		return rerr != unix.EAGAIN
+	})
+	if err == nil {
+		err = rerr
+	}
+	return n, oobn, flags, err
+}
+
+func writeMsg(c *seqConn, m *message, fds ...int) error {
 	b, err := json.Marshal(m)
 	if err != nil {
 		return err
@@ -76,14 +138,13 @@ func writeMsg(c *net.UnixConn, m *message, fds ...int) error {
 	if len(fds) > 0 {
 		oob = unix.UnixRights(fds...)
 	}
-	_, _, err = c.WriteMsgUnix(b, oob, nil)
-	return err
+	return c.sendmsg(b, oob)
 }
 
 // readMsg returns the next message and the fds that came with it (the
 // caller owns them). io.EOF means the peer is gone.
-func readMsg(c *net.UnixConn, buf, oob []byte) (message, []int, error) {
-	n, oobn, flags, _, err := c.ReadMsgUnix(buf, oob)
+func readMsg(c *seqConn, buf, oob []byte) (message, []int, error) {
+	n, oobn, flags, err := c.recvmsg(buf, oob)
 	var fds []int
 	if oobn > 0 {
 		if cmsgs, perr := unix.ParseSocketControlMessage(oob[:oobn]); perr == nil {
@@ -101,7 +162,7 @@ func readMsg(c *net.UnixConn, buf, oob []byte) (message, []int, error) {
 	}
 	if err != nil {
 		closeAll()
-		if errors.Is(err, net.ErrClosed) {
+		if c.closed.Load() || errors.Is(err, os.ErrClosed) {
 			return message{}, nil, io.EOF
 		}
 		return message{}, nil, err

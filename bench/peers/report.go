@@ -13,9 +13,17 @@ import (
 	"strings"
 )
 
-// columns of the Markdown table, in order; "none" (the command without an
-// init) is a baseline and goes into the notes.
+// columns of the Markdown table, in order; the baselines go into the
+// notes.
 var tableImpls = []string{"supervise", "supervise-init", "supervisord", "s6", "runit", "daemontools", "tini", "dumb-init"}
+
+// baselines are measured beside the implementations to say what part of a
+// figure is not theirs: what each is, in the order the notes give them.
+var baselines = []struct{ impl, what string }{
+	{"none", "the command without an init"},
+	{"go-floor", "the Go floor (bench/pid1/floor: a Go program that forks, execs and waits, nothing else)"},
+	{"go-floor-notify", "the Go floor taking every signal through os/signal and forwarding it"},
+}
 
 // ours are the columns of supervise's own binaries; the others are peers.
 const ours = 2
@@ -180,16 +188,12 @@ func renderMarkdown(w io.Writer, rows []Row, c [][2]string) {
 	}
 	for _, b := range benches {
 		var parts []string
-		var baseline []string
-		for _, im := range append(slices.Clone(tableImpls), "none") {
+		baseline := map[string][]string{}
+		for _, im := range tableImpls {
 			var notes []string
 			samples := 0
 			for _, r := range rows {
 				if r.Bench != b || r.Impl != im || math.IsNaN(r.Value) && strings.HasSuffix(r.Metric, " failed") {
-					continue
-				}
-				if im == "none" {
-					baseline = append(baseline, fmt.Sprintf("%s %s %s", r.Metric, formatValue(r.Value), r.Unit))
 					continue
 				}
 				// Each run's figure of a repeated measure stays in the TSV.
@@ -209,11 +213,18 @@ func renderMarkdown(w io.Writer, rows []Row, c [][2]string) {
 				parts = append(parts, im+": "+strings.Join(notes, "; "))
 			}
 		}
+		for _, r := range rows {
+			if r.Bench == b && !math.IsNaN(r.Value) {
+				baseline[r.Impl] = append(baseline[r.Impl], fmt.Sprintf("%s %s %s", r.Metric, formatValue(r.Value), r.Unit))
+			}
+		}
 		if len(parts) > 0 {
 			fmt.Fprintf(w, "- %s — %s\n", b, strings.Join(parts, " · "))
 		}
-		if len(baseline) > 0 {
-			fmt.Fprintf(w, "- %s — baseline, the command without an init: %s\n", b, strings.Join(baseline, "; "))
+		for _, bl := range baselines {
+			if figs := baseline[bl.impl]; len(figs) > 0 {
+				fmt.Fprintf(w, "- %s — baseline, %s: %s\n", b, bl.what, strings.Join(figs, "; "))
+			}
 		}
 	}
 	for _, r := range failures {

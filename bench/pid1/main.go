@@ -47,9 +47,10 @@ func main() {
 	n := flag.Int("n", 300, "runs per case")
 	sup := flag.String("supervise", "", "supervise binary (default: build ./cmd/supervise with CGO_ENABLED=0)")
 	initBin := flag.String("init", "", "supervise-init binary, measured too when given")
+	floor := flag.String("floor", "", "bench/pid1/floor binary: the Go floor, measured too when given")
 	tsv := flag.String("tsv", "", "also append the figures to this TSV file (bench/peers columns)")
 	flag.Parse()
-	if err := run(*n, *sup, *initBin, *tsv); err != nil {
+	if err := run(*n, *sup, *initBin, *floor, *tsv); err != nil {
 		fmt.Fprintln(os.Stderr, "pid1 bench:", err)
 		os.Exit(1)
 	}
@@ -59,9 +60,11 @@ type initCase struct {
 	name string
 	impl string   // the column in bench/results
 	argv []string // the init and its flags, the command follows
+	// wallOnly: not in the signal benchmark (it forwards no signal).
+	wallOnly bool
 }
 
-func run(n int, sup, initBin, tsv string) error {
+func run(n int, sup, initBin, floor, tsv string) error {
 	if sup == "" {
 		var cleanup func()
 		var err error
@@ -74,11 +77,16 @@ func run(n int, sup, initBin, tsv string) error {
 	if err != nil {
 		return err
 	}
-	cases := []initCase{{"none (command alone)", "none", nil}, {"supervise exec", "supervise", []string{sup, "exec", "--"}}}
+	cases := []initCase{{name: "none (command alone)", impl: "none"}, {name: "supervise exec", impl: "supervise", argv: []string{sup, "exec", "--"}}}
 	if initBin != "" {
-		cases = append(cases, initCase{"supervise-init", "supervise-init", []string{initBin, "--"}})
+		cases = append(cases, initCase{name: "supervise-init", impl: "supervise-init", argv: []string{initBin, "--"}})
 	}
-	for _, c := range []initCase{{"tini -s", "tini", []string{"tini", "-s", "--"}}, {"dumb-init", "dumb-init", []string{"dumb-init"}}} {
+	if floor != "" {
+		cases = append(cases,
+			initCase{name: "Go floor", impl: "go-floor", argv: []string{floor, "--"}, wallOnly: true},
+			initCase{name: "Go floor + os/signal", impl: "go-floor-notify", argv: []string{floor, "--notify", "--"}})
+	}
+	for _, c := range []initCase{{name: "tini -s", impl: "tini", argv: []string{"tini", "-s", "--"}}, {name: "dumb-init", impl: "dumb-init", argv: []string{"dumb-init"}}} {
 		p, err := exec.LookPath(c.argv[0])
 		if err != nil {
 			return fmt.Errorf("%s is not installed (apt-get install tini dumb-init)", c.argv[0])
@@ -86,7 +94,9 @@ func run(n int, sup, initBin, tsv string) error {
 		c.argv[0] = p
 		cases = append(cases, c)
 	}
-	tini := slices.IndexFunc(cases, func(c initCase) bool { return c.impl == "tini" })
+	tini := func(cs []initCase) int {
+		return slices.IndexFunc(cs, func(c initCase) bool { return c.impl == "tini" })
+	}
 	trueBin, err := exec.LookPath("true")
 	if err != nil {
 		return err
@@ -108,11 +118,12 @@ func run(n int, sup, initBin, tsv string) error {
 	}
 	load1 := loadavg()
 	fmt.Println("Wall time of INIT -- /bin/true (spawn to reaped):")
-	table(cases, wall, tini)
+	table(cases, wall, tini(cases))
 
-	delay := make([][]time.Duration, len(cases))
+	sigCases := slices.DeleteFunc(slices.Clone(cases), func(c initCase) bool { return c.wallOnly })
+	delay := make([][]time.Duration, len(sigCases))
 	for range n {
-		for i, c := range cases {
+		for i, c := range sigCases {
 			argv := slices.Clone(c.argv)
 			if c.impl == "supervise" || c.impl == "supervise-init" {
 				// The child reports on descriptor 3; supervise passes on
@@ -128,18 +139,19 @@ func run(n int, sup, initBin, tsv string) error {
 	}
 	load2 := loadavg()
 	fmt.Println("\nSIGTERM to the init until the command's handler has it (the command is a Go program, its own signal latency is in every row):")
-	table(cases, delay, tini)
+	table(sigCases, delay, tini(sigCases))
 	if tsv == "" {
 		return nil
 	}
-	return writeTSV(tsv, date, cases, []tsvPhase{
-		{"init: exec /bin/true, wall", wall, load0, load1},
-		{"init: SIGTERM to the child", delay, load1, load2},
+	return writeTSV(tsv, date, []tsvPhase{
+		{"init: exec /bin/true, wall", cases, wall, load0, load1},
+		{"init: SIGTERM to the child", sigCases, delay, load1, load2},
 	})
 }
 
 type tsvPhase struct {
 	metric             string
+	cases              []initCase
 	samples            [][]time.Duration
 	loadStart, loadEnd string
 }
@@ -147,7 +159,7 @@ type tsvPhase struct {
 // writeTSV appends the median and p90 of each phase and case to file in
 // the columns of bench/peers (results.go), writing the header first when
 // the file is new.
-func writeTSV(file, date string, cases []initCase, phases []tsvPhase) error {
+func writeTSV(file, date string, phases []tsvPhase) error {
 	f, err := os.OpenFile(file, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return err
@@ -164,7 +176,7 @@ func writeTSV(file, date string, cases []initCase, phases []tsvPhase) error {
 			name string
 			p    int
 		}{{"median", 50}, {"p90", 90}} {
-			for i, c := range cases {
+			for i, c := range ph.cases {
 				note := ""
 				if c.impl == "tini" {
 					note = "tini -s: a subreaper, as it is not PID 1 here"
