@@ -57,7 +57,8 @@ type direct struct {
 	isPID1  bool
 	tty     ttyMode
 	sigs    chan os.Signal
-	uncatch func() // gives the signals back (catchSignals)
+	chld    chan os.Signal // SIGCHLD, coalesced: never dropped
+	uncatch func()         // gives the signals back (catchSignals)
 
 	unsetSubreaper bool
 
@@ -76,8 +77,8 @@ func newDirect(cfg *Config) *direct {
 	d.tty = takeTTY(cfg.Stdin, d.log)
 	// Buffered: what does not fit is dropped. A dropped SIGCHLD is
 	// harmless (one reaps everything), others only get lost in a flood.
-	d.sigs = make(chan os.Signal, 128)
-	d.uncatch = catchSignals(d.sigs, handledSignals(), d.log)
+	d.sigs, d.chld = make(chan os.Signal, 128), make(chan os.Signal, 1)
+	d.uncatch = catchSignals(d.sigs, d.chld, handledSignals(), d.log)
 	if !d.isPID1 {
 		var was int32
 		_ = unix.Prctl(unix.PR_GET_CHILD_SUBREAPER, uintptr(unsafe.Pointer(&was)), 0, 0, 0)
@@ -150,6 +151,8 @@ func (d *direct) runOnce(ctx context.Context) (exit, error) {
 	done := ctx.Done()
 	for d.pid != 0 {
 		select {
+		case <-d.chld:
+			d.reap()
 		case s := <-d.sigs:
 			d.handle(s)
 		case <-done:
@@ -262,10 +265,8 @@ func (d *direct) cleanup() {
 	for {
 		select {
 		case s := <-d.sigs:
-			if sig, _ := received(s); sig != unix.SIGCHLD {
-				d.handle(s)
-				continue
-			}
+			d.handle(s)
+		case <-d.chld:
 			if !d.reap() {
 				return
 			}
@@ -326,6 +327,8 @@ func (d *direct) waitRestart(ctx context.Context, c <-chan time.Time) bool {
 		case <-ctx.Done():
 			d.stop = true
 			return false
+		case <-d.chld:
+			d.reap()
 		case s := <-d.sigs:
 			switch sig, _ := received(s); {
 			case sig == unix.SIGCHLD:

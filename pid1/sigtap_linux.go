@@ -56,6 +56,7 @@ var (
 	tapMode       [65]uint8           // tapOff, tapOwn or tapFiltered
 	tapNext       [65]uintptr         // the handler a filtered signal had
 	tapSelfCaused int64               // filtered deliveries this process caused (atomic)
+	tapChild      int32               // set by every SIGCHLD before its record is written (atomic)
 	tapPrev       [65]sigaction_      // what each tapped signal had before, restored on release
 )
 
@@ -100,25 +101,40 @@ var tap struct {
 	err  error
 	mu   sync.Mutex
 	out  chan<- os.Signal // guarded by mu; nil: nobody listens, dropped
+	chld chan<- os.Signal // guarded by mu; SIGCHLD, coalesced
 }
 
 // catchSignals delivers sigs to out until release is called: through the
 // tap where it can be installed, through os/signal otherwise. Neither
-// blocks on out: what does not fit is dropped.
-func catchSignals(out chan<- os.Signal, sigs []syscall.Signal, log *slog.Logger) (release func()) {
-	release, err := tapSignals(out, sigs)
+// blocks on out: what does not fit is dropped. SIGCHLD, when in sigs, goes
+// to chld instead, which should hold one: a SIGCHLD is never dropped, only
+// coalesced with one not yet taken, so that a flood of other signals can
+// never hide an exit (the reaper would wait for the next one).
+func catchSignals(out, chld chan<- os.Signal, sigs []syscall.Signal, log *slog.Logger) (release func()) {
+	release, err := tapSignals(out, chld, sigs)
 	if err == nil {
 		return release
 	}
 	log.Debug("signals through os/signal: SIGPIPE, SIGURG and SIGPROF sent to the init are not forwarded", "err", err)
 	var notify []os.Signal
 	for _, s := range sigs {
-		if s != unix.SIGURG { // the scheduler's, all the time
+		switch s {
+		case unix.SIGURG: // the scheduler's, all the time
+		case unix.SIGCHLD:
+			if chld != nil {
+				signal.Notify(chld, s)
+			}
+		default:
 			notify = append(notify, s)
 		}
 	}
 	signal.Notify(out, notify...)
-	return func() { signal.Stop(out) }
+	return func() {
+		signal.Stop(out)
+		if chld != nil {
+			signal.Stop(chld)
+		}
+	}
 }
 
 // sigaction_ is struct sigaction of rt_sigaction(2) on Linux.
@@ -144,7 +160,7 @@ func goHandler(a *sigaction_) bool { return a.handler > 1 && a.flags&saSiginfo !
 
 // tapSignals installs the trampoline for sigs and returns what restores
 // their handlers.
-func tapSignals(out chan<- os.Signal, sigs []syscall.Signal) (release func(), err error) {
+func tapSignals(out, chld chan<- os.Signal, sigs []syscall.Signal) (release func(), err error) {
 	if !tapSupported {
 		return nil, errors.New("no signal tap on this architecture")
 	}
@@ -213,12 +229,12 @@ func tapSignals(out chan<- os.Signal, sigs []syscall.Signal) (release func(), er
 		}
 		done = append(done, sig)
 	}
-	tap.out = out
+	tap.out, tap.chld = out, chld
 	return func() {
 		tap.mu.Lock()
 		defer tap.mu.Unlock()
 		undo()
-		tap.out = nil
+		tap.out, tap.chld = nil, nil
 	}, nil
 }
 
@@ -245,12 +261,20 @@ func readTap(r *os.File) {
 		tap.mu.Lock()
 		for ; len(data) >= siginfoSize; data = data[siginfoSize:] {
 			signo := binary.NativeEndian.Uint32(data[0:])
-			if tap.out == nil {
+			if tap.out == nil || signo == uint32(unix.SIGCHLD) { // see tapChild below
 				continue
 			}
 			select {
 			case tap.out <- tapSignal(signo):
 			default:
+			}
+		}
+		// After the read: a SIGCHLD whose record did not fit set the flag
+		// before the pipe we just read from was full.
+		if atomic.SwapInt32(&tapChild, 0) != 0 && tap.chld != nil {
+			select {
+			case tap.chld <- tapSignal(unix.SIGCHLD):
+			default: // one is pending: the same to a reaper
 			}
 		}
 		tap.mu.Unlock()

@@ -15,12 +15,20 @@
 //     replaced (the Go runtime's) with the same registers and return
 //     address, or is dropped if that was SIG_IGN.
 //
+// SIGCHLD also sets tapChild before its write: should the pipe be full
+// (a flood of signals), the record is lost but the flag is not, and the
+// reader, which has a full pipe to read, sees it after its next read.
+//
 // No Go runtime is needed: the write is one system call, and the
 // registers it clobbers are restored by rt_sigreturn from the signal frame.
 TEXT ·tapTrampoline(SB),NOSPLIT|NOFRAME,$0-0
 	MOVQ	DI, R8
 	MOVQ	SI, R9
 	MOVQ	DX, R10
+	CMPQ	R8, $17 // SIGCHLD
+	JNE	mode
+	MOVL	$1, ·tapChild(SB)
+mode:
 	LEAQ	·tapMode(SB), AX
 	MOVBQZX	(AX)(R8*1), AX
 	CMPQ	AX, $1 // tapOwn

@@ -49,7 +49,7 @@ func tapOrSkip(t *testing.T, ch chan<- os.Signal, sigs ...syscall.Signal) {
 	if !tapSupported {
 		t.Skip("no signal tap on this architecture")
 	}
-	release, err := tapSignals(ch, sigs)
+	release, err := tapSignals(ch, nil, sigs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestTapTwice(t *testing.T) {
 	}
 	for range 2 {
 		ch := make(chan os.Signal, 8)
-		release, err := tapSignals(ch, []syscall.Signal{unix.SIGPIPE, unix.SIGUSR1})
+		release, err := tapSignals(ch, nil, []syscall.Signal{unix.SIGPIPE, unix.SIGUSR1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -169,11 +169,11 @@ func TestTapOwnsSignals(t *testing.T) {
 		t.Skip("no signal tap on this architecture")
 	}
 	ch := make(chan os.Signal, 8)
-	release, err := tapSignals(ch, []syscall.Signal{unix.SIGTERM, unix.SIGUSR2, unix.SIGWINCH})
+	release, err := tapSignals(ch, nil, []syscall.Signal{unix.SIGTERM, unix.SIGUSR2, unix.SIGWINCH})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tapSignals(make(chan os.Signal, 1), []syscall.Signal{unix.SIGUSR1}); err == nil {
+	if _, err := tapSignals(make(chan os.Signal, 1), nil, []syscall.Signal{unix.SIGUSR1}); err == nil {
 		t.Fatal("a second tap was installed while the first holds the signals")
 	}
 	killFromAnother(t, unix.SIGTERM)
@@ -208,7 +208,7 @@ func TestCatchSignalsFallsBack(t *testing.T) {
 	ch := make(chan os.Signal, 8)
 	tapOrSkip(t, ch, unix.SIGUSR1)
 	other := make(chan os.Signal, 8)
-	release := catchSignals(other, []syscall.Signal{unix.SIGUSR2, unix.SIGURG}, slog.New(slog.DiscardHandler))
+	release := catchSignals(other, nil, []syscall.Signal{unix.SIGUSR2, unix.SIGURG}, slog.New(slog.DiscardHandler))
 	defer release()
 	killFromAnother(t, unix.SIGUSR2)
 	select {
@@ -218,5 +218,54 @@ func TestCatchSignalsFallsBack(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("SIGUSR2 did not arrive through os/signal")
+	}
+}
+
+// TestTapKeepsSIGCHLDInAFlood: with the pipe full of other signals (the
+// reader held up) a SIGCHLD's record does not fit, yet the exit is not
+// lost: the reaper must hear of it, or it would wait for the next one.
+func TestTapKeepsSIGCHLDInAFlood(t *testing.T) {
+	out, chld := make(chan os.Signal, 8), make(chan os.Signal, 1)
+	if !tapSupported {
+		t.Skip("no signal tap on this architecture")
+	}
+	release, err := tapSignals(out, chld, []syscall.Signal{unix.SIGUSR1, unix.SIGCHLD})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+
+	tap.mu.Lock() // the reader stops after one read
+	held := true
+	defer func() {
+		if held {
+			tap.mu.Unlock()
+		}
+	}()
+	var pipeSize int
+	if n, err := unix.FcntlInt(uintptr(tapFD), unix.F_GETPIPE_SZ, 0); err != nil {
+		t.Fatal(err)
+	} else {
+		pipeSize = n
+	}
+	// More records than the pipe holds, and then some the reader took.
+	for range pipeSize/siginfoSize + 64 {
+		if err := unix.Kill(os.Getpid(), unix.SIGUSR1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	child := exec.Command("true")
+	if err := child.Run(); err != nil { // its SIGCHLD finds the pipe full
+		t.Fatal(err)
+	}
+	tap.mu.Unlock()
+	held = false
+	select {
+	case s := <-chld:
+		if got, _ := received(s); got != unix.SIGCHLD {
+			t.Fatalf("got %v on the SIGCHLD channel", got)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the SIGCHLD of a child that exited during a flood was lost")
 	}
 }

@@ -169,17 +169,21 @@ var ownNotifyVar = map[string]bool{"NOTIFY_SOCKET": true, "WATCHDOG_USEC": true,
 // name appears once: getenv takes the first of duplicates, and the last
 // word must win.
 func programEnv(spec *config.Program, in *instance, last *exitInfo) []string {
-	vars := map[string]string{}
+	// Each variable as its "KEY=value" entry: the supervisor's own are
+	// kept as they are, not rebuilt, so a thousand programs share their
+	// strings instead of holding a copy each.
+	entries := map[string]string{}
 	var order []string
-	set := func(k, v string) {
-		if _, ok := vars[k]; !ok {
+	put := func(k, kv string) {
+		if _, ok := entries[k]; !ok {
 			order = append(order, k)
 		}
-		vars[k] = v
+		entries[k] = kv
 	}
+	set := func(k, v string) { put(k, k+"="+v) }
 	for _, kv := range os.Environ() {
-		if k, v, ok := strings.Cut(kv, "="); ok && !ownNotifyVar[k] {
-			set(k, v)
+		if k, _, ok := strings.Cut(kv, "="); ok && !ownNotifyVar[k] {
+			put(k, kv)
 		}
 	}
 	for k, v := range spec.Env {
@@ -198,7 +202,7 @@ func programEnv(spec *config.Program, in *instance, last *exitInfo) []string {
 	}
 	env := make([]string, len(order))
 	for i, k := range order {
-		env[i] = k + "=" + vars[k]
+		env[i] = entries[k]
 	}
 	return env
 }
