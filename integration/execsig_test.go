@@ -139,3 +139,64 @@ exit 3`, dir)
 	}
 	eventually(t, "the grandchild to end on its own", 60*time.Second, func() bool { return !alive(gc) })
 }
+
+// TestExecForwardsFaultSignalsAndSurvivesAFlood: the fault signals sent by
+// another process are signals to forward, never the init's own crash (the
+// Go runtime throws on a SIGILL or SIGTRAP nobody asked for, and PID 1
+// must not die of an input); and a flood of signals while the command
+// exits does not make the init miss the exit.
+func TestExecForwardsFaultSignalsAndSurvivesAFlood(t *testing.T) {
+	faults := []string{"ILL", "TRAP", "ABRT", "BUS", "FPE", "SEGV", "SYS"}
+	for _, m := range initModes {
+		t.Run(m.name, func(t *testing.T) {
+			dir := t.TempDir()
+			log := filepath.Join(dir, "log")
+			script := fmt.Sprintf(`
+F=%[1]s/log
+for s in %[2]s; do trap "echo child $s >> $F" $s; done
+trap '' USR1
+echo child ready >> $F
+while [ ! -e %[1]s/stop ]; do sleep 0.05 & wait $!; done
+exit 5`, dir, strings.Join(faults, " "))
+			r := startInit(t, m, nil, nil, "--", "sh", "-c", script)
+			waitLine(t, log, "child ready")
+			for _, name := range faults {
+				r.signal(unix.SignalNum("SIG" + name))
+				waitLine(t, log, "child "+name)
+			}
+			pid := r.initPid()
+			stop := make(chan struct{})
+			flooded := make(chan int)
+			go func() {
+				n := 0
+				for {
+					select {
+					case <-stop:
+						flooded <- n
+						return
+					default:
+					}
+					if syscall.Kill(pid, syscall.SIGUSR1) != nil {
+						flooded <- n
+						return
+					}
+					n++
+				}
+			}()
+			if err := os.WriteFile(filepath.Join(dir, "stop"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			code, _ := r.wait(60 * time.Second)
+			close(stop)
+			t.Logf("%d SIGUSR1 sent while the command exited", <-flooded)
+			if code != 5 {
+				t.Errorf("exit code %d, want 5\n%s", code, r.stderr)
+			}
+			for _, name := range faults {
+				if n := lineCount(t, log, "child "+name); n != 1 {
+					t.Errorf("the child got %s %d times, want once", name, n)
+				}
+			}
+		})
+	}
+}
