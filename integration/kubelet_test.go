@@ -196,8 +196,12 @@ depends_on = ["proxy"]
 func TestRollingRestartWithTheBinary(t *testing.T) {
 	dir, file := writeConfig(t, `
 [program.web]
-command = ["sh", "-c", "rm -f up.$SUPERVISE_INSTANCE; sleep 0.3; touch up.$SUPERVISE_INSTANCE; exec sleep 1000"]
+command = ["sh", "-c", "sleep 0.3; touch up.$SUPERVISE_INSTANCE; exec sleep 1000"]
 instances = 2
+# The marker of the instance's last run goes before the new one starts:
+# removed by the program itself, it could pass a probe made before that.
+[program.web.hooks.pre_start]
+command = ["sh", "-c", "rm -f up.$SUPERVISE_INSTANCE"]
 [program.web.probes.readiness]
 command = ["sh", "-c", "test -f up.$SUPERVISE_INSTANCE"]
 period = "100ms"

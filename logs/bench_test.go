@@ -1,6 +1,7 @@
 package logs
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -95,4 +96,23 @@ func BenchmarkConsole(b *testing.B) {
 		}
 	})
 	c.Close()
+}
+
+// BenchmarkSplitChunks measures the splitter alone on 128 KiB reads of
+// 100-byte lines, the shape a fast writer gives the pump: the work done on
+// each byte before any sink sees it.
+func BenchmarkSplitChunks(b *testing.B) {
+	data := benchLines(128 << 10 / 100)
+	data = data[:len(data)/100*100]
+	var lines int
+	s := newSplitter(0, func([]byte, bool) { lines++ })
+	s.chunk = func(c []byte) { lines += bytes.Count(c, newline) }
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		s.write(data)
+	}
+	if lines == 0 {
+		b.Fatal("no lines")
+	}
 }

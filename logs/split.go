@@ -111,23 +111,25 @@ func (s *splitter) advance(n int) {
 }
 
 // chunks hands b, complete lines, to chunk in runs; a line longer than
-// maxLen is cut by line between them.
+// maxLen is cut by line between them. Only such a line needs finding, and
+// a window of maxLen+1 bytes that holds a newline ends none: the scan
+// jumps from the last newline of one window to the next, so a fast
+// writer's short lines are not looked at one by one.
 func (s *splitter) chunks(b []byte) {
-	if len(b) <= s.maxLen+1 { // no line in it can be too long
-		s.chunk(b)
-		return
-	}
 	run := 0
-	for i := 0; i < len(b); {
-		j := bytes.IndexByte(b[i:], '\n') // found: b ends with one
-		if j > s.maxLen {
-			if i > run {
-				s.chunk(b[run:i])
-			}
-			s.line(b[i:i+j], false)
-			run = i + j + 1
+	for i := 0; len(b)-i > s.maxLen+1; {
+		if j := bytes.LastIndexByte(b[i:i+s.maxLen+1], '\n'); j >= 0 {
+			i += j + 1
+			continue
 		}
+		// The line at i is too long; b ends with a newline, so it ends.
+		j := s.maxLen + 1 + bytes.IndexByte(b[i+s.maxLen+1:], '\n')
+		if i > run {
+			s.chunk(b[run:i])
+		}
+		s.line(b[i:i+j], false)
 		i += j + 1
+		run = i
 	}
 	if run < len(b) {
 		s.chunk(b[run:])

@@ -262,3 +262,45 @@ func TestPumpSinkErrors(t *testing.T) {
 		t.Errorf("log lacks the count of 3 errors or the program:\n%s", out)
 	}
 }
+
+// TestSplitterChunksCutLikeLines checks the chunked scan against the line
+// by line one, with lines of about the maximum length, where the scan's
+// windows decide: the same pieces, in the same order.
+func TestSplitterChunksCutLikeLines(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(3, 4))
+	for i := range 300 {
+		maxLen := 1 + rnd.IntN(20)
+		var in []byte
+		for range rnd.IntN(60) {
+			n := max(0, maxLen-3+rnd.IntN(7))
+			if rnd.IntN(4) == 0 {
+				n = rnd.IntN(4 * maxLen)
+			}
+			in = append(in, bytes.Repeat([]byte{'a' + byte(i%26)}, n)...)
+			in = append(in, '\n')
+		}
+		split := func(chunked bool) []piece {
+			var got []piece
+			s := newSplitter(maxLen, func(b []byte, partial bool) { got = append(got, piece{string(b), partial}) })
+			if chunked {
+				s.chunk = func(b []byte) {
+					for _, l := range strings.SplitAfter(string(b), "\n") {
+						if l != "" {
+							got = append(got, piece{strings.TrimSuffix(l, "\n"), false})
+						}
+					}
+				}
+			}
+			for p := in; len(p) > 0; {
+				n := min(len(p), 1+rnd.IntN(3*maxLen+10))
+				s.write(p[:n])
+				p = p[n:]
+			}
+			s.finish()
+			return got
+		}
+		if a, b := split(false), split(true); !slices.Equal(a, b) {
+			t.Fatalf("case %d (max %d, %q): by line %v, chunked %v", i, maxLen, in, a, b)
+		}
+	}
+}
