@@ -7,7 +7,9 @@ import (
 	"io"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // benchLine is 100 bytes with its newline.
@@ -25,18 +27,22 @@ func benchLines(n int) []byte {
 }
 
 // BenchmarkPipe measures one writer of 100-byte lines, writing 8 KiB at a
-// time (what a program's buffered stdout does) as fast as it can, through
-// a Program's pipe into its sinks; the figure is MB/s of program output.
+// time (what a program's buffered stdout does) or 64 KiB (a writer that
+// fills the pipe) as fast as it can, through a Program's pipe into its
+// sinks; the figures are MB/s of program output and the CPU time the
+// process spent per line (writer and pump, user and system).
 func BenchmarkPipe(b *testing.B) {
 	for _, bc := range []struct {
 		name     string
 		ring     bool
 		pipeSize int
+		write    int
 	}{
-		{"file", false, 0},
-		{"file+ring", true, 0},
-		{"file/pipe=1MiB", false, 1 << 20},
-		{"file+ring/pipe=1MiB", true, 1 << 20},
+		{"file", false, 0, 8 << 10},
+		{"file+ring", true, 0, 8 << 10},
+		{"file+ring/write=64KiB", true, 0, 64 << 10},
+		{"file/pipe=1MiB", false, 1 << 20, 8 << 10},
+		{"file+ring/pipe=1MiB", true, 1 << 20, 8 << 10},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			var ring *Ring
@@ -50,7 +56,7 @@ func BenchmarkPipe(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			chunk := benchLines(8192 / 100 * 10) // whole lines, written in 8 KiB pieces
+			chunk := benchLines(bc.write / 100 * 10) // whole lines, written in pieces of bc.write
 			w, err := p.NewPipe(Stdout)
 			if err != nil {
 				b.Fatal(err)
@@ -58,10 +64,11 @@ func BenchmarkPipe(b *testing.B) {
 			b.SetBytes(100)
 			b.ReportAllocs()
 			b.ResetTimer()
+			cpu0 := cpuTime(b)
 			left := b.N * 100
 			for left > 0 {
-				for off := 0; off < len(chunk) && left > 0; off += 8192 {
-					piece := chunk[off:min(off+8192, len(chunk))]
+				for off := 0; off < len(chunk) && left > 0; off += bc.write {
+					piece := chunk[off:min(off+bc.write, len(chunk))]
 					piece = piece[:min(len(piece), left)]
 					if _, err := w.Write(piece); err != nil {
 						b.Fatal(err)
@@ -74,6 +81,7 @@ func BenchmarkPipe(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.StopTimer()
+			b.ReportMetric(float64(cpuTime(b)-cpu0)/float64(b.N), "cpu-ns/line")
 		})
 	}
 }
@@ -115,4 +123,13 @@ func BenchmarkSplitChunks(b *testing.B) {
 	if lines == 0 {
 		b.Fatal("no lines")
 	}
+}
+
+// cpuTime is the user and system time the process has used so far.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -342,7 +342,9 @@ func TestExecInsideSandbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustStart(t, r, sid, shell("exec sleep 1000"))
+	// sleep itself, not a shell that execs it: Start returns once the
+	// program is exec'd, so the Exec below finds it named sleep.
+	mustStart(t, r, sid, ProcessConfig{Args: []string{"/bin/sleep", "1000"}, Env: []string{"PATH=" + defaultPath}, Umask: -1})
 	ss, _ := r.SandboxStatus(sid)
 	var out bytes.Buffer
 	res, err := r.Exec(ctx, sid, ExecConfig{
