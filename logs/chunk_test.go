@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -228,7 +229,7 @@ func TestRingWatch(t *testing.T) {
 	r.WriteLine(Line{Time: t0.Add(time.Second), Text: "starting"})
 	found := 0
 	match := func(s string) bool { return strings.HasPrefix(s, "ready") }
-	cancel := r.Watch(t0.Add(time.Second), match, func() { found++ })
+	cancel := r.Watch(t0.Add(time.Second), LineTestFunc(match), func() { found++ })
 	if found != 0 {
 		t.Fatal("matched a line from before since")
 	}
@@ -240,14 +241,93 @@ func TestRingWatch(t *testing.T) {
 		t.Fatalf("found %d times, want once", found)
 	}
 	// Held already: found at once.
-	if r.Watch(t0, match, func() { found++ }); found != 2 {
+	if r.Watch(t0, LineTestFunc(match), func() { found++ }); found != 2 {
 		t.Fatal("a held line did not match at once")
 	}
 	// Cancelled before: never found.
-	cancel = r.Watch(t0.Add(time.Hour), match, func() { found++ })
+	cancel = r.Watch(t0.Add(time.Hour), LineTestFunc(match), func() { found++ })
 	cancel()
 	r.WriteLine(Line{Time: t0.Add(2 * time.Hour), Text: "ready late"})
 	if found != 2 {
 		t.Fatal("a cancelled watch fired")
 	}
+}
+
+// BenchmarkRingWatch measures a watcher that no line passes, as
+// ready_log_line is until the program is ready, on 64 KiB chunks of
+// 100-byte lines: the cost of the test per line, with a regexp alone and
+// with the literal its matches contain.
+func BenchmarkRingWatch(b *testing.B) {
+	re := regexp.MustCompile(`^0*99999999 `) // never printed
+	for _, bc := range []struct {
+		name string
+		test LineTest
+	}{
+		{"regexp", LineTestFunc(re.MatchString)},
+		{"literal", literalTest{re, "99999999 "}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			data := benchLines(64 << 10 / 100)
+			r := NewRing(RingConfig{})
+			r.Watch(time.Time{}, bc.test, func() { b.Fatal("matched") })
+			c := &Chunk{Data: data, lines: bytes.Count(data, newline)}
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				r.WriteChunk(c)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*c.lines), "ns/line")
+		})
+	}
+}
+
+type literalTest struct {
+	re  *regexp.Regexp
+	lit string
+}
+
+func (t literalTest) Match(s string) bool { return t.re.MatchString(s) }
+func (t literalTest) Literal() string     { return t.lit }
+
+// A test with a literal is offered only the lines that hold it, and still
+// finds the first that passes: the literal in a line that fails, in the
+// first and the last line of a chunk, and a chunk without a newline at
+// its end.
+func TestRingWatchLiteral(t *testing.T) {
+	re := regexp.MustCompile(`^ready on :\d+$`)
+	for _, tc := range []struct {
+		data string
+		want bool
+	}{
+		{"ready on :80\n", true},
+		{"a\nb\nnot ready on :80\nready on :x\nready on :81\n", true},
+		{"x\nready on :8", true},
+		{"ready on :\nready on :a\n", false},
+		{"nothing here\n", false},
+	} {
+		r := NewRing(RingConfig{})
+		found := false
+		lt := &spyLiteral{literalTest: literalTest{re, "ready on :"}}
+		r.Watch(time.Time{}, lt, func() { found = true })
+		r.WriteChunk(&Chunk{Data: []byte(tc.data)})
+		if found != tc.want {
+			t.Errorf("%q: found %v, want %v", tc.data, found, tc.want)
+		}
+		for _, s := range lt.seen {
+			if !strings.Contains(s, "ready on :") {
+				t.Errorf("%q: tested %q, which does not hold the literal", tc.data, s)
+			}
+		}
+	}
+}
+
+// spyLiteral records the lines it is offered.
+type spyLiteral struct {
+	literalTest
+	seen []string
+}
+
+func (s *spyLiteral) Match(text string) bool {
+	s.seen = append(s.seen, text)
+	return s.literalTest.Match(text)
 }

@@ -230,50 +230,87 @@ func (r *Ring) addLocked(l Line) {
 	}
 }
 
+// LineTest is what Watch tests lines with.
+type LineTest interface {
+	Match(text string) bool
+}
+
+// LineTestFunc is a function as a LineTest.
+type LineTestFunc func(text string) bool
+
+// Match returns f(text).
+func (f LineTestFunc) Match(text string) bool { return f(text) }
+
+// literaler is a LineTest that knows a string every line it passes
+// contains: Watch skips a chunk's lines without it unread, finding the
+// others with one scan of the chunk.
+type literaler interface {
+	Literal() string
+}
+
 // watcher is a Watch: a test of each new line, until one passes.
 type watcher struct {
 	since time.Time
-	match func(text string) bool
+	test  LineTest
+	lit   []byte // in every line test passes; nil when not known
 	found func()
 }
 
 func (w *watcher) lineLocked(r *Ring, t time.Time, text string) {
-	if !t.Before(w.since) && w.match(text) {
+	if !t.Before(w.since) && w.test.Match(text) {
 		delete(r.watchers, w)
 		w.found()
 	}
 }
 
-// watchChunkLocked offers the lines of c to the watchers where they are,
-// without a copy: a watcher reads a line only during its call.
+// watchChunkLocked offers the lines of c to each watcher in turn.
 func (r *Ring) watchChunkLocked(c *Chunk) {
-	for data := c.Data; len(data) > 0 && len(r.watchers) > 0; {
+	for w := range r.watchers {
+		if !c.Time.Before(w.since) && w.anyLine(c.Data) {
+			delete(r.watchers, w)
+			w.found()
+		}
+	}
+}
+
+// anyLine reports whether a line of data passes w's test. The lines are
+// tested where they are, without a copy: a test reads a line only during
+// its call. With a literal, only the lines holding it are tested.
+func (w *watcher) anyLine(data []byte) bool {
+	for len(data) > 0 {
+		if len(w.lit) > 0 {
+			k := bytes.Index(data, w.lit)
+			if k < 0 {
+				return false
+			}
+			data = data[bytes.LastIndexByte(data[:k], '\n')+1:]
+		}
 		i := bytes.IndexByte(data, '\n')
 		if i < 0 {
 			i = len(data)
 		}
-		text := unsafe.String(unsafe.SliceData(data), i)
-		for w := range r.watchers {
-			w.lineLocked(r, c.Time, text)
+		if w.test.Match(unsafe.String(unsafe.SliceData(data), i)) {
+			return true
 		}
 		data = data[min(i+1, len(data)):]
 	}
+	return false
 }
 
-// Watch calls match with each line the ring holds or takes from now on
-// whose time is not before since, until match says true; then found runs,
-// once. Unlike a follower, a watcher never falls behind and costs no
-// goroutine: match runs on the writer's goroutine, under the ring's lock,
-// with a text valid only during the call, and found must not block (close
-// a channel). cancel ends the watch; it is safe after found and more than
-// once.
-func (r *Ring) Watch(since time.Time, match func(text string) bool, found func()) (cancel func()) {
+// Watch tests each line the ring holds or takes from now on whose time is
+// not before since, until one passes; then found runs, once. Unlike a
+// follower, a watcher never falls behind and costs no goroutine: the test
+// runs on the writer's goroutine, under the ring's lock, with a text valid
+// only during the call, and found must not block (close a channel). A test
+// with a Literal() string method is given only the lines that hold that
+// string. cancel ends the watch; it is safe after found and more than once.
+func (r *Ring) Watch(since time.Time, test LineTest, found func()) (cancel func()) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.settleLocked()
 	for i := range r.n {
 		l := r.lines[(r.head+i)%len(r.lines)]
-		if !l.Time.Before(since) && match(l.Text) {
+		if !l.Time.Before(since) && test.Match(l.Text) {
 			found()
 			return func() {}
 		}
@@ -281,7 +318,10 @@ func (r *Ring) Watch(since time.Time, match func(text string) bool, found func()
 	if r.closed {
 		return func() {}
 	}
-	w := &watcher{since: since, match: match, found: found}
+	w := &watcher{since: since, test: test, found: found}
+	if l, ok := test.(literaler); ok && l.Literal() != "" {
+		w.lit = []byte(l.Literal())
+	}
 	if r.watchers == nil {
 		r.watchers = map[*watcher]struct{}{}
 	}

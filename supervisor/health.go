@@ -237,7 +237,7 @@ func kickWatchdog(wd *notify.Watchdog, m notify.Message) {
 // too, and the older ones, of earlier runs, are told apart by their time.
 func (s *Supervisor) followReadyLine(ctx context.Context, h *health, ring *logs.Ring, m *notify.LineMatcher, since time.Time, wake func()) {
 	found := make(chan struct{})
-	cancel := ring.Watch(since, m.Match, func() { close(found) })
+	cancel := ring.Watch(since, m, func() { close(found) })
 	defer cancel()
 	select {
 	case <-found:

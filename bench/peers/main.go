@@ -54,6 +54,7 @@ type runner struct {
 	facts  Facts
 	out    io.Writer // the TSV
 	seq    int       // makes markers and work directories unique
+	keep   bool      // keep every work directory (-keep)
 }
 
 func benchMain(args []string) error {
@@ -113,7 +114,7 @@ func benchMain(args []string) error {
 	defer f.Close()
 
 	start := time.Now()
-	r := &runner{ctx: ctx, tmp: tmp, helper: *helper, sleep: sleep, out: f,
+	r := &runner{ctx: ctx, tmp: tmp, helper: *helper, sleep: sleep, out: f, keep: *keep,
 		facts: Facts{Date: start.UTC().Format(time.RFC3339), Nproc: runtime.NumCPU(), Kernel: kernel()}}
 	all := []peer{supervisePeer{bin: *sup}, supervisordPeer{}, s6Peer{helper: *helper}, runitPeer{helper: *helper}, daemontoolsPeer{helper: *helper}}
 	var peers []peer

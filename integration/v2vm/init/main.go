@@ -10,7 +10,8 @@
 //
 // Kernel command line knobs: v2vm.timeout=<go duration> (each binary's
 // -test.timeout, default 10m), v2vm.run=<regexp> (-test.run), v2vm.short=1
-// (-test.short).
+// (-test.short). A binary that outlives its timeout by a minute is
+// reported ("V2VM STUCK", with every task's kernel stack) and killed.
 package main
 
 import (
@@ -89,7 +90,7 @@ func run() (pass, fail int) {
 		}
 		fmt.Printf("V2VM RUN %s\n", name)
 		start := time.Now()
-		status, err := runReaping(args, dir, env)
+		status, err := runReaping(args, dir, env, stuckAfter(timeout))
 		took := time.Since(start).Round(time.Millisecond)
 		switch {
 		case err != nil:
@@ -112,7 +113,9 @@ func run() (pass, fail int) {
 // runReaping starts a test binary and waits for it with wait4(-1), reaping
 // every orphan that comes to PID 1 meanwhile. One owner of all waits: no
 // exec.Cmd.Wait beside it that an orphan reaper could rob.
-func runReaping(args []string, dir string, env []string) (syscall.WaitStatus, error) {
+// A binary still running at stuck (its own -test.timeout should have
+// ended it) is reported with what every task is blocked in, and ended.
+func runReaping(args []string, dir string, env []string, stuck time.Duration) (syscall.WaitStatus, error) {
 	pid, err := syscall.ForkExec(args[0], args, &syscall.ProcAttr{
 		Dir:   dir,
 		Env:   env,
@@ -121,6 +124,8 @@ func runReaping(args []string, dir string, env []string) (syscall.WaitStatus, er
 	if err != nil {
 		return 0, err
 	}
+	watchdog := time.AfterFunc(stuck, func() { reportStuck(pid, stuck) })
+	defer watchdog.Stop()
 	for {
 		var ws syscall.WaitStatus
 		got, err := syscall.Wait4(-1, &ws, 0, nil)
@@ -140,6 +145,46 @@ func runReaping(args []string, dir string, env []string) (syscall.WaitStatus, er
 			return ws, nil
 		}
 	}
+}
+
+// stuckAfter is the test timeout and a minute: the time after which the
+// binary's own timeout, which prints its goroutines, has failed to work.
+func stuckAfter(timeout string) time.Duration {
+	d, err := time.ParseDuration(timeout)
+	if err != nil || d <= 0 {
+		d = 10 * time.Minute
+	}
+	return d + time.Minute
+}
+
+// reportStuck prints, for every task, its state, what it waits in and its
+// kernel stack, asks the kernel for its blocked tasks (sysrq w), then
+// sends the binary SIGQUIT (a Go binary prints its goroutines) and, ten
+// seconds later, SIGKILL, so that the VM reports a failure rather than
+// run into the host's hard timeout with nothing said.
+func reportStuck(pid int, after time.Duration) {
+	fmt.Printf("V2VM STUCK pid %d still running after %v; tasks:\n", pid, after)
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, p := range procs {
+		stat, _ := os.ReadFile(p + "/stat")
+		// pid (comm) state ppid …; comm may hold spaces, not ')'.
+		end := strings.LastIndexByte(string(stat), ')')
+		if end < 0 {
+			continue
+		}
+		f := strings.Fields(string(stat[end+1:]))
+		if len(f) < 2 || f[1] == "2" && f[0] != "D" {
+			continue // a kernel thread that is not blocked
+		}
+		wchan, _ := os.ReadFile(p + "/wchan")
+		stack, _ := os.ReadFile(p + "/stack")
+		fmt.Printf("V2VM task %s %s wchan=%s\n%s", stat[:end+1], f[0], wchan, stack)
+	}
+	os.WriteFile("/proc/sys/kernel/sysrq", []byte("1"), 0)
+	os.WriteFile("/proc/sysrq-trigger", []byte("w"), 0)
+	syscall.Kill(pid, syscall.SIGQUIT)
+	time.Sleep(10 * time.Second)
+	syscall.Kill(pid, syscall.SIGKILL)
 }
 
 func mountAll() error {
