@@ -75,8 +75,8 @@ func newDirect(cfg *Config) *direct {
 	// Before the signals are caught: handing a terminal over makes the
 	// kernel send us a SIGHUP that must not reach the command.
 	d.tty = takeTTY(cfg.Stdin, d.log)
-	// Buffered: what does not fit is dropped. A dropped SIGCHLD is
-	// harmless (one reaps everything), others only get lost in a flood.
+	// Buffered: what does not fit is dropped, which only a flood does.
+	// SIGCHLD has a channel of its own, never dropped (catchSignals).
 	d.sigs, d.chld = make(chan os.Signal, 128), make(chan os.Signal, 1)
 	d.uncatch = catchSignals(d.sigs, d.chld, handledSignals(), d.log)
 	if !d.isPID1 {
@@ -182,10 +182,6 @@ func (d *direct) runOnce(ctx context.Context) (exit, error) {
 // leftovers do).
 func (d *direct) handle(s os.Signal) {
 	sig, tapped := received(s)
-	if sig == unix.SIGCHLD {
-		d.reap()
-		return
-	}
 	if !forwardable(sig, tapped) {
 		d.log.Debug("signal not forwarded", "signal", unixsig.Name(sig))
 		return
@@ -331,8 +327,6 @@ func (d *direct) waitRestart(ctx context.Context, c <-chan time.Time) bool {
 			d.reap()
 		case s := <-d.sigs:
 			switch sig, _ := received(s); {
-			case sig == unix.SIGCHLD:
-				d.reap()
 			case isStopRequest(sig):
 				d.stop = true
 				d.log.Debug("stop requested during the crash backoff", "signal", unixsig.Name(sig))

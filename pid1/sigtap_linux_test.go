@@ -67,15 +67,7 @@ func TestTapPassesOnlySentSignals(t *testing.T) {
 	tapOrSkip(t, ch, unix.SIGPIPE, unix.SIGURG, unix.SIGPROF, unix.SIGUSR1)
 
 	own := atomic.LoadInt64(&tapSelfCaused)
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.Close()
-	if _, err := w.Write([]byte("x")); err == nil {
-		t.Fatal("write to a pipe without reader succeeded")
-	}
-	w.Close()
+	writeToClosedPipe(t)
 	if err := unix.Kill(os.Getpid(), unix.SIGURG); err != nil {
 		t.Fatal(err)
 	}
@@ -123,15 +115,7 @@ func TestTapTwice(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, w, err := os.Pipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		r.Close()
-		if _, err := w.Write([]byte("x")); err == nil {
-			t.Fatal("write to a pipe without reader succeeded")
-		}
-		w.Close()
+		writeToClosedPipe(t)
 		killFromAnother(t, unix.SIGPIPE)
 		nextTapped(t, ch, unix.SIGPIPE)
 		release()
@@ -268,4 +252,19 @@ func TestTapKeepsSIGCHLDInAFlood(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the SIGCHLD of a child that exited during a flood was lost")
 	}
+}
+
+// writeToClosedPipe makes the kernel send this process a SIGPIPE of its
+// own: a write to a pipe whose reader is gone.
+func writeToClosedPipe(t *testing.T) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	if _, err := w.Write([]byte("x")); err == nil {
+		t.Fatal("write to a pipe without reader succeeded")
+	}
+	w.Close()
 }

@@ -188,7 +188,6 @@ func renderMarkdown(w io.Writer, rows []Row, c [][2]string) {
 	}
 	for _, b := range benches {
 		var parts []string
-		baseline := map[string][]string{}
 		for _, im := range tableImpls {
 			var notes []string
 			samples := 0
@@ -213,16 +212,17 @@ func renderMarkdown(w io.Writer, rows []Row, c [][2]string) {
 				parts = append(parts, im+": "+strings.Join(notes, "; "))
 			}
 		}
-		for _, r := range rows {
-			if r.Bench == b && !math.IsNaN(r.Value) {
-				baseline[r.Impl] = append(baseline[r.Impl], fmt.Sprintf("%s %s %s", r.Metric, formatValue(r.Value), r.Unit))
-			}
-		}
 		if len(parts) > 0 {
 			fmt.Fprintf(w, "- %s — %s\n", b, strings.Join(parts, " · "))
 		}
 		for _, bl := range baselines {
-			if figs := baseline[bl.impl]; len(figs) > 0 {
+			var figs []string
+			for _, r := range rows {
+				if r.Bench == b && r.Impl == bl.impl && !math.IsNaN(r.Value) {
+					figs = append(figs, fmt.Sprintf("%s %s %s", r.Metric, formatValue(r.Value), r.Unit))
+				}
+			}
+			if len(figs) > 0 {
 				fmt.Fprintf(w, "- %s — baseline, %s: %s\n", b, bl.what, strings.Join(figs, "; "))
 			}
 		}
