@@ -208,10 +208,11 @@ type Program struct {
 	// DependCompleted; nil for the array form. Read it through
 	// DependsOnCondition, whose default is DependReady.
 	DependsOnCond map[string]string
-	// NoRestartWith names the dependencies whose stop (or end for good)
-	// leaves this program running: restart_with = false in the table form.
-	// Read it through RestartWith.
-	NoRestartWith map[string]bool
+	// BoundTo names the dependencies this program is stopped and restarted
+	// with (restart_with = true in the table form): a restart or stop of
+	// the dependency as a whole, or its end for good, takes this program
+	// down first. Read it through RestartWith.
+	BoundTo map[string]bool
 	// Probes are the kubelet's three probes.
 	Probes Probes
 	// Notify is how the program says it is ready: NotifyNone, NotifySdNotify

@@ -304,7 +304,7 @@ func (d *decoder) dependsOnTable(p *Program, t map[string]*node) {
 		v := t[name]
 		c := DependReady
 		if sub, isTable := v.v.(map[string]*node); isTable {
-			// { condition = "ready", restart_with = false }
+			// { condition = "ready", restart_with = true }
 			d.known(sub, dependsOnKeys...)
 			if cv := sub["condition"]; cv != nil {
 				var ok bool
@@ -313,11 +313,15 @@ func (d *decoder) dependsOnTable(p *Program, t map[string]*node) {
 				}
 			}
 			if rv := sub["restart_with"]; rv != nil {
-				if b, ok := d.boolean(rv); ok && !b {
-					if p.NoRestartWith == nil {
-						p.NoRestartWith = map[string]bool{}
+				if b, ok := d.boolean(rv); ok && b {
+					if c == DependCompleted {
+						d.errorf(rv.path, "a dependency waited for to complete is not restarted with: drop restart_with or wait for %q to be ready or running", name)
+						continue
 					}
-					p.NoRestartWith[name] = true
+					if p.BoundTo == nil {
+						p.BoundTo = map[string]bool{}
+					}
+					p.BoundTo[name] = true
 				}
 			}
 		} else {
@@ -334,11 +338,11 @@ func (d *decoder) dependsOnTable(p *Program, t map[string]*node) {
 }
 
 // RestartWith reports whether p is stopped, and started again, with its
-// dependency dep: true unless the config says restart_with = false, and
-// never for a dependency it waits to complete (a one-shot that ended as
-// it should).
+// dependency dep (restart_with = true, as systemd's PartOf=). By default a
+// dependency only orders the start: its restart or stop leaves p running,
+// as its crash does.
 func (p *Program) RestartWith(dep string) bool {
-	return !p.NoRestartWith[dep] && p.DependsOnCondition(dep) != DependCompleted
+	return p.BoundTo[dep]
 }
 
 // checkCompleted reports "completed" conditions on programs that never

@@ -743,13 +743,15 @@ command = "migrate"
 restart = "never"
 [program.web]
 command = "web"
-depends_on = { db = { condition = "running", restart_with = false }, cache = "ready", migrate = { condition = "completed" } }
+depends_on = { db = { condition = "running", restart_with = true }, cache = "ready", migrate = { condition = "completed" }, queue = { restart_with = false } }
+[program.queue]
+command = "queue"
 `)
 	web := cfg.Program("web")
 	for dep, want := range map[string]struct {
 		cond string
 		with bool
-	}{"db": {DependRunning, false}, "cache": {DependReady, true}, "migrate": {DependCompleted, false}} {
+	}{"db": {DependRunning, true}, "cache": {DependReady, false}, "migrate": {DependCompleted, false}, "queue": {DependReady, false}} {
 		if c, w := web.DependsOnCondition(dep), web.RestartWith(dep); c != want.cond || w != want.with {
 			t.Errorf("%s: condition %q restart_with %v, want %q %v", dep, c, w, want.cond, want.with)
 		}
@@ -757,6 +759,10 @@ depends_on = { db = { condition = "running", restart_with = false }, cache = "re
 	_, err := Parse("/etc/sv/test.toml", []byte("[program.db]\ncommand = \"db\"\n[program.web]\ncommand = \"web\"\ndepends_on = { db = { restart = true } }\n"))
 	if err == nil || !strings.Contains(err.Error(), "test.toml:5: program.web.depends_on.db.restart: unknown key") {
 		t.Errorf("an unknown key in a dependency's table: got %v", err)
+	}
+	_, err = Parse("/etc/sv/test.toml", []byte("[program.db]\ncommand = \"db\"\nrestart = \"never\"\n[program.web]\ncommand = \"web\"\ndepends_on = { db = { condition = \"completed\", restart_with = true } }\n"))
+	if err == nil || !strings.Contains(err.Error(), "test.toml:6: program.web.depends_on.db.restart_with:") {
+		t.Errorf("restart_with on a dependency waited for to complete: got %v", err)
 	}
 }
 

@@ -76,7 +76,8 @@ type Backend interface {
 	// Start returns when the named programs are ready, or have failed,
 	// unless opts.NoWait.
 	Start(ctx context.Context, names []string, opts WaitOptions) error
-	Stop(ctx context.Context, names []string) error
+	// Stop returns when the named programs are down.
+	Stop(ctx context.Context, names []string, opts StopOptions) error
 	// Restart also clears the programs' crash backoff; opts says how.
 	Restart(ctx context.Context, names []string, opts RestartOptions) error
 	Signal(ctx context.Context, sig syscall.Signal, names []string) error
@@ -119,4 +120,16 @@ type RestartOptions struct {
 	// Timeout bounds the wait for each successor to become ready; 0 means
 	// the default of two minutes.
 	Timeout time.Duration
+	// WithDependents stops what depends on the programs first, deepest
+	// first, and brings it back once they run again. By default a
+	// dependent keeps running, as through a crash of its dependency.
+	WithDependents bool
+}
+
+// StopOptions say how a stop goes.
+type StopOptions struct {
+	// WithDependents stops what depends on the programs first, deepest
+	// first; it runs again when they are started. By default a dependent
+	// keeps running, as through a crash of its dependency.
+	WithDependents bool
 }

@@ -32,6 +32,7 @@ type memBackend struct {
 	reloads   int                    // guarded by mu
 	shutdowns int                    // guarded by mu
 	scaled    []scaleCall            // guarded by mu
+	stopped   []StopOptions          // guarded by mu
 }
 
 type memProgram struct {
@@ -147,7 +148,10 @@ type scaleCall struct {
 	opts   WaitOptions
 }
 
-func (b *memBackend) Stop(ctx context.Context, names []string) error {
+func (b *memBackend) Stop(ctx context.Context, names []string, opts StopOptions) error {
+	b.mu.Lock()
+	b.stopped = append(b.stopped, opts)
+	b.mu.Unlock()
 	return b.setState(ctx, names, "Stopped")
 }
 

@@ -151,8 +151,8 @@ func (c *Client) Scale(ctx context.Context, counts map[string]int, opts WaitOpti
 }
 
 // Stop stops the named programs and returns once they are down.
-func (c *Client) Stop(ctx context.Context, names []string) error {
-	return c.call(ctx, request{Verb: "stop", Names: names}, nil)
+func (c *Client) Stop(ctx context.Context, names []string, opts StopOptions) error {
+	return c.call(ctx, request{Verb: "stop", Names: names, Stop: opts}, nil)
 }
 
 // Restart restarts the named programs, clearing their crash backoff.

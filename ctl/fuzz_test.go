@@ -24,6 +24,9 @@ func FuzzDecodeRequest(f *testing.F) {
 		get("/v1/logs?n=-5&follow="),
 		get("/v1/events?follow=true"),
 		post("/v1/restart", `{"names":["web","all"]}`),
+		post("/v1/restart", `{"names":["db"],"with_dependents":true,"all_at_once":true}`),
+		post("/v1/stop", `{"names":["db"],"with_dependents":true}`),
+		post("/v1/start", `{"names":["db"],"with_dependents":true}`),
 		post("/v1/signal", `{"signal":"SIGHUP","names":["web:1"]}`),
 		post("/v1/signal", `{"signal":"9","names":["x"]}`),
 		post("/v1/reload", ``),
@@ -95,7 +98,7 @@ func FuzzDecodeRequest(f *testing.F) {
 		}
 		if again.Verb != req.Verb || !slices.Equal(again.Names, req.Names) || again.Signal != req.Signal ||
 			again.Follow != req.Follow || (req.Verb == "logs" && again.N != req.N) ||
-			!maps.Equal(again.Counts, req.Counts) || again.Wait != req.Wait || again.Restart != req.Restart {
+			!maps.Equal(again.Counts, req.Counts) || again.Wait != req.Wait || again.Restart != req.Restart || again.Stop != req.Stop {
 			t.Fatalf("round trip changed the request:\n got %+v\nwant %+v", again, req)
 		}
 	})

@@ -196,7 +196,7 @@ func TestClientRefusesServerOfAnotherUser(t *testing.T) {
 	if !strings.Contains(err.Error(), "--server-uid 65534") {
 		t.Errorf("the refusal does not say how to trust it: %v", err)
 	}
-	if err := c.Stop(t.Context(), []string{"all"}); !errors.As(err, &ue) {
+	if err := c.Stop(t.Context(), []string{"all"}, StopOptions{}); !errors.As(err, &ue) {
 		t.Fatalf("stop through a uid %d listener: %v, want refused", nobody, err)
 	}
 	if _, err := c.Logs(t.Context(), nil, 10, false, func(logs.Line) error { return nil }), err; !errors.As(err, &ue) {

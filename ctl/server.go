@@ -337,7 +337,7 @@ func (s *Server) routes() *http.ServeMux {
 		return done(w, b.Start(ctx, req.Names, req.Wait))
 	}))
 	mux.Handle("POST /v1/stop", s.verb("stop", func(ctx context.Context, w http.ResponseWriter, req request) error {
-		return done(w, b.Stop(ctx, req.Names))
+		return done(w, b.Stop(ctx, req.Names, req.Stop))
 	}))
 	mux.Handle("POST /v1/restart", s.verb("restart", func(ctx context.Context, w http.ResponseWriter, req request) error {
 		return done(w, b.Restart(ctx, req.Names, req.Restart))

@@ -55,7 +55,7 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatalf("after restart: pid %d (was %d), restarts %d; want a new pid and 1 restart", st[0].Pid, webPid, st[0].Restarts)
 	}
 
-	if err := c.Stop(ctx, []string{"worker"}); err != nil {
+	if err := c.Stop(ctx, []string{"worker"}, StopOptions{}); err != nil {
 		t.Fatalf("stop: %v", err)
 	}
 	st, _ = c.Status(ctx, []string{"worker"})
@@ -80,8 +80,14 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatalf("signals received = %v, want %v", sigs, want)
 	}
 	// A backend failure that is not a category: a 500 with its message.
-	if err := c.Stop(ctx, []string{"db"}); err != nil {
+	if err := c.Stop(ctx, []string{"db"}, StopOptions{WithDependents: true}); err != nil {
 		t.Fatal(err)
+	}
+	b.mu.Lock()
+	stops := slices.Clone(b.stopped)
+	b.mu.Unlock()
+	if want := []StopOptions{{}, {WithDependents: true}}; !slices.Equal(stops, want) {
+		t.Fatalf("stops received with %+v, want %+v", stops, want)
 	}
 	err = c.Signal(ctx, syscall.SIGUSR1, []string{"db"})
 	if !errors.As(err, &se) || se.Status != 500 || se.Code != "failed" || !strings.Contains(se.Message, "not running") {

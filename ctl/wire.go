@@ -81,6 +81,7 @@ type request struct {
 	N       int            // logs: lines of history, -1 for all
 	Follow  bool           // logs, events
 	Restart RestartOptions // restart
+	Stop    StopOptions    // stop
 	Wait    WaitOptions    // start, scale
 	Counts  map[string]int // scale: instances per program
 }
@@ -91,6 +92,9 @@ type namesBody struct {
 	AllAtOnce bool     `json:"all_at_once,omitempty"` // restart only
 	Wait      *bool    `json:"wait,omitempty"`        // start and restart; default true
 	TimeoutMs int64    `json:"timeout_ms,omitempty"`  // start and restart
+	// WithDependents: stop and restart take what depends on the programs
+	// down first and bring it back after.
+	WithDependents bool `json:"with_dependents,omitempty"`
 }
 
 // scaleBody is scale's body: {"counts": {"web": 3}}.
@@ -205,13 +209,18 @@ func decodeRequest(verb string, r *http.Request) (request, *apiError) {
 			return request{}, badRequest("%s: all_at_once is restart's", verb)
 		case verb == "stop" && (b.Wait != nil || b.TimeoutMs != 0):
 			return request{}, badRequest("stop: wait and timeout_ms are start's and restart's (a stop always waits)")
+		case verb == "start" && b.WithDependents:
+			return request{}, badRequest("start: with_dependents is stop's and restart's (a start brings back what waits for it)")
 		}
 		w, aerr := waitOptions(verb, b.Wait, b.TimeoutMs)
 		if aerr != nil {
 			return request{}, aerr
 		}
 		req.Wait = w
-		req.Restart = RestartOptions{AllAtOnce: b.AllAtOnce, NoWait: w.NoWait, Timeout: w.Timeout}
+		req.Restart = RestartOptions{AllAtOnce: b.AllAtOnce, NoWait: w.NoWait, Timeout: w.Timeout, WithDependents: b.WithDependents}
+		if verb == "stop" {
+			req.Stop = StopOptions{WithDependents: b.WithDependents}
+		}
 	case "scale":
 		var b scaleBody
 		if err := decodeJSON(body, &b); err != nil {
@@ -403,7 +412,7 @@ func (req request) httpRequest(ctx context.Context) (*http.Request, error) {
 	case "signal":
 		body = signalBody{Signal: unixsig.Name(req.Signal), Names: req.Names}
 	case "stop":
-		body = namesBody{Names: req.Names}
+		body = namesBody{Names: req.Names, WithDependents: req.Stop.WithDependents}
 	case "start":
 		b := namesBody{Names: req.Names, TimeoutMs: req.Wait.Timeout.Milliseconds()}
 		if req.Wait.NoWait {
@@ -411,7 +420,7 @@ func (req request) httpRequest(ctx context.Context) (*http.Request, error) {
 		}
 		body = b
 	case "restart":
-		b := namesBody{Names: req.Names, AllAtOnce: req.Restart.AllAtOnce, TimeoutMs: req.Restart.Timeout.Milliseconds()}
+		b := namesBody{Names: req.Names, AllAtOnce: req.Restart.AllAtOnce, TimeoutMs: req.Restart.Timeout.Milliseconds(), WithDependents: req.Restart.WithDependents}
 		if req.Restart.NoWait {
 			b.Wait = new(bool)
 		}

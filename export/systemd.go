@@ -167,10 +167,11 @@ func instanceSuffix(p *config.Program) string {
 	return ""
 }
 
-// deps: After= and Requires= each dependency; BindsTo= where its stop
-// stops this program too (restart_with, the default).
+// deps: After= each dependency, and Wants= it: its stop or restart
+// leaves this program running, as in supervise (Requires= would stop it
+// too); BindsTo= where restart_with = true binds this program to it.
 func (e *unitWriter) deps() {
-	var after, requires, binds []string
+	var after, wants, binds []string
 	for _, d := range e.p.DependsOn {
 		dp := e.byName[d]
 		if dp == nil {
@@ -181,7 +182,7 @@ func (e *unitWriter) deps() {
 		if e.p.RestartWith(d) {
 			binds = append(binds, units...)
 		} else {
-			requires = append(requires, units...)
+			wants = append(wants, units...)
 		}
 		switch e.p.DependsOnCondition(d) {
 		case config.DependReady:
@@ -195,8 +196,8 @@ func (e *unitWriter) deps() {
 	if len(after) > 0 {
 		e.u("After", strings.Join(after, " "))
 	}
-	if len(requires) > 0 {
-		e.u("Requires", strings.Join(requires, " "))
+	if len(wants) > 0 {
+		e.u("Wants", strings.Join(wants, " "))
 	}
 	if len(binds) > 0 {
 		e.u("BindsTo", strings.Join(binds, " "))

@@ -98,7 +98,7 @@ restart_rules = [{ exit_codes = { operator = "In", values = [75] } }]
 stop_signal = "QUIT"
 stop_timeout = "7s"
 backoff = { initial = "2s", max = "1m" }
-depends_on = { db = { condition = "running", restart_with = false } }
+depends_on = { db = { condition = "running", restart_with = true } }
 stdout = { file = "/tmp/web.log" }
 [program.web.sandbox]
 memory_max = "64MiB"
@@ -138,7 +138,7 @@ depends_on = ["db"]
 		"Restart=on-failure", "SuccessExitStatus=3", "RestartForceExitStatus=75",
 		"RestartSec=2s", "RestartSteps=5", "RestartMaxDelaySec=60s",
 		"KillSignal=SIGQUIT", "TimeoutStopSec=7s",
-		"After=app-db.service", "Requires=app-db.service",
+		"After=app-db.service", "BindsTo=app-db.service",
 		"ExecStartPre=/usr/bin/true", "ExecStartPost=/usr/bin/true", "ExecStop=/usr/bin/true", "ExecStopPost=-/usr/bin/true",
 		"MemoryMax=67108864", "CPUQuota=50%", "TasksMax=32",
 		"PrivateNetwork=yes", "PrivateIPC=yes", "ProtectHostname=yes", "PrivateUsers=yes",
@@ -153,7 +153,7 @@ depends_on = ["db"]
 		t.Errorf("db:\n%s", db)
 	}
 	pool := unit(t, files, "app-pool@.service")
-	if !strings.Contains(pool, "BindsTo=app-db.service\n") || !strings.Contains(pool, "Environment=SUPERVISE_INSTANCE=%i\n") {
+	if !strings.Contains(pool, "Wants=app-db.service\n") || !strings.Contains(pool, "Environment=SUPERVISE_INSTANCE=%i\n") {
 		t.Errorf("pool:\n%s", pool)
 	}
 	if !strings.Contains(unit(t, files, "app.target"), "Wants=app-db.service app-web.service app-pool@0.service app-pool@1.service\n") {

@@ -218,10 +218,13 @@ command = ["sh", "-c", "echo $SUPERVISE_INSTANCE >> stopped"]
 	}
 }
 
-// Zero downtime with real software: nginx in front of two webapp
-// instances, a bounded load loop through it during `supervisectl restart
-// web` and during a reload that changes web's environment: no request
-// fails (nginx retries a closed upstream: proxy_next_upstream error).
+// Zero downtime with real software: nginx, under supervise and depending
+// on web, in front of two webapp instances that depend on a db; a bounded
+// load loop through it during `supervisectl restart web`, a reload that
+// changes web's environment, `restart web:0` and `restart db`: no request
+// fails (nginx retries a closed upstream: proxy_next_upstream error), as
+// neither a restart of one instance nor one of a dependency takes its
+// dependents down.
 func TestZeroDowntimeBehindNginx(t *testing.T) {
 	nginx, err := exec.LookPath("nginx")
 	if err != nil {
@@ -236,7 +239,6 @@ func TestZeroDowntimeBehindNginx(t *testing.T) {
 	}
 	base := freePorts(t, 3) // two instances, then nginx
 	front := base + 2
-	d, _, file := startWeb(t, base, "")
 
 	ngDir := t.TempDir()
 	conf := filepath.Join(ngDir, "nginx.conf")
@@ -270,15 +272,22 @@ http {
 `, ngDir, base, base+1, front)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ng := exec.Command(nginx, "-c", conf, "-p", ngDir)
-	ng.Stderr = os.Stderr
-	if err := ng.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = ng.Process.Signal(os.Interrupt) // nginx: fast shutdown
-		_ = ng.Wait()
-	})
+	stack := fmt.Sprintf(`
+[program.web.depends_on]
+db = "ready"
+
+[program.db]
+command = ["sh", "-c", "trap 'exit 0' TERM; while :; do sleep 0.1; done"]
+
+[program.nginx]
+command = [%q, "-c", %q, "-p", %q]
+depends_on = ["web"]
+[program.nginx.probes.readiness]
+tcp = "127.0.0.1:%d"
+period = "100ms"
+`, nginx, conf, ngDir, front)
+	d, _, file := startWeb(t, base, stack)
+	nginxPid := d.running("nginx")["nginx"]
 	url := fmt.Sprintf("http://127.0.0.1:%d/", front)
 	client := &http.Client{Timeout: 5 * time.Second}
 	get := func() (string, error) {
@@ -339,7 +348,7 @@ http {
 		}},
 		{"a reload that changes web's env", func() {
 			before := d.healthStatus()
-			if err := os.WriteFile(file, []byte(webConfig(t, "2", base, "")), 0o644); err != nil {
+			if err := os.WriteFile(file, []byte(webConfig(t, "2", base, stack)), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			if out, code := d.ctl("reload"); code != 0 {
@@ -351,11 +360,27 @@ http {
 					st["web:0"].Pid != before["web:0"].Pid && st["web:1"].Pid != before["web:1"].Pid
 			})
 		}},
+		{"supervisectl restart web:0", func() {
+			if out, code := d.ctl("restart", "web:0"); code != 0 {
+				t.Errorf("restart web:0: exit %d: %s", code, out)
+			}
+		}},
+		{"supervisectl restart db", func() {
+			if out, code := d.ctl("restart", "db"); code != 0 {
+				t.Errorf("restart db: exit %d: %s", code, out)
+			}
+			// The load goes on until the whole chain is up again (at once
+			// when nothing went down).
+			eventually(t, "web ready and nginx running", 60*time.Second, func() bool {
+				st := d.healthStatus()
+				return isReady(st["web:0"]) && isReady(st["web:1"]) && st["nginx"].State == "Running" && isReady(st["nginx"])
+			})
+		}},
 	} {
 		began := time.Now()
 		total, failed, firstErr := load(step.do)
 		took := time.Since(began)
-		fmt.Printf("zero-downtime: %s: rollout of 2 instances took %v; %d requests through nginx, %d failed\n",
+		fmt.Printf("zero-downtime: %s: took %v; %d requests through nginx, %d failed\n",
 			step.name, took.Round(time.Millisecond), total, failed)
 		if failed > 0 {
 			t.Errorf("%s: %d of %d requests failed (first: %v)", step.name, failed, total, firstErr)
@@ -363,6 +388,9 @@ http {
 	}
 	if body, err := get(); err != nil || !strings.Contains(body, "version 2") {
 		t.Errorf("after the reload nginx serves %q (%v), want version 2", body, err)
+	}
+	if pid := d.running("nginx")["nginx"]; pid != nginxPid {
+		t.Errorf("nginx runs pid %d, was %d: it was restarted with what it depends on", pid, nginxPid)
 	}
 }
 

@@ -214,14 +214,19 @@ func (s *Supervisor) waitAllReady(ctx context.Context, keys []string, timeout ti
 }
 
 // Stop stops named instances and waits until they are down, the deepest
-// dependents first (as the shutdown does). The programs bound to them
-// (restart_with) stop before them, and run again when these do.
-func (s *Supervisor) Stop(ctx context.Context, names []string) error {
-	keys, programs, err := s.resolve(names)
+// dependents first (as the shutdown does). Dependents keep running, as
+// through a crash, unless opts.WithDependents, or restart_with binds them
+// to a program stopped whole: those stop first, deepest first, and run
+// again when their dependency does.
+func (s *Supervisor) Stop(ctx context.Context, names []string, opts ctl.StopOptions) error {
+	keys, _, err := s.resolve(names)
 	if err != nil {
 		return err
 	}
-	if err := s.stopDependents(ctx, programs); err != nil {
+	s.mu.Lock()
+	deps, cause := s.dependentsLocked(keys, opts.WithDependents)
+	s.mu.Unlock()
+	if err := s.stopDependents(ctx, deps, cause); err != nil {
 		return err
 	}
 	s.mu.Lock()

@@ -41,61 +41,83 @@ func levels(programs []*config.Program) map[string]int {
 	return level
 }
 
-// boundDependentsLocked returns the keys of the instances meant to run
-// that are bound to one of the programs named (restart_with, directly or
-// through another bound dependent), deepest first: the order to stop
-// them in. cause gives, for each, the dependency it follows: it runs
-// again when that one runs.
-func (s *Supervisor) boundDependentsLocked(programs []string) (keys []string, cause map[string]string) {
+// dependentsLocked returns the instances meant to run that go down
+// before keys do, deepest first: the order to stop them in. With all
+// (--with-dependents) that is everything that depends on keys' programs,
+// directly or not; else only what restart_with binds to a program that
+// keys take down whole, since a dependency with instances left is still
+// there (a restart or stop of part of a program touches its dependents no
+// more than a crash would). cause gives, for each, the dependency it
+// follows: it runs again when that one runs.
+func (s *Supervisor) dependentsLocked(keys []string, all bool) (deps []string, cause map[string]string) {
+	named := map[string]bool{}
+	for _, k := range keys {
+		named[k] = true
+	}
 	down := map[string]bool{}
-	for _, p := range programs {
-		down[p] = true
+	for _, k := range keys {
+		if in := s.instances[k]; in != nil && (all || s.downWholeLocked(in.spec.Name, named)) {
+			down[in.spec.Name] = true
+		}
 	}
 	cause = map[string]string{}
 	for grew := true; grew; {
 		grew = false
 		for k, in := range s.instances {
-			if down[in.spec.Name] || in.goal != goalRun || cause[k] != "" {
+			if named[k] || in.goal != goalRun || cause[k] != "" {
 				continue
 			}
 			for _, d := range in.spec.DependsOn {
-				if down[d] && in.spec.RestartWith(d) {
-					keys = append(keys, k)
+				if down[d] && (all || in.spec.RestartWith(d)) {
+					deps = append(deps, k)
 					cause[k] = d
 					grew = true
 					break
 				}
 			}
 		}
-		for _, k := range keys {
+		for _, k := range deps {
 			down[s.instances[k].spec.Name] = true
 		}
 	}
-	slices.SortFunc(keys, func(a, b string) int {
+	slices.SortFunc(deps, func(a, b string) int {
 		if la, lb := s.level[s.instances[a].spec.Name], s.level[s.instances[b].spec.Name]; la != lb {
 			return lb - la
 		}
 		return cmp.Compare(a, b)
 	})
-	return keys, cause
+	return deps, cause
 }
 
-// stopDependents stops, level by level from the deepest, every instance
-// bound to the programs named, and waits for each level to be down: what
-// depends on a program stops before it, as in the shutdown.
-func (s *Supervisor) stopDependents(ctx context.Context, programs []string) error {
-	s.mu.Lock()
-	keys, cause := s.boundDependentsLocked(programs)
-	s.mu.Unlock()
+// downWholeLocked reports whether taking down the instances named leaves
+// program with none running or meant to run.
+func (s *Supervisor) downWholeLocked(program string, named map[string]bool) bool {
+	for k, in := range s.instances {
+		if in.spec.Name == program && !named[k] && (in.procID != "" || in.goal == goalRun && !in.settled) {
+			return false
+		}
+	}
+	return true
+}
+
+// stopDependents stops deps (from dependentsLocked, deepest first) level
+// by level, and waits for each level to be down: what depends on a
+// program stops before it, as in the shutdown.
+func (s *Supervisor) stopDependents(ctx context.Context, keys []string, cause map[string]string) error {
 	for len(keys) > 0 {
 		s.mu.Lock()
-		level := s.level[s.instances[keys[0]].spec.Name]
+		level := -1
 		var batch []string
 		for len(keys) > 0 {
 			in := s.instances[keys[0]]
-			if in == nil || s.level[in.spec.Name] != level {
+			if in == nil { // removed by a reload meanwhile
+				keys = keys[1:]
+				continue
+			}
+			if level >= 0 && s.level[in.spec.Name] != level {
 				break
 			}
+			level = s.level[in.spec.Name]
 			if in.goal == goalRun {
 				in.goal, in.stoppedFor = goalStop, cause[in.key]
 				s.events.add(in.key, string(in.state), string(in.state), "stopping: it depends on "+cause[in.key])
@@ -126,10 +148,10 @@ func stoppedDone(in *instance) bool {
 	return in.goal != goalStop // started again meanwhile: not ours to wait for
 }
 
-// stopDependentsLocked is stopDependents for a program that ended for
-// good: it is gone already, so nothing is waited for.
+// stopDependentsLocked stops what restart_with binds to a program that
+// ended for good: it is gone already, so nothing is waited for.
 func (s *Supervisor) stopDependentsLocked(program string) {
-	keys, cause := s.boundDependentsLocked([]string{program})
+	keys, cause := s.dependentsLocked(s.keysOfLocked(program), false)
 	for _, k := range keys {
 		in := s.instances[k]
 		in.goal, in.stoppedFor = goalStop, cause[k]
@@ -147,4 +169,30 @@ func (s *Supervisor) startDependentsLocked(program string) {
 			s.queue.Add(k)
 		}
 	}
+}
+
+// keysOfLocked lists the instances of program.
+func (s *Supervisor) keysOfLocked(program string) []string {
+	var keys []string
+	for k, in := range s.instances {
+		if in.spec.Name == program {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+// stoppedAsideLocked reports whether in, an instance of a dependency, was
+// stopped by a command while others of its program are meant to run: the
+// dependency is there with those, as a program scaled down would be.
+func (s *Supervisor) stoppedAsideLocked(in *instance) bool {
+	if in.goal == goalRun {
+		return false
+	}
+	for _, other := range s.instances {
+		if other != in && other.spec.Name == in.spec.Name && other.goal == goalRun {
+			return true
+		}
+	}
+	return false
 }

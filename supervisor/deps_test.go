@@ -10,17 +10,20 @@ import (
 	"github.com/supervise-dev/supervise/ctl"
 )
 
-// stackOf is db ← web ← nginx, and a worker on db that asked to be left
-// alone (restart_with = false).
+// stackOf is db ← web ← nginx, each bound to its dependency
+// (restart_with = true), and a worker on db that is not.
 func stackOf() []*config.Program {
 	return []*config.Program{
 		program("db"),
-		program("web", func(p *config.Program) { p.DependsOn = []string{"db"} }),
-		program("nginx", func(p *config.Program) { p.DependsOn = []string{"web"} }),
-		program("worker", func(p *config.Program) {
+		program("web", func(p *config.Program) {
 			p.DependsOn = []string{"db"}
-			p.NoRestartWith = map[string]bool{"db": true}
+			p.BoundTo = map[string]bool{"db": true}
 		}),
+		program("nginx", func(p *config.Program) {
+			p.DependsOn = []string{"web"}
+			p.BoundTo = map[string]bool{"web": true}
+		}),
+		program("worker", func(p *config.Program) { p.DependsOn = []string{"db"} }),
 	}
 }
 
@@ -45,57 +48,124 @@ func (h *harness) procID(key string) string {
 	return h.sup.instances[key].procID
 }
 
-// Stopping a program first stops what depends on it, deepest first, and
-// starting it again brings them back once it runs; a dependent with
-// restart_with = false is left running throughout.
+// Stopping a program first stops what restart_with binds to it, deepest
+// first, and starting it again brings them back once it runs; a dependent
+// not bound is left running throughout.
 func TestStopStopsBoundDependentsFirst(t *testing.T) {
 	h := newHarness(t, stackOf()...)
-	for _, n := range []string{"db", "web", "nginx", "worker"} {
-		h.waitState(n, Running)
-	}
-	worker := h.procID("worker")
-	if err := h.sup.Stop(context.Background(), []string{"db"}); err != nil {
+	h.running("db", "web", "nginx")
+	worker := h.running("worker")
+	n := len(h.eventsOf(t))
+	if err := h.sup.Stop(context.Background(), []string{"db"}, ctl.StopOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := h.stoppedOrder(), []string{"nginx", "web", "db"}; !slices.Equal(got, want) {
 		t.Fatalf("stopped in the order %v, want %v", got, want)
-	}
-	if h.procID("worker") != worker {
-		t.Fatal("worker (restart_with = false) was stopped with db")
 	}
 	if err := h.sup.Start(context.Background(), []string{"db"}, ctl.WaitOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	h.waitState("web", Running)
 	h.waitState("nginx", Running)
-	if h.procID("worker") != worker {
-		t.Fatal("worker was restarted")
-	}
+	h.untouched(n, worker)
 	// An operator's own stop of a dependent is not undone by its dependency.
-	if err := h.sup.Stop(context.Background(), []string{"nginx"}); err != nil {
+	if err := h.sup.Stop(context.Background(), []string{"nginx"}, ctl.StopOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	web := h.procID("web")
 	if err := h.sup.Restart(context.Background(), []string{"db"}, ctl.RestartOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	h.waitState("web", Running)
+	if h.procID("web") == web {
+		t.Fatal("web, bound to db, was not restarted with it")
+	}
 	h.sup.mu.Lock()
 	nginx := h.sup.instances["nginx"].state
 	h.sup.mu.Unlock()
 	if nginx != Stopped {
 		t.Fatalf("nginx, stopped by the operator, is %s after db's restart", nginx)
 	}
+	h.untouched(n, worker)
 }
 
-// A program's end for good stops what is bound to it; they run again when
-// it is started.
+// restart_with binds a dependent to its dependency as a whole: a restart
+// or stop of one of web's two instances leaves nginx running, and it
+// stops only with the last.
+func TestRestartWithFollowsTheWholeProgram(t *testing.T) {
+	progs := chain(2)
+	progs[2].BoundTo = map[string]bool{"web": true}
+	h := newHarness(t, progs...)
+	h.running("db", "web:0", "web:1")
+	ids := h.running("nginx")
+	n := len(h.eventsOf(t))
+	if err := h.sup.Restart(bg(t), []string{"web:0"}, ctl.RestartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.sup.Stop(bg(t), []string{"web:0"}, ctl.StopOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.untouched(n, ids)
+	if err := h.sup.Stop(bg(t), []string{"web:1"}, ctl.StopOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := h.stoppedOrder(), []string{"web:0", "nginx", "web:1"}; !slices.Equal(got, want) {
+		t.Fatalf("stopped in the order %v, want %v", got, want)
+	}
+	if err := h.sup.Start(bg(t), []string{"web:1"}, ctl.WaitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitState("nginx", Running)
+}
+
+// --with-dependents takes down everything that depends on the programs,
+// bound or not, deepest first, and brings it back once they run.
+func TestWithDependents(t *testing.T) {
+	progs := chain(1)
+	progs = append(progs, program("worker", func(p *config.Program) { p.DependsOn = []string{"db"} }))
+	h := newHarness(t, progs...)
+	h.running("db")
+	before := h.running("web", "nginx", "worker")
+	if err := h.sup.Restart(bg(t), []string{"db"}, ctl.RestartOptions{WithDependents: true}); err != nil {
+		t.Fatal(err)
+	}
+	// web and worker, a level, stop together, in either order.
+	level := func(order []string) []string {
+		if len(order) >= 3 {
+			slices.Sort(order[1:3])
+		}
+		return order
+	}
+	if got, want := level(h.stoppedOrder()), []string{"nginx", "web", "worker"}; !slices.Equal(got, want) {
+		t.Fatalf("stopped in the order %v, want %v", got, want)
+	}
+	for k, id := range before {
+		h.waitState(k, Running)
+		if h.procID(k) == id {
+			t.Errorf("%s was not restarted", k)
+		}
+	}
+	if err := h.sup.Stop(bg(t), []string{"db"}, ctl.StopOptions{WithDependents: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := level(h.stoppedOrder()[3:]), []string{"nginx", "web", "worker", "db"}; !slices.Equal(got, want) {
+		t.Fatalf("stopped in the order %v, want %v", got, want)
+	}
+	if err := h.sup.Start(bg(t), []string{"db"}, ctl.WaitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for k := range before {
+		h.waitState(k, Running)
+	}
+}
+
+// A program's end for good stops what restart_with binds to it; they run
+// again when it is started.
 func TestFinalExitStopsBoundDependents(t *testing.T) {
 	progs := stackOf()
 	progs[0].Restart = config.RestartNever
 	h := newHarness(t, progs...)
-	for _, n := range []string{"db", "web", "nginx", "worker"} {
-		h.waitState(n, Running)
-	}
+	h.running("db", "web", "nginx", "worker")
 	h.exit("db", 1)
 	h.waitState("db", Failed)
 	h.waitState("web", Stopped)
@@ -148,4 +218,104 @@ func TestSidecar(t *testing.T) {
 	if st := h.sup.instances["proxy"].state; st != Stopped {
 		t.Fatalf("proxy %s after the end, want Stopped", st)
 	}
+}
+
+// chain is db ← web (instances of it) ← nginx, nothing bound.
+func chain(webInstances int) []*config.Program {
+	return []*config.Program{
+		program("db"),
+		program("web", func(p *config.Program) {
+			p.DependsOn = []string{"db"}
+			p.Instances = webInstances
+		}),
+		program("nginx", func(p *config.Program) { p.DependsOn = []string{"web"} }),
+	}
+}
+
+// untouched fails the test if any of keys changed state in the events
+// after the n-th, or runs another process than in ids.
+func (h *harness) untouched(n int, ids map[string]string) {
+	h.t.Helper()
+	for _, ev := range h.eventsOf(h.t)[n:] {
+		if _, ok := ids[ev.Program]; ok {
+			h.t.Errorf("%s went %s → %s (%s); a dependent is left alone", ev.Program, ev.From, ev.To, ev.Message)
+		}
+	}
+	for k, id := range ids {
+		if got := h.procID(k); got != id {
+			h.t.Errorf("%s runs process %q, was %q", k, got, id)
+		}
+	}
+}
+
+func (h *harness) running(keys ...string) (ids map[string]string) {
+	h.t.Helper()
+	ids = map[string]string{}
+	for _, k := range keys {
+		h.waitState(k, Running)
+		ids[k] = h.procID(k)
+	}
+	return ids
+}
+
+// chainUp runs chain(webInstances) until everything runs, and returns the
+// processes of dependents and how many events came so far.
+func chainUp(t *testing.T, webInstances int, dependents ...string) (h *harness, ids map[string]string, n int) {
+	t.Helper()
+	h = newHarness(t, chain(webInstances)...)
+	h.running("db")
+	h.running(h.keysOf("web")...)
+	ids = h.running(dependents...)
+	return h, ids, len(h.eventsOf(t))
+}
+
+// Restarting one of web's two instances leaves nginx, which depends on
+// web, running: the other instance serves throughout.
+func TestRestartOfOneInstanceLeavesDependentsRunning(t *testing.T) {
+	h, ids, n := chainUp(t, 2, "nginx")
+	if err := h.sup.Restart(bg(t), []string{"web:0"}, ctl.RestartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.untouched(n, ids)
+}
+
+// Stopping one of web's instances leaves nginx running, and the instance
+// left is enough for nginx to start again after a crash.
+func TestStopOfOneInstanceLeavesDependentsRunning(t *testing.T) {
+	h, ids, n := chainUp(t, 2, "nginx")
+	if err := h.sup.Stop(bg(t), []string{"web:0"}, ctl.StopOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.untouched(n, ids)
+	h.exit("nginx", 1)
+	h.waitState("nginx", Running)
+}
+
+// Restarting a single-instance dependency leaves its dependents running,
+// as its crash would.
+func TestRestartOfADependencyLeavesDependentsRunning(t *testing.T) {
+	h, ids, n := chainUp(t, 1, "web", "nginx")
+	if err := h.sup.Restart(bg(t), []string{"db"}, ctl.RestartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.untouched(n, ids)
+}
+
+// Stopping a single-instance dependency leaves its dependents running; one
+// that crashes meanwhile waits for it, as after a crash of the dependency,
+// and starts once it is back.
+func TestStopOfADependencyLeavesDependentsRunning(t *testing.T) {
+	h, ids, n := chainUp(t, 1, "web", "nginx")
+	if err := h.sup.Stop(bg(t), []string{"db"}, ctl.StopOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.untouched(n, ids)
+	delete(ids, "web")
+	h.exit("web", 1)
+	h.waitState("web", Waiting)
+	if err := h.sup.Start(bg(t), []string{"db"}, ctl.WaitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitState("web", Running)
+	h.untouched(n, ids)
 }

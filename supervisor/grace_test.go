@@ -59,7 +59,7 @@ func TestPreStopCountsInsideTheGraceWithAFloor(t *testing.T) {
 			h.waitState("web", Running)
 			began := h.clock.Now()
 			done := make(chan error, 1)
-			go func() { done <- h.sup.Stop(context.Background(), []string{"web"}) }()
+			go func() { done <- h.sup.Stop(context.Background(), []string{"web"}, ctl.StopOptions{}) }()
 			// The hook steps the clock itself; then the kill's timer is armed.
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
@@ -162,7 +162,7 @@ func TestFirstProbeSpreadAfterBoot(t *testing.T) {
 	if slices.Contains(h.rt.hookLog(), "web-live") {
 		t.Fatal("probed before its spread")
 	}
-	if err := h.sup.Stop(context.Background(), []string{"web"}); err != nil {
+	if err := h.sup.Stop(context.Background(), []string{"web"}, ctl.StopOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	h.clock.Step(10 * time.Second) // the supervisor is now a period old

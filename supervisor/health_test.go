@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/supervise-dev/supervise/config"
+	"github.com/supervise-dev/supervise/ctl"
 )
 
 // setExecFail makes the fake runtime fail (or pass) every Exec of cmd.
@@ -185,7 +186,7 @@ func TestSandboxKeptAcrossRestarts(t *testing.T) {
 	if created, _, live := h.rt.sandboxCounts("ns"); created != 2 || live != 1 {
 		t.Errorf("after the reload: %d sandboxes created, %d live; want 2, 1", created, live)
 	}
-	if err := h.sup.Stop(context.Background(), []string{"ns"}); err != nil {
+	if err := h.sup.Stop(context.Background(), []string{"ns"}, ctl.StopOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	h.waitState("ns", Stopped)
@@ -208,7 +209,7 @@ func TestFailedStartKeepsSandboxItCouldNotDelete(t *testing.T) {
 	if _, _, live := h.rt.sandboxCounts("plain"); live != 1 {
 		t.Errorf("running after a failed start: %d sandboxes live, want 1", live)
 	}
-	if err := h.sup.Stop(context.Background(), []string{"plain"}); err != nil {
+	if err := h.sup.Stop(context.Background(), []string{"plain"}, ctl.StopOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	h.waitState("plain", Stopped)

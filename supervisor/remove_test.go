@@ -35,7 +35,7 @@ func TestRemovedProgramIsStoppedBeforeItIsForgotten(t *testing.T) {
 
 	h.apply(program("keep"))
 	h.waitState("gone", Stopping)
-	if err := h.sup.Stop(context.Background(), []string{"gone"}); err == nil {
+	if err := h.sup.Stop(context.Background(), []string{"gone"}, ctl.StopOptions{}); err == nil {
 		t.Error("a command reached a program removed from the config")
 	}
 	if !h.present("gone") {
@@ -86,7 +86,7 @@ func TestProgramPutBackDuringItsRemoval(t *testing.T) {
 func TestStoppingTheLastProgramKeepsSuperviseUp(t *testing.T) {
 	h := newHarness(t, program("web"))
 	h.waitState("web", Running)
-	if err := h.sup.Stop(context.Background(), []string{"web"}); err != nil {
+	if err := h.sup.Stop(context.Background(), []string{"web"}, ctl.StopOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	h.waitState("web", Stopped)

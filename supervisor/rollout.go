@@ -32,16 +32,17 @@ var errSuperseded = errors.New("superseded by a newer rollout")
 // above) unless opts.AllAtOnce or the program's max_unavailable covers
 // them all; a successor that fails or is not ready within the timeout
 // stops that rollout, the rest keep their old processes, and the error
-// names it. Dependents are stopped first and brought back only for a
-// program replaced all at once: a rolling restart keeps instances serving.
-// Unless opts.NoWait, Restart returns when every instance it replaced is
-// ready.
+// names it. Dependents keep running, as through a crash, unless
+// opts.WithDependents, or restart_with binds them to a program restarted
+// all at once: those are stopped first, deepest first, and come back once
+// it runs. Unless opts.NoWait, Restart returns when every instance it
+// replaced is ready.
 func (s *Supervisor) Restart(ctx context.Context, names []string, opts ctl.RestartOptions) error {
 	keys, programs, err := s.resolve(names)
 	if err != nil {
 		return err
 	}
-	var together, togetherProgs []string
+	var together []string
 	var rolling []rolloutPlan
 	s.mu.Lock()
 	for _, prog := range programs {
@@ -54,14 +55,19 @@ func (s *Supervisor) Restart(ctx context.Context, names []string, opts ctl.Resta
 		plan := s.planLocked(prog, mine, opts.Timeout)
 		if opts.AllAtOnce || plan.batch >= len(mine) {
 			together = append(together, mine...)
-			togetherProgs = append(togetherProgs, prog)
 			continue
 		}
 		rolling = append(rolling, plan)
 	}
+	// A rollout keeps instances serving: only --with-dependents takes
+	// down what depends on it.
+	downKeys := together
+	if opts.WithDependents {
+		downKeys = keys
+	}
+	deps, cause := s.dependentsLocked(downKeys, opts.WithDependents)
 	s.mu.Unlock()
-	// What is bound to them goes down first and comes back once they run.
-	if err := s.stopDependents(ctx, togetherProgs); err != nil {
+	if err := s.stopDependents(ctx, deps, cause); err != nil {
 		return err
 	}
 	before, err := s.requestRestart(together)

@@ -114,12 +114,15 @@ func TestReloadAndFileChangeRollInstances(t *testing.T) {
 	}
 }
 
-// A rolling restart of a dependency leaves its dependents running: one of
-// its instances serves throughout. Replaced all at once, it stops them
-// first and brings them back.
+// A rolling restart of a dependency leaves even a dependent bound to it
+// (restart_with) running: one of its instances serves throughout.
+// Replaced all at once, it stops that dependent first and brings it back.
 func TestRollingRestartKeepsDependents(t *testing.T) {
 	web := program("web", func(p *config.Program) { p.Instances = 2 })
-	worker := program("worker", func(p *config.Program) { p.DependsOn = []string{"web"} })
+	worker := program("worker", func(p *config.Program) {
+		p.DependsOn = []string{"web"}
+		p.BoundTo = map[string]bool{"web": true}
+	})
 	h := newHarness(t, web, worker)
 	h.waitState("web:0", Running)
 	h.waitState("web:1", Running)

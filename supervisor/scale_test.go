@@ -151,7 +151,7 @@ func TestStartWaitsForReady(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "crashy did not start: CrashLoopBackOff") {
 		t.Fatalf("start crashy: %v", err)
 	}
-	if err := h.sup.Stop(context.Background(), []string{"web"}); err != nil {
+	if err := h.sup.Stop(context.Background(), []string{"web"}, ctl.StopOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	h.rt.mu.Lock()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/supervise-dev/supervise/config"
+	"github.com/supervise-dev/supervise/ctl"
 )
 
 // execCount counts the runs of cmd so far (probes and hooks alike).
@@ -36,7 +37,7 @@ func TestProbesStopWhenTheStopBegins(t *testing.T) {
 	h.stepUntil("db ready", time.Second, func() bool { return h.sup.instances["db"].ready })
 
 	stopped := make(chan error, 1)
-	go func() { stopped <- h.sup.Stop(context.Background(), []string{"db"}) }()
+	go func() { stopped <- h.sup.Stop(context.Background(), []string{"db"}, ctl.StopOptions{}) }()
 	h.waitState("db", Stopping)
 	// The stop has begun (its signal ignored): let 20 s of its grace pass.
 	// Probe timers are re-armed asynchronously: after each step, give a

@@ -441,13 +441,14 @@ func (s *Supervisor) wakeDependentsLocked(name string) {
 
 // unmetDepLocked says what in still waits for, "" when nothing: each
 // dependency in the condition depends_on names — running, ready (running
-// when it has no readiness check) or completed — for every instance of it.
+// when it has no readiness check) or completed — for every instance of it
+// meant to run (see stoppedAsideLocked).
 func (s *Supervisor) unmetDepLocked(in *instance) string {
 	for _, d := range in.spec.DependsOn {
 		cond := in.spec.DependsOnCondition(d)
 		found := false
 		for _, other := range s.instances {
-			if other.spec.Name != d {
+			if other.spec.Name != d || s.stoppedAsideLocked(other) {
 				continue
 			}
 			found = true

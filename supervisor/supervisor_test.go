@@ -212,7 +212,7 @@ func TestHooksOrderAndFailingPreStart(t *testing.T) {
 	)
 
 	h.waitState("web", Running)
-	if err := h.sup.Stop(context.Background(), []string{"web"}); err != nil {
+	if err := h.sup.Stop(context.Background(), []string{"web"}, ctl.StopOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	h.waitState("web", Stopped)

@@ -135,10 +135,12 @@ func ctlVerbs(exit func(code int) error) []*cli.Command {
 			lateFlags{}, ctlStatus),
 		verb("start", "NAME…", "start programs; returns when they are ready (or have failed)", lateFlags{}, ctlAction("start", "started"),
 			noWaitFlag("return once the start is under way"), timeoutFlag("how long each instance may take to be ready")),
-		verb("stop", "NAME…", "stop programs and keep them stopped", lateFlags{}, ctlAction("stop", "stopped")),
+		verb("stop", "NAME…", "stop programs and keep them stopped; what depends on them keeps running unless --with-dependents", lateFlags{}, ctlAction("stop", "stopped"),
+			withDependentsFlag("stop what depends on the programs first, deepest first; it runs again when they are started")),
 		verb("restart", "NAME…", "restart programs, clearing their crash backoff: the instances of a program one at a time, each ready before the next; returns when all are ready",
 			lateFlags{}, ctlAction("restart", "restarted"),
 			&cli.BoolFlag{Name: "all-at-once", Usage: "restart every instance together"},
+			withDependentsFlag("stop what depends on the programs first, deepest first, and bring it back once they run"),
 			noWaitFlag("return once the restart is under way"), timeoutFlag("how long each new instance may take to be ready")),
 		verb("scale", "NAME=N…", "set how many instances programs run (until a reload changes their instances); returns when the new ones are ready and the surplus ones gone",
 			lateFlags{}, ctlScale,
@@ -158,6 +160,10 @@ func ctlVerbs(exit func(code int) error) []*cli.Command {
 }
 
 func noWaitFlag(usage string) cli.Flag { return &cli.BoolFlag{Name: "no-wait", Usage: usage} }
+
+func withDependentsFlag(usage string) cli.Flag {
+	return &cli.BoolFlag{Name: "with-dependents", Usage: usage}
+}
 
 func timeoutFlag(usage string) cli.Flag {
 	return &cli.DurationFlag{Name: "timeout", DefaultText: "the program's rollout timeout, 2m unless set", Usage: usage}
@@ -181,6 +187,8 @@ type ctlEnv struct {
 	// start's, restart's and scale's
 	restart ctl.RestartOptions
 	wait    ctl.WaitOptions
+	// stop's and restart's
+	withDependents bool
 }
 
 // usageError is a command line mistake: exit code 2.
@@ -271,12 +279,13 @@ func ctlRun(c *cli.Context, late lateFlags, fn verbFunc) int {
 	switch c.Command.Name {
 	case "start", "restart", "scale":
 		e.wait = ctl.WaitOptions{NoWait: c.Bool("no-wait"), Timeout: c.Duration("timeout")}
-		e.restart = ctl.RestartOptions{AllAtOnce: c.Bool("all-at-once"), NoWait: e.wait.NoWait, Timeout: e.wait.Timeout}
+		e.restart = ctl.RestartOptions{AllAtOnce: c.Bool("all-at-once"), NoWait: e.wait.NoWait, Timeout: e.wait.Timeout, WithDependents: c.Bool("with-dependents")}
 		if c.IsSet("timeout") && e.wait.Timeout <= 0 {
 			fmt.Fprintf(os.Stderr, "supervisectl %s: --timeout %v: more than 0\n", c.Command.Name, e.wait.Timeout)
 			return ctlExitUsage
 		}
 	}
+	e.withDependents = c.Bool("with-dependents")
 	err := parseLate(c.Args().Slice(), late, e)
 	e.terminal = !e.json && isTerminal(os.Stdout)
 	e.colour = e.terminal && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
@@ -367,7 +376,7 @@ func ctlAction(verb, done string) verbFunc {
 				case "start":
 					return c.Start(ctx, e.names, e.wait)
 				case "stop":
-					return c.Stop(ctx, e.names)
+					return c.Stop(ctx, e.names, ctl.StopOptions{WithDependents: e.withDependents})
 				}
 				return c.Restart(ctx, e.names, e.restart)
 			})
