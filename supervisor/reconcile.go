@@ -141,13 +141,13 @@ func (s *Supervisor) runViewLocked(in *instance) runView {
 func (s *Supervisor) runHook(ctx context.Context, in *instance, phase hooks.Phase, h *config.Hook, env []string) error {
 	s.mu.Lock()
 	sid := in.sandboxID
-	spec := in.spec
+	spec, streams := in.spec, in.logs
 	s.mu.Unlock()
 	spec2 := hooks.Spec{Command: h.Command, Timeout: h.Timeout}
 	if h.HTTP != nil {
 		spec2.HTTP = &hooks.HTTP{URL: h.HTTP.URL, Method: h.HTTP.Method, Headers: h.HTTP.Headers, ExpectStatus: h.HTTP.ExpectStatus}
 	}
-	out := in.logs.hookWriter(string(phase))
+	out := streams.hookWriter(string(phase))
 	defer out.Close()
 	call := hooks.Call{
 		Phase:     phase,

@@ -107,9 +107,9 @@ func (s *Supervisor) ensureSandbox(ctx context.Context, in *instance) (string, e
 // the process is left.
 func (s *Supervisor) launch(ctx context.Context, in *instance, sid string, env []string, h *health) (proc.ProcessStatus, error) {
 	s.mu.Lock()
-	spec := in.spec
+	spec, streams := in.spec, in.logs // a reload replaces both under the lock
 	s.mu.Unlock()
-	stdout, stderr, err := in.logs.pipes()
+	stdout, stderr, err := streams.pipes()
 	if err != nil {
 		return proc.ProcessStatus{}, fmt.Errorf("creating log pipes: %w", err)
 	}
