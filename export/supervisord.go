@@ -326,7 +326,7 @@ func (p *supervisordProgram) warn(key, format string, args ...any) {
 type envRef string
 
 // keepSpec is an expansion written back as it stands. In environment=
-// it is bracketed by refMark, hex-encoded ("%" + hex), so that the lexer
+// it is bracketed by refMark, hex-encoded ("+" + hex), so that the lexer
 // that follows does not read its parentheses as tokens.
 type keepSpec struct{ marked bool }
 
@@ -418,7 +418,7 @@ func (p *supervisordProgram) resolveRefs(key, v string) (string, error) {
 
 // keptSpec decodes a bracketed keepSpec.
 func keptSpec(part string) (string, bool) {
-	h, ok := strings.CutPrefix(part, "%")
+	h, ok := strings.CutPrefix(part, "+")
 	if !ok {
 		return "", false
 	}
@@ -582,6 +582,9 @@ func (p *supervisordProgram) write(b *strings.Builder) error {
 			return "", nil
 		case strings.EqualFold(v, "NONE"):
 			return "", nil
+		case v == "/dev/stdout" || v == "/dev/stderr" || v == "/dev/fd/1" || v == "/dev/fd/2":
+			// a container's way to reach its console: supervise's own
+			return "", nil
 		}
 		return p.expand(key, v, false)
 	}
@@ -602,8 +605,8 @@ func (p *supervisordProgram) write(b *strings.Builder) error {
 			continue
 		}
 		o := "file = " + tomlQuote(x.file)
-		if v, ok := k[x.stream+"_logfile_maxbytes"]; ok {
-			done[x.stream+"_logfile_maxbytes"] = true
+		if v, ok := k[x.stream+"_logfile_maxbytes"]; ok && strings.TrimSpace(v) != "0" {
+			// 0 is supervisord's "never rotate"
 			o += ", max_size = " + tomlQuote(supervisordSize(v))
 		}
 		if v, ok := k[x.stream+"_logfile_backups"]; ok {
@@ -723,7 +726,7 @@ func pyFormat(s string, look func(name string, plain bool) (any, error)) (string
 		switch v := v.(type) {
 		case keepSpec:
 			if v.marked {
-				spec = refMark + "%" + hex.EncodeToString([]byte(spec)) + refMark
+				spec = refMark + "+" + hex.EncodeToString([]byte(spec)) + refMark
 			}
 			b.WriteString(spec)
 			continue

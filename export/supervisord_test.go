@@ -255,3 +255,63 @@ func TestImportSupervisordEnvironment(t *testing.T) {
 		t.Errorf("env %q, want %q", p.Env, want)
 	}
 }
+
+// The file is read only when it is a regular file within the bound: a
+// FIFO nobody writes, a device that never ends and a directory are
+// refused at once.
+func TestImportSupervisordFile(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.conf")
+	if err := os.WriteFile(big, []byte("[program:a]\ncommand=/bin/true\n"+strings.Repeat(";\n", 1<<19)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{
+		fifo:        "not a regular file but a FIFO",
+		"/dev/zero": "not a regular file but a device",
+		dir:         "not a regular file but a directory",
+		big:         "larger than 1048576 bytes",
+	} {
+		done := make(chan error, 1)
+		go func() { _, _, err := ImportSupervisordFile(path); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: err %v, want %q", path, err, want)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s: no answer in 30s", path)
+		}
+	}
+	t.Setenv("WEB_PORT", "8000")
+	if _, _, err := ImportSupervisordFile("testdata/supervisord.conf"); err != nil {
+		t.Errorf("a real file: %v", err)
+	}
+}
+
+// A container's supervisord.conf: quoted words, %(here)s, [DEFAULT],
+// environment= over continuation lines, logs to the console.
+func TestImportSupervisordDocker(t *testing.T) {
+	src, err := os.ReadFile("testdata/supervisord-docker.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PHP_MEMORY", "256M")
+	cfg, _, out := importLoad(t, string(src))
+	here, _ := filepath.Abs("s.conf")
+	nginx, queue, fpm := cfg.Program("nginx"), cfg.Program("queue"), cfg.Program("php-fpm")
+	if strings.Join(nginx.Command, "|") != "nginx|-g|daemon off; error_log /dev/stderr info;" || nginx.Stdout.File != "" || nginx.StopTimeout != 15*time.Second {
+		t.Errorf("nginx: %+v\n%s", nginx, out)
+	}
+	if fpm.Command[4] != "memory_limit=256M" {
+		t.Errorf("php-fpm: %q", fpm.Command)
+	}
+	if queue.Command[1] != filepath.Join(filepath.Dir(here), "artisan") || queue.Instances != 4 ||
+		queue.Env["APP_KEY"] != "base64:x$y+z/w==" || queue.Env["QUEUE_NAME"] != "default,high" ||
+		queue.Env["PATH"] != "/usr/local/bin:"+os.Getenv("PATH") || queue.StopTimeout != time.Hour {
+		t.Errorf("queue: %+v\n%s", queue, out)
+	}
+}
