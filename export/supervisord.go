@@ -968,6 +968,7 @@ func envTokens(s string) ([]string, error) {
 	emit()
 	return toks, nil
 }
+
 // supervisordSize turns "50MB" (supervisord's 1024-based units) into
 // supervise's "50MiB".
 func supervisordSize(v string) string {
