@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -147,9 +148,12 @@ func ImportSupervisord(name string, data []byte) ([]byte, []Warning, error) {
 		if n++; n > maxImportPrograms {
 			return nil, nil, fmt.Errorf("import %s: more than %d programs, the most a supervise config holds", name, maxImportPrograms)
 		}
-		for k, v := range ini.defaults {
-			if _, ok := s.keys[k]; !ok {
-				s.keys[k] = v // [DEFAULT] is under every section, as in configparser
+		for _, k := range defaultKeys {
+			// [DEFAULT] is under every section, as in configparser
+			if v, ok := ini.defaults[k]; ok {
+				if _, ok := s.keys[k]; !ok {
+					s.keys[k] = v
+				}
 			}
 		}
 		group := groups[prog]
@@ -164,6 +168,11 @@ func ImportSupervisord(name string, data []byte) ([]byte, []Warning, error) {
 			return nil, nil, fmt.Errorf("import %s: the supervise.toml written would be %w", name, errTooLarge)
 		}
 	}
+	for _, k := range sortedKeys(ini.defaults) {
+		if !slices.Contains(defaultKeys, k) {
+			ws.add("", "[DEFAULT] "+k, "not imported: no supervise equivalent")
+		}
+	}
 	switch {
 	case seen == 0:
 		return nil, nil, fmt.Errorf("import %s: no [program:x] section", name)
@@ -172,6 +181,14 @@ func ImportSupervisord(name string, data []byte) ([]byte, []Warning, error) {
 	}
 	return []byte(b.String()), ws, nil
 }
+
+// defaultKeys are the keys a [DEFAULT] section may give every program:
+// those the importer maps. Copying only these keeps the cost linear
+// however many programs and defaults a file has.
+var defaultKeys = []string{"command", "directory", "user", "numprocs", "numprocs_start", "autostart", "autorestart",
+	"exitcodes", "stopsignal", "stopwaitsecs", "umask", "environment", "redirect_stderr",
+	"stdout_logfile", "stdout_logfile_maxbytes", "stdout_logfile_backups",
+	"stderr_logfile", "stderr_logfile_maxbytes", "stderr_logfile_backups"}
 
 // programNameRE is what config accepts as a program name.
 var programNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`) })
@@ -314,7 +331,7 @@ type supervisordProgram struct {
 	ws                          *warnings
 	numprocs, start             int
 	env                         map[string]string // environment=, refMark-bracketed refs kept
-	fixed                       map[string]bool   // "key X": warned that ENV_X was fixed
+	warned                      map[string]bool   // "key name": an expansion warned about
 }
 
 func (p *supervisordProgram) warn(key, format string, args ...any) {
@@ -354,7 +371,7 @@ func (p *supervisordProgram) expand(key, value string, envRefs bool) (string, er
 			if err != nil {
 				return nil, fmt.Errorf("%s: %%(host_node_name)s: %w", key, err)
 			}
-			p.warn(key, "%%(host_node_name)s is this machine's name (%q), fixed at import", h)
+			p.warnOnce(key, name, "%%(host_node_name)s is this machine's name (%q), fixed at import", h)
 			return h, nil
 		case "numprocs":
 			return p.numprocs, nil
@@ -362,7 +379,7 @@ func (p *supervisordProgram) expand(key, value string, envRefs bool) (string, er
 			if p.numprocs <= 1 {
 				return p.start, nil
 			}
-			p.warn(key, "%%(process_num) differs per instance and is kept as written: supervise gives each instance its number in $SUPERVISE_INSTANCE")
+			p.warnOnce(key, name, "%%(process_num) differs per instance and is kept as written: supervise gives each instance its number in $SUPERVISE_INSTANCE")
 			return keepSpec{marked: envRefs}, nil
 		}
 		x, ok := strings.CutPrefix(name, "ENV_")
@@ -388,11 +405,16 @@ func (p *supervisordProgram) lookupEnv(key, x string) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("%s: %%(ENV_%s)s: %s is not set here, and supervisord would refuse it unset: set it and import again", key, x, x)
 	}
-	if !p.fixed[key+" "+x] {
-		p.fixed[key+" "+x] = true
-		p.warn(key, "%%(ENV_%s)s is expanded at import from the importer's environment: the output keeps that value, where supervisord read it at each start", x)
-	}
+	p.warnOnce(key, "ENV_"+x, "%%(ENV_%s)s is expanded at import from the importer's environment: the output keeps that value, where supervisord read it at each start", x)
 	return v, nil
+}
+
+// warnOnce warns about an expansion of key once, however often it occurs.
+func (p *supervisordProgram) warnOnce(key, name, format string, args ...any) {
+	if !p.warned[key+" "+name] {
+		p.warned[key+" "+name] = true
+		p.warn(key, format, args...)
+	}
 }
 
 // resolveRefs replaces the refs of an environment= value with their values
@@ -402,16 +424,22 @@ func (p *supervisordProgram) resolveRefs(key, v string) (string, error) {
 		return v, nil
 	}
 	parts := strings.Split(v, refMark)
-	for i := 1; i < len(parts); i += 2 {
-		if spec, ok := keptSpec(parts[i]); ok {
-			parts[i] = spec
-			continue
+	n := 0
+	for i := range parts {
+		if i%2 == 1 {
+			if spec, ok := keptSpec(parts[i]); ok {
+				parts[i] = spec
+			} else {
+				val, err := p.lookupEnv(key, parts[i])
+				if err != nil {
+					return "", err
+				}
+				parts[i] = val
+			}
 		}
-		val, err := p.lookupEnv(key, parts[i])
-		if err != nil {
-			return "", err
+		if n += len(parts[i]); n > maxImportSize {
+			return "", fmt.Errorf("%s: expands to %w", key, errTooLarge)
 		}
-		parts[i] = val
 	}
 	return strings.Join(parts, ""), nil
 }
@@ -445,7 +473,7 @@ func tomlEnvValue(v string) string {
 func (p *supervisordProgram) write(b *strings.Builder) error {
 	k := p.keys
 	done := map[string]bool{"command": true}
-	p.fixed = map[string]bool{}
+	p.warned = map[string]bool{}
 	p.numprocs = 1
 	for _, x := range []struct {
 		key string
@@ -781,6 +809,10 @@ func pyFormat(s string, look func(name string, plain bool) (any, error)) (string
 			}
 		}
 		b.WriteString(out)
+		if b.Len() > maxImportSize {
+			// %(here)s is 8 bytes and may stand for 4 KiB
+			return "", fmt.Errorf("expands to %w", errTooLarge)
+		}
 	}
 	return b.String(), nil
 }

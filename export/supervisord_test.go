@@ -1,6 +1,7 @@
 package export
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -313,5 +314,39 @@ func TestImportSupervisordDocker(t *testing.T) {
 		queue.Env["APP_KEY"] != "base64:x$y+z/w==" || queue.Env["QUEUE_NAME"] != "default,high" ||
 		queue.Env["PATH"] != "/usr/local/bin:"+os.Getenv("PATH") || queue.StopTimeout != time.Hour {
 		t.Errorf("queue: %+v\n%s", queue, out)
+	}
+}
+
+// What a small input can stand for stays bounded: a width or %(here)s
+// cannot make a value past 1 MiB, and [DEFAULT] keys are not copied into
+// every program (10,000 of each would be 10^8 copies and warnings).
+func TestImportSupervisordAmplification(t *testing.T) {
+	src := "[program:a]\ncommand=x " + strings.Repeat("%(program_name)1000s", 2000) + "\n"
+	if _, _, err := ImportSupervisord("s.conf", []byte(src)); err == nil || !strings.Contains(err.Error(), "expands to larger than") {
+		t.Errorf("2,000 widths of 1,000: err %v", err)
+	}
+	var b strings.Builder
+	b.WriteString("[DEFAULT]\nautostart=false\n")
+	for i := range 10000 {
+		fmt.Fprintf(&b, "k%d=v\n", i)
+	}
+	for i := range 10000 {
+		fmt.Fprintf(&b, "[program:p%d]\ncommand=x\n", i)
+	}
+	done := make(chan []Warning, 1)
+	go func() {
+		out, warns, err := ImportSupervisord("s.conf", []byte(b.String()))
+		if err != nil || !strings.Contains(string(out), "[program.p9999]\ncommand = [\"x\"]\nautostart = false\n") {
+			t.Errorf("err %v", err)
+		}
+		done <- warns
+	}()
+	select {
+	case warns := <-done:
+		if len(warns) > 10000 {
+			t.Errorf("%d warnings for 10,000 unknown defaults", len(warns))
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("10,000 programs and defaults: no answer in 60s")
 	}
 }
