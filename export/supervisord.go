@@ -162,7 +162,7 @@ func ImportSupervisord(name string, data []byte) ([]byte, []Warning, error) {
 		}
 		p := &supervisordProgram{name: prog, tomlName: tomlName, group: group, here: filepath.Dir(here), keys: s.keys, ws: &ws}
 		if err := p.write(&b); err != nil {
-			return nil, nil, fmt.Errorf("import %s:%d: [program:%s]: %w", name, s.line, prog, err)
+			return nil, nil, fmt.Errorf("import %s:%d: program %q: %w", name, s.line, prog, err)
 		}
 		if b.Len() > maxImportSize {
 			return nil, nil, fmt.Errorf("import %s: the supervise.toml written would be %w", name, errTooLarge)
