@@ -132,12 +132,7 @@ func importCommand() *cli.Command {
 				if c.Args().Len() != 1 {
 					return errors.New("import supervisord: give the supervisord configuration file")
 				}
-				f := c.Args().First()
-				data, err := os.ReadFile(f)
-				if err != nil {
-					return err
-				}
-				toml, warns, err := export.ImportSupervisord(f, data)
+				toml, warns, err := export.ImportSupervisordFile(c.Args().First())
 				if err != nil {
 					return err
 				}
