@@ -25,6 +25,10 @@ import (
 //     argument on, every word is that command's;
 //   - a completion request (the library reads its flag at the very end).
 //
+// A help flag anywhere asks for the help of the command named before the
+// arguments; the rest is dropped (after --help the library would read an
+// argument as a help topic).
+//
 // A flag no command defines is moved too, so the library names it in its
 // usual usage error.
 
@@ -78,7 +82,7 @@ func flagsFirst(app *cli.App, args []string, runsCommand func(*cli.Command) bool
 	scopes := []cliScope{{flags: app.Flags, commands: app.Commands, builtin: appBuiltin}}
 	placed := [][]string{{args[0]}} // per scope: its name, then its flags
 	var positional []string
-	dashdash := false
+	dashdash, helped := false, false
 	for i := 1; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {
@@ -88,6 +92,9 @@ func flagsFirst(app *cli.App, args []string, runsCommand func(*cli.Command) bool
 		}
 		if len(a) > 1 && a[0] == '-' {
 			name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+			if _, ok := help[name]; ok {
+				helped = true
+			}
 			at := len(scopes) - 1 // an unknown flag: the innermost command reports it
 			value := false
 			for j := len(scopes) - 1; j >= 0; j-- {
@@ -118,6 +125,14 @@ func flagsFirst(app *cli.App, args []string, runsCommand func(*cli.Command) bool
 		positional = append(positional, a)
 	}
 	out := make([]string, 0, len(args))
+	if helped {
+		// The library reads an argument after --help as a help topic:
+		// the help of the command named is what was asked for.
+		for _, p := range placed {
+			out = append(out, p[0])
+		}
+		return append(out, "--help")
+	}
 	for _, p := range placed {
 		out = append(out, p...)
 	}
