@@ -15,6 +15,7 @@ func TestFlagsFirst(t *testing.T) {
 		want string
 	}{
 		{"flag after a name", true, "restart web --no-wait", "restart --no-wait web"},
+		{"flags after several names", true, "stop web:0 db --with-dependents --json", "stop --with-dependents --json web:0 db"},
 		{"value after a name", true, "logs web -n 5", "logs -n 5 web"},
 		{"value with =", true, "logs web --lines=5 db", "logs --lines=5 web db"},
 		{"value that looks like a name", true, "restart web --timeout web", "restart --timeout web web"},
