@@ -62,7 +62,7 @@
 //
 // A dev runner (a Procfile, or `supervise` run in a folder without naming
 // a file) has its own socket per project folder, [ProjectSocketPath]:
-// NAME-HASH.sock in $XDG_RUNTIME_DIR/supervise, /run/supervise for root,
+// NAME-HASH.sock in $XDG_RUNTIME_DIR/supervise, /run/supervise/ctl for root,
 // or the private /tmp/supervise-<uid>. The client, given no socket, uses
 // [FindProjectSocket] from its working directory upwards first.
 //

@@ -3,6 +3,9 @@ package ctl
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,8 +36,8 @@ func socketPath(getenv func(string) string, uid int) string {
 // ProjectSocketPath is the control socket of the dev runner of the project
 // in dir (an absolute path), so that each project folder has its own
 // supervisor: $XDG_RUNTIME_DIR/supervise/NAME-HASH.sock, else
-// /run/supervise/… for root, else /tmp/supervise-<uid>/…, in a directory
-// the server makes private (0700). NAME is the folder's base name (cut to
+// /run/supervise/ctl/… for root, else /tmp/supervise-<uid>/…, in a
+// directory the server makes private (0700). NAME is the folder's base name (cut to
 // 24 bytes, for people), HASH the first 16 hex digits of the SHA-256 of
 // dir (for uniqueness).
 func ProjectSocketPath(dir string) string {
@@ -46,9 +49,32 @@ func projectDir(getenv func(string) string, uid int) string {
 		return filepath.Join(d, "supervise")
 	}
 	if uid == 0 {
-		return "/run/supervise"
+		return rootProjectDir
 	}
 	return fallbackDir(uid)
+}
+
+// root's runtime directory, /run/supervise (0755), is shared with the
+// sd_notify sockets (see notify): those must be reachable by programs
+// running as other users, the control sockets by no one but root, so each
+// has a subdirectory with its own mode, and /run/supervise itself holds
+// none of them.
+const (
+	rootRunDir     = "/run/supervise"
+	rootProjectDir = rootRunDir + "/ctl"
+)
+
+// makeParent makes the parent of root's project socket directory when
+// missing (0755: the notify sockets' directory beside ours must be
+// reachable by everyone).
+func makeParent(dir string) error {
+	if dir != rootProjectDir {
+		return nil
+	}
+	if err := os.Mkdir(rootRunDir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("control socket directory %s: %w", dir, err)
+	}
+	return nil
 }
 
 func projectSocketName(dir string) string {

@@ -506,7 +506,7 @@ func TestProjectSocketPath(t *testing.T) {
 	if got := projectDir(env(map[string]string{"XDG_RUNTIME_DIR": "/run/user/1000"}), 1000); got != "/run/user/1000/supervise" {
 		t.Errorf("with XDG_RUNTIME_DIR: %s", got)
 	}
-	if got := projectDir(env(nil), 0); got != "/run/supervise" {
+	if got := projectDir(env(nil), 0); got != "/run/supervise/ctl" { // beside the notify sockets' notify/
 		t.Errorf("root: %s", got)
 	}
 	if got := projectDir(env(nil), 1000); got != fallbackDir(1000) {

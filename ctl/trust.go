@@ -67,6 +67,9 @@ func preparePrivateDir(path string) error {
 	if dir != fallbackDir(os.Getuid()) && dir != projectDir(os.Getenv, os.Getuid()) {
 		return nil
 	}
+	if err := makeParent(dir); err != nil {
+		return err
+	}
 	err := os.Mkdir(dir, 0o700)
 	if err == nil || !errors.Is(err, fs.ErrExist) {
 		if err != nil {

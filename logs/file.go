@@ -32,11 +32,13 @@ type FileConfig struct {
 	// Path, Path.1 (the newest rotated) … Path.<MaxFiles-1>. Default
 	// DefaultMaxFiles; 1 keeps only the current file, emptied on rotation.
 	MaxFiles int
-	// Perm is the mode of new files; default 0640, or 0600 when every user
+	// Perm is the mode of new files; default 0640 (for a program running
+	// as another user, whose group reads them), else 0600 when every user
 	// can list the directory.
 	Perm fs.FileMode
 	// Owner, when set, owns the files the supervisor creates (it runs as
-	// root); nil leaves them to the supervisor's user.
+	// root); nil leaves them to the supervisor's user, with the group of
+	// User when set (root and User's group).
 	Owner *Ident
 	// User is the program's user, when it runs as another one: a log
 	// directory it owns (or whose group is its group) is accepted, and so
@@ -113,6 +115,16 @@ func OpenFile(cfg FileConfig) (*File, error) {
 	if err := checkDir(dir, filepath.Dir(path), cfg.User); err != nil {
 		unix.Close(dir)
 		return nil, err
+	}
+	if cfg.Owner == nil && cfg.User != nil && os.Geteuid() == 0 {
+		// The program's user reads its own logs through its group, but
+		// the files stay root's: were they its own, it could rewrite or
+		// truncate what it logged, chmod it for everyone to read, and
+		// write to it past max_size, filling the disk unbounded.
+		cfg.Owner = &Ident{UID: 0, GID: cfg.User.GID}
+		if cfg.Perm == 0 {
+			cfg.Perm = 0o640
+		}
 	}
 	if cfg.Perm == 0 {
 		cfg.Perm = dirPerm(dir)

@@ -12,14 +12,27 @@ import (
 // Owner is the user a program runs as, when it is another one than ours.
 type Owner struct{ UID, GID int }
 
+// root's runtime directory is shared with the dev runners' control
+// sockets, each use in a directory of its own with the mode it needs:
+//
+//	/run/supervise         0755  nothing bound here
+//	/run/supervise/notify  0711  the notify sockets' private directories:
+//	                             programs running as other users pass
+//	                             through to theirs, and list nothing
+//	/run/supervise/ctl     0700  dev runners' control sockets (see ctl)
+const (
+	runDir       = "/run/supervise"
+	runNotifyDir = runDir + "/notify"
+)
+
 // DefaultBase is where the private directories of the notify sockets go:
-// /run/supervise for root, else $XDG_RUNTIME_DIR (private to its user by
-// definition), else the temporary directory. Each socket gets a fresh
-// directory of its own below it, so no name there can be squatted.
+// /run/supervise/notify for root, else $XDG_RUNTIME_DIR (private to its
+// user by definition), else the temporary directory. Each socket gets a
+// fresh directory of its own below it, so no name there can be squatted.
 func DefaultBase() string {
 	if os.Geteuid() == 0 {
 		if st, err := os.Stat("/run"); err == nil && st.IsDir() {
-			return "/run/supervise"
+			return runNotifyDir
 		}
 	}
 	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" && filepath.IsAbs(d) {
@@ -86,10 +99,10 @@ func chmodDir(dir string, mode fs.FileMode) error {
 // checkBase refuses a base that another user could use against us: not a
 // real directory, owned by someone other than root or us, or writable by
 // others without the sticky bit (which is what keeps them from renaming
-// our fresh directory in /tmp). /run/supervise is made 0755 if missing.
+// our fresh directory in /tmp). /run/supervise/notify is made if missing.
 func checkBase(base string) error {
-	if base == "/run/supervise" {
-		if err := os.Mkdir(base, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+	if base == runNotifyDir {
+		if err := makeRunNotifyDir(); err != nil {
 			return err
 		}
 	}
@@ -105,6 +118,30 @@ func checkBase(base string) error {
 		return fmt.Errorf("%s belongs to uid %d: refusing to put sockets in it", base, sys.Uid)
 	case st.Mode().Perm()&0o022 != 0 && st.Mode()&fs.ModeSticky == 0:
 		return fmt.Errorf("%s is writable by others (mode %v) and not sticky: refusing to put sockets in it", base, st.Mode().Perm())
+	}
+	return nil
+}
+
+// makeRunNotifyDir makes /run/supervise (0755) and /run/supervise/notify
+// (0711) when missing. A /run/supervise that an older supervise made 0700
+// for its dev runners' sockets is opened for passing through (not for
+// listing): programs running as other users must reach their sockets
+// below it, and the control sockets have a directory of their own now.
+func makeRunNotifyDir() error {
+	if err := os.Mkdir(runDir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	st, err := os.Lstat(runDir)
+	if err != nil {
+		return err
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && st.IsDir() && sys.Uid == 0 && st.Mode().Perm()&0o011 != 0o011 {
+		if err := chmodDir(runDir, st.Mode().Perm()|0o011); err != nil {
+			return fmt.Errorf("%s: letting programs pass through to their sockets: %w", runDir, err)
+		}
+	}
+	if err := os.Mkdir(runNotifyDir, 0o711); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
 	}
 	return nil
 }

@@ -41,14 +41,24 @@ const (
 // included. It returns the exit code.
 func ctlMain(args []string) int {
 	code := 0
-	app := &cli.App{
+	app := ctlApp(&code)
+	if err := app.Run(flagsFirst(app, args, runsCommand)); err != nil {
+		fmt.Fprintf(os.Stderr, "supervisectl: %v\nRun 'supervisectl --help' for usage.\n", err)
+		return ctlExitUsage
+	}
+	return code
+}
+
+// ctlApp is supervisectl's command tree; a verb's exit code goes to *code.
+func ctlApp(code *int) *cli.App {
+	return &cli.App{
 		Name:      "supervisectl",
 		Usage:     "see and steer a running supervise",
 		UsageText: "supervisectl [--socket S] [--json] VERB [ARGS…]",
 		Flags:     ctlFlags(),
-		Commands:  ctlVerbs(func(c int) error { code = c; return nil }),
+		Commands:  ctlVerbs(func(c int) error { *code = c; return nil }),
 		Action: func(c *cli.Context) error {
-			code = ctlNoVerb(c, cli.ShowAppHelp)
+			*code = ctlNoVerb(c, cli.ShowAppHelp)
 			return nil
 		},
 		HideHelpCommand: true,
@@ -58,11 +68,6 @@ func ctlMain(args []string) int {
 		// Exit codes are ours: errors from Run are usage errors.
 		ExitErrHandler: func(*cli.Context, error) {},
 	}
-	if err := app.Run(args); err != nil {
-		fmt.Fprintf(os.Stderr, "supervisectl: %v\nRun 'supervisectl --help' for usage.\n", err)
-		return ctlExitUsage
-	}
-	return code
 }
 
 // ctlCommand is `supervise ctl …`. The enclosing app turns errors into its
@@ -118,13 +123,13 @@ type verbFunc func(ctx context.Context, e *ctlEnv) error
 
 func ctlVerbs(exit func(code int) error) []*cli.Command {
 	followFlag := &cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep streaming new entries"}
-	verb := func(name, args, usage string, late lateFlags, fn verbFunc, flags ...cli.Flag) *cli.Command {
+	verb := func(name, args, usage string, fn verbFunc, flags ...cli.Flag) *cli.Command {
 		return &cli.Command{
 			Name:      name,
 			Usage:     usage,
 			ArgsUsage: args,
 			Flags:     append([]cli.Flag{jsonFlag()}, flags...),
-			Action:    func(c *cli.Context) error { return exit(ctlRun(c, late, fn)) },
+			Action:    func(c *cli.Context) error { return exit(ctlRun(c, fn)) },
 			OnUsageError: func(_ *cli.Context, err error, _ bool) error {
 				return err
 			},
@@ -132,30 +137,30 @@ func ctlVerbs(exit func(code int) error) []*cli.Command {
 	}
 	return []*cli.Command{
 		verb("status", "[NAME…]", "show programs: state, pid, uptime, restarts, last exit, memory, CPU",
-			lateFlags{}, ctlStatus),
-		verb("start", "NAME…", "start programs; returns when they are ready (or have failed)", lateFlags{}, ctlAction("start", "started"),
+			ctlStatus),
+		verb("start", "NAME…", "start programs; returns when they are ready (or have failed)", ctlAction("start", "started"),
 			noWaitFlag("return once the start is under way"), timeoutFlag("how long each instance may take to be ready")),
-		verb("stop", "NAME…", "stop programs and keep them stopped; what depends on them keeps running unless --with-dependents", lateFlags{}, ctlAction("stop", "stopped"),
+		verb("stop", "NAME…", "stop programs and keep them stopped; what depends on them keeps running unless --with-dependents", ctlAction("stop", "stopped"),
 			withDependentsFlag("stop what depends on the programs first, deepest first; it runs again when they are started")),
 		verb("restart", "NAME…", "restart programs, clearing their crash backoff: the instances of a program one at a time, each ready before the next; returns when all are ready",
-			lateFlags{}, ctlAction("restart", "restarted"),
+			ctlAction("restart", "restarted"),
 			&cli.BoolFlag{Name: "all-at-once", Usage: "restart every instance together"},
 			withDependentsFlag("stop what depends on the programs first, deepest first, and bring it back once they run"),
 			noWaitFlag("return once the restart is under way"), timeoutFlag("how long each new instance may take to be ready")),
 		verb("scale", "NAME=N…", "set how many instances programs run (until a reload changes their instances); returns when the new ones are ready and the surplus ones gone",
-			lateFlags{}, ctlScale,
+			ctlScale,
 			noWaitFlag("return once the scaling is under way"), timeoutFlag("how long each new instance may take to be ready")),
-		verb("signal", "SIG NAME…", "send a signal (HUP, SIGUSR1, 10…) to programs", lateFlags{}, ctlSignal),
+		verb("signal", "SIG NAME…", "send a signal (HUP, SIGUSR1, 10…) to programs", ctlSignal),
 		verb("logs", "[NAME…]", "print the programs' recent output; -f follows it, across restarts",
-			lateFlags{follow: true, n: true}, ctlLogs, followFlag,
+			ctlLogs, followFlag,
 			&cli.IntFlag{Name: "n", Aliases: []string{"lines"}, Value: -1, DefaultText: "all", Usage: "lines of history per program"}),
-		verb("events", "", "print recent state changes; -f follows them", lateFlags{follow: true}, ctlEvents, followFlag),
+		verb("events", "", "print recent state changes; -f follows them", ctlEvents, followFlag),
 		verb("top", "[NAME…]", "a live view of the programs: state, readiness, restarts, CPU %, memory, last exit (c/m/n sort, q quits)",
-			lateFlags{}, ctlTop,
+			ctlTop,
 			&cli.StringFlag{Name: "sort", Value: ctlfmt.SortCPU, Usage: "cpu, mem or name"},
 			&cli.DurationFlag{Name: "interval", Value: 2 * time.Second, Usage: "time between refreshes"}),
-		verb("reload", "", "re-read the config file and apply the changes", lateFlags{}, ctlAction("reload", "reloaded")),
-		verb("shutdown", "", "stop every program and make supervise exit", lateFlags{}, ctlAction("shutdown", "shutting down")),
+		verb("reload", "", "re-read the config file and apply the changes", ctlAction("reload", "reloaded")),
+		verb("shutdown", "", "stop every program and make supervise exit", ctlAction("shutdown", "shutting down")),
 	}
 }
 
@@ -177,7 +182,7 @@ type ctlEnv struct {
 	// terminal: stdout is a terminal (and not --json): program bytes that
 	// would drive it are escaped.
 	terminal bool
-	names    []string // positional arguments, late flags taken out
+	names    []string // positional arguments
 	follow   bool
 	n        int
 	out      *bufio.Writer
@@ -198,47 +203,8 @@ func (e usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
-// lateFlags says which flags a verb also accepts after its arguments
-// (`logs web -f`); urfave/cli stops parsing flags at the first argument.
-type lateFlags struct{ follow, n bool }
-
-// parseLate takes the flags out of args that came after the first name.
-func parseLate(args []string, late lateFlags, e *ctlEnv) error {
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		flag, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		switch {
-		case a == "--":
-			e.names = append(e.names, args[i+1:]...)
-			return nil
-		case !strings.HasPrefix(a, "-") || a == "-":
-			e.names = append(e.names, a)
-		case flag == "json" && !hasValue:
-			e.json = true
-		case late.follow && (flag == "f" || flag == "follow") && !hasValue:
-			e.follow = true
-		case late.n && (flag == "n" || flag == "lines"):
-			if !hasValue {
-				if i+1 == len(args) {
-					return usagef("flag needs an argument: %s", a)
-				}
-				i++
-				value = args[i]
-			}
-			n, err := strconv.Atoi(value)
-			if err != nil {
-				return usagef("invalid value %q for flag -n: a number of lines", value)
-			}
-			e.n = n
-		default:
-			return usagef("flag provided but not defined: %s", a)
-		}
-	}
-	return nil
-}
-
 // ctlRun sets up the client, runs fn and turns its error into an exit code.
-func ctlRun(c *cli.Context, late lateFlags, fn verbFunc) int {
+func ctlRun(c *cli.Context, fn verbFunc) int {
 	e := &ctlEnv{out: bufio.NewWriter(os.Stdout), n: -1}
 	socket := ""
 	var trust []ctl.DialOption
@@ -259,10 +225,9 @@ func ctlRun(c *cli.Context, late lateFlags, fn verbFunc) int {
 	if socket == "" {
 		socket = ctl.DefaultSocketPath()
 	}
-	if late.follow {
-		e.follow = c.Bool("follow")
-	}
-	if late.n {
+	// Flags a verb does not define read as unset.
+	e.follow = c.Bool("follow")
+	if c.IsSet("n") {
 		e.n = c.Int("n")
 	}
 	if c.Command.Name == "top" {
@@ -286,7 +251,7 @@ func ctlRun(c *cli.Context, late lateFlags, fn verbFunc) int {
 		}
 	}
 	e.withDependents = c.Bool("with-dependents")
-	err := parseLate(c.Args().Slice(), late, e)
+	e.names = c.Args().Slice()
 	e.terminal = !e.json && isTerminal(os.Stdout)
 	e.colour = e.terminal && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
 	e.client = ctl.Dial(socket, trust...)
@@ -294,9 +259,7 @@ func ctlRun(c *cli.Context, late lateFlags, fn verbFunc) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err == nil {
-		err = fn(ctx, e)
-	}
+	err := fn(ctx, e)
 	if ferr := e.out.Flush(); err == nil && ferr != nil {
 		err = ferr
 	}

@@ -63,14 +63,29 @@ func main() {
 
 func runApp(args []string) int {
 	code := 0
-	app := &cli.App{
+	app := superviseApp(&code)
+	if err := app.Run(flagsFirst(app, args, runsCommand)); err != nil {
+		fmt.Fprintln(os.Stderr, "supervise:", err)
+		return exitUsage
+	}
+	return code
+}
+
+// runsCommand says which commands take a command line to run as their
+// arguments: the words after its first one are the command's, flags too.
+func runsCommand(c *cli.Command) bool { return c.Name == "exec" || c.Name == "run-once" }
+
+// superviseApp is the command tree of supervise; a command's exit code
+// goes to *code.
+func superviseApp(code *int) *cli.App {
+	return &cli.App{
 		Name:                 "supervise",
 		Usage:                "run programs in sandboxes, restart them with the kubelet's crash backoff",
 		Version:              version.Version,
 		EnableBashCompletion: true,
 		Flags:                runFlags(),
 		Action: func(c *cli.Context) error { // bare `supervise` in a project folder
-			code = runCommand(c)
+			*code = runCommand(c)
 			return nil
 		},
 		Commands: []*cli.Command{
@@ -79,7 +94,7 @@ func runApp(args []string) int {
 				Usage: "supervise the programs of a config file (supervise.toml or a Procfile)",
 				Flags: runFlags(),
 				Action: func(c *cli.Context) error {
-					code = runCommand(c)
+					*code = runCommand(c)
 					return nil
 				},
 			},
@@ -89,7 +104,7 @@ func runApp(args []string) int {
 				Flags:     []cli.Flag{configFlag()},
 				ArgsUsage: "[FILE]",
 				Action: func(c *cli.Context) error {
-					code = checkCommand(c)
+					*code = checkCommand(c)
 					return nil
 				},
 			},
@@ -102,7 +117,7 @@ func runApp(args []string) int {
 					if c.Args().Len() == 0 {
 						return errors.New("start: name at least one program (or run `supervise` for all)")
 					}
-					code = runPrograms(c, c.Args().Slice())
+					*code = runPrograms(c, c.Args().Slice())
 					return nil
 				},
 			},
@@ -114,11 +129,6 @@ func runApp(args []string) int {
 		},
 		ExitErrHandler: func(c *cli.Context, err error) {},
 	}
-	if err := app.Run(args); err != nil {
-		fmt.Fprintln(os.Stderr, "supervise:", err)
-		return exitUsage
-	}
-	return code
 }
 
 func configFlag() cli.Flag {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/supervise-dev/supervise/ctl"
 )
@@ -73,32 +74,27 @@ func (t *Top) Frame(w io.Writer, sts []ctl.ProgramStatus, now time.Time, width, 
 		b.WriteString("\x1b[K\n")
 	}
 	b.WriteString("\x1b[H")
-	line(fmt.Sprintf("supervise top  %s  %d programs, %d running, %d not ready  CPU %.1f%%  memory %s",
-		now.Format("15:04:05"), len(sts), running, notReady, cpuSum, Bytes(memSum)), bold)
+	title := fmt.Sprintf("%s  %d programs, %d running, %d not ready  CPU %.1f%%  memory %s",
+		now.Format("15:04:05"), len(sts), running, notReady, cpuSum, Bytes(memSum))
+	if len("supervise top  "+title) <= width {
+		title = "supervise top  " + title
+	}
+	line(title, bold)
 	line(fmt.Sprintf("sorted by %s  [c] CPU  [m] memory  [n] name  [q] quit", t.sortName()), dim)
 	line("", "")
-	const format = "%-24s %-34s %-5s %8s %6s %8s %-14s"
-	line(fmt.Sprintf(format, "NAME", "STATE", "READY", "RESTARTS", "CPU%", "MEMORY", "LAST EXIT"), bold)
 	shown := max(height-5, 1)
+	more := 0
+	if len(rows) > shown {
+		more = len(rows) - (shown - 1)
+		rows = rows[:shown-1]
+	}
+	tab := newTopTable(rows, width)
+	line(tab.header(), bold)
 	for i, r := range rows {
-		if i == shown-1 && len(rows) > shown {
-			line(fmt.Sprintf("… and %d more (a taller terminal shows them)", len(rows)-i), dim)
-			break
-		}
-		st := r.st
-		ready := "-"
-		if st.Ready != nil {
-			ready = map[bool]string{true: "yes", false: "no"}[*st.Ready]
-		}
-		pct, mem := "-", "-"
-		if r.pct >= 0 {
-			pct = strconv.FormatFloat(r.pct, 'f', 1, 64)
-		}
-		if st.Pid != 0 && st.MemoryBytes > 0 {
-			mem = Bytes(st.MemoryBytes)
-		}
-		line(fmt.Sprintf(format, oneLine(st.Name), State(st), ready, strconv.Itoa(st.Restarts), pct, mem, LastExit(st.LastExit)),
-			stateColour(st.State))
+		line(tab.row(i), stateColour(r.st.State))
+	}
+	if more > 0 {
+		line(fmt.Sprintf("… and %d more (a taller terminal shows them)", more), dim)
 	}
 	b.WriteString("\x1b[J")
 	_, err := io.WriteString(w, b.String())
@@ -147,3 +143,137 @@ func cut(s string, width int) string {
 	}
 	return s
 }
+
+// The columns of the top view, in the order shown. On a narrow terminal
+// they are fitted as follows: every column gets at least its least width
+// (the name and the state shortened with an ellipsis; a number or a last
+// exit never);
+// when even that does not fit, whole columns go, least important first:
+// RESTARTS, READY, LAST EXIT, MEMORY, CPU% (the name and the state always
+// stay, and a line still too wide is cut at the edge). The room left is
+// shared by the name and the state, a column at a time, up to what their
+// longest cell needs.
+const (
+	colName = iota
+	colState
+	colReady
+	colRestarts
+	colCPU
+	colMemory
+	colLastExit
+	numTopCols
+)
+
+var topCols = [numTopCols]struct {
+	head  string
+	least int  // width never shortened below (the head's, at least)
+	short bool // shortened with an ellipsis, down to least; else never
+	right bool // a number: aligned right
+}{
+	colName:     {head: "NAME", least: 12, short: true},
+	colState:    {head: "STATE", least: 16, short: true},
+	colReady:    {head: "READY", least: 5},
+	colRestarts: {head: "RESTARTS", least: 8, right: true},
+	colCPU:      {head: "CPU%", least: 6, right: true},
+	colMemory:   {head: "MEMORY", least: 7, right: true},
+	colLastExit: {head: "LAST EXIT", least: 9},
+}
+
+var (
+	topDropOrder = []int{colRestarts, colReady, colLastExit, colMemory, colCPU}
+	topGrowOrder = []int{colName, colState}
+)
+
+// topTable is the rows' cells and the width each shown column gets.
+type topTable struct {
+	cells [][numTopCols]string
+	width [numTopCols]int // 0: the column is not shown
+}
+
+func newTopTable(rows []topRow, width int) *topTable {
+	t := &topTable{cells: make([][numTopCols]string, len(rows))}
+	var ideal, least [numTopCols]int
+	for c, col := range topCols {
+		ideal[c] = runeLen(col.head)
+	}
+	for i, r := range rows {
+		st := r.st
+		ready, pct, mem := "-", "-", "-"
+		if st.Ready != nil {
+			ready = map[bool]string{true: "yes", false: "no"}[*st.Ready]
+		}
+		if r.pct >= 0 {
+			pct = strconv.FormatFloat(r.pct, 'f', 1, 64)
+		}
+		if st.Pid != 0 && st.MemoryBytes > 0 {
+			mem = Bytes(st.MemoryBytes)
+		}
+		t.cells[i] = [numTopCols]string{oneLine(st.Name), State(st), ready, strconv.Itoa(st.Restarts), pct, mem, LastExit(st.LastExit)}
+		for c, cell := range t.cells[i] {
+			ideal[c] = max(ideal[c], runeLen(cell))
+		}
+	}
+	shown := 0
+	for c, col := range topCols {
+		least[c] = max(ideal[c], col.least)
+		if col.short {
+			least[c] = min(ideal[c], col.least)
+		}
+		t.width[c] = least[c]
+		shown += least[c] + 1 // and the space before the next
+	}
+	used := shown - 1
+	for _, c := range topDropOrder {
+		if used <= width {
+			break
+		}
+		used -= t.width[c] + 1
+		t.width[c] = 0
+	}
+	for grew := true; grew && used < width; {
+		grew = false
+		for _, c := range topGrowOrder {
+			if t.width[c] > 0 && t.width[c] < ideal[c] && used < width {
+				t.width[c]++
+				used++
+				grew = true
+			}
+		}
+	}
+	return t
+}
+
+func (t *topTable) header() string {
+	var heads [numTopCols]string
+	for c, col := range topCols {
+		heads[c] = col.head
+	}
+	return t.line(heads)
+}
+
+func (t *topTable) row(i int) string { return t.line(t.cells[i]) }
+
+func (t *topTable) line(cells [numTopCols]string) string {
+	var b strings.Builder
+	for c, col := range topCols {
+		w := t.width[c]
+		if w == 0 {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		s := cells[c]
+		if n := runeLen(s); n > w {
+			s = cut(s, w-1) + "…"
+		} else if col.right {
+			s = strings.Repeat(" ", w-n) + s
+		} else {
+			s += strings.Repeat(" ", w-n)
+		}
+		b.WriteString(s)
+	}
+	return strings.TrimRight(b.String(), " ")
+}
+
+func runeLen(s string) int { return utf8.RuneCountInString(s) }

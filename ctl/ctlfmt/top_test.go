@@ -97,3 +97,76 @@ func lineOf(frame, name string) string {
 	}
 	return ""
 }
+
+// TestTopFitsWidth: at any usual terminal width every row shows its
+// memory and its last exit in full; the name and the state give up
+// columns first, and the whole of each only where the width allows.
+func TestTopFitsWidth(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	no := false
+	sts := []ctl.ProgramStatus{
+		{Name: "payments-reconciliation-worker:12", State: "Running", Pid: 10, CPUSeconds: 1, MemoryBytes: 300 << 20, Ready: &no, Restarts: 1234,
+			LastExit: &ctl.ExitInfo{Signal: "KILL", Reason: "Signaled"}},
+		{Name: "db", State: "CrashLoopBackOff", NextStartInMs: 290_000, Restarts: 7, LastExit: &ctl.ExitInfo{Code: 3, Reason: "Error"}},
+		{Name: "web", State: "Running", Pid: 11, CPUSeconds: 2, MemoryBytes: 1 << 30, LastExit: &ctl.ExitInfo{Reason: "OOMKilled"}},
+	}
+	for _, width := range []int{80, 100, 120, 200} {
+		var b strings.Builder
+		if err := (&Top{Sort: SortName}).Frame(&b, sts, t0, width, 40, false); err != nil {
+			t.Fatal(err)
+		}
+		frame := strings.NewReplacer("\x1b[K", "", "\x1b[H", "", "\x1b[J", "").Replace(b.String())
+		for line := range strings.Lines(frame) {
+			if n := len([]rune(strings.TrimRight(line, "\n"))); n > width {
+				t.Errorf("width %d: a line of %d runes: %q", width, n, line)
+			}
+		}
+		for _, want := range []string{"NAME", "STATE", "READY", "RESTARTS", "CPU%", "MEMORY", "LAST EXIT",
+			"300Mi", "1Gi", "signal KILL", "exit 3", "OOMKilled", "1234"} {
+			if !strings.Contains(frame, want) {
+				t.Errorf("width %d: no %q:\n%s", width, want, frame)
+			}
+		}
+		full := strings.Contains(frame, "payments-reconciliation-worker:12 ") && strings.Contains(frame, "CrashLoopBackOff (next start in 4m50s)")
+		if width >= 120 && !full {
+			t.Errorf("width %d: a name or state shortened with room to spare:\n%s", width, frame)
+		}
+		if width == 80 && (full || !strings.Contains(frame, "…")) {
+			t.Errorf("width 80: want the long name or state ellipsized:\n%s", frame)
+		}
+	}
+}
+
+// TestTopDropsColumnsInOrder: on a terminal too narrow for every column
+// at its least, RESTARTS goes first, then READY, then LAST EXIT; the
+// name, the state, CPU% and memory stay.
+func TestTopDropsColumnsInOrder(t *testing.T) {
+	sts := []ctl.ProgramStatus{{Name: "web", State: "Running", Pid: 11, MemoryBytes: 1 << 20, LastExit: &ctl.ExitInfo{Code: 1}}}
+	for _, tc := range []struct {
+		width      int
+		kept, gone []string
+	}{
+		// NAME 4, STATE 7, READY 5, RESTARTS 8, CPU% 6, MEMORY 7, LAST EXIT 9, and the spaces.
+		{52, []string{"NAME", "STATE", "READY", "RESTARTS", "CPU%", "MEMORY", "LAST EXIT"}, nil},
+		{51, []string{"NAME", "STATE", "READY", "CPU%", "MEMORY", "LAST EXIT"}, []string{"RESTARTS"}},
+		{42, []string{"NAME", "STATE", "CPU%", "MEMORY", "LAST EXIT"}, []string{"RESTARTS", "READY"}},
+		{36, []string{"NAME", "STATE", "CPU%", "MEMORY"}, []string{"RESTARTS", "READY", "LAST EXIT"}},
+		{26, []string{"NAME", "STATE", "CPU%"}, []string{"RESTARTS", "READY", "LAST EXIT", "MEMORY"}},
+	} {
+		var b strings.Builder
+		if err := (&Top{}).Frame(&b, sts, time.Now(), tc.width, 40, false); err != nil {
+			t.Fatal(err)
+		}
+		head := lineOf(b.String(), "NAME")
+		for _, c := range tc.kept {
+			if !strings.Contains(head, c) {
+				t.Errorf("width %d: no %s in %q", tc.width, c, head)
+			}
+		}
+		for _, c := range tc.gone {
+			if strings.Contains(head, c) {
+				t.Errorf("width %d: %s still in %q", tc.width, c, head)
+			}
+		}
+	}
+}
