@@ -1,7 +1,6 @@
 package export
 
 import (
-	"fmt"
 	"os"
 	"os/exec"
 	"os/user"
@@ -14,25 +13,6 @@ import (
 
 	"github.com/supervise-dev/supervise/config"
 )
-
-// tomlString quotes s as a TOML basic string.
-func tomlString(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, r := range s {
-		switch {
-		case r == '"' || r == '\\':
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case r < 0x20 || r == 0x7f:
-			fmt.Fprintf(&b, `\u%04X`, r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
-}
 
 // directives reads a unit file as systemd's parser does (a line ends at
 // \n or \r, a trailing backslash joins the next line, # and ; start
@@ -265,7 +245,7 @@ func execCheck(directive string, argv func(p *config.Program) []string) func(t *
 
 func hookField(key, directive string) hostileField {
 	return hostileField{key, true,
-		func(v string) string { return key + " = { command = [\"/bin/echo\", " + tomlString(v) + "] }\n" },
+		func(v string) string { return key + " = { command = [\"/bin/echo\", " + tomlQuote(v) + "] }\n" },
 		execCheck(directive, func(p *config.Program) []string {
 			h := map[string]*config.Hook{"hooks.pre_start": p.Hooks.PreStart, "hooks.post_start": p.Hooks.PostStart, "hooks.pre_stop": p.Hooks.PreStop, "hooks.post_stop": p.Hooks.PostStop}[key]
 			return h.Command
@@ -273,25 +253,25 @@ func hookField(key, directive string) hostileField {
 }
 
 var hostileFields = []hostileField{
-	{"command", true, func(v string) string { return "command = [\"/bin/echo\", " + tomlString(v) + "]\n" },
+	{"command", true, func(v string) string { return "command = [\"/bin/echo\", " + tomlQuote(v) + "]\n" },
 		execCheck("ExecStart", func(p *config.Program) []string { return p.Command })},
-	{"env.K", true, func(v string) string { return "command = \"/bin/true\"\nenv = { K = " + tomlString(v) + " }\n" },
+	{"env.K", true, func(v string) string { return "command = \"/bin/true\"\nenv = { K = " + tomlQuote(v) + " }\n" },
 		func(t *testing.T, unit string, p *config.Program) { dumpHas(t, unit, "Environment", "K="+p.Env["K"]) }},
-	{"dir", false, func(v string) string { return "dir = " + tomlString("/tmp/d/"+v) + "\n" },
+	{"dir", false, func(v string) string { return "dir = " + tomlQuote("/tmp/d/"+v) + "\n" },
 		func(t *testing.T, unit string, p *config.Program) { dumpHas(t, unit, "WorkingDirectory", p.Dir) }},
-	{"stdout.file", false, func(v string) string { return "stdout = { file = " + tomlString("/tmp/o/"+v) + " }\n" },
+	{"stdout.file", false, func(v string) string { return "stdout = { file = " + tomlQuote("/tmp/o/"+v) + " }\n" },
 		func(t *testing.T, unit string, p *config.Program) {
 			dumpHas(t, unit, "StandardOutputFileToAppend", p.Stdout.File)
 		}},
-	{"stderr.file", false, func(v string) string { return "stderr = { file = " + tomlString("/tmp/e/"+v) + " }\n" },
+	{"stderr.file", false, func(v string) string { return "stderr = { file = " + tomlQuote("/tmp/e/"+v) + " }\n" },
 		func(t *testing.T, unit string, p *config.Program) {
 			dumpHas(t, unit, "StandardErrorFileToAppend", p.Stderr.File)
 		}},
-	{"user", false, func(v string) string { return "user = " + tomlString(v) + "\n" },
+	{"user", false, func(v string) string { return "user = " + tomlQuote(v) + "\n" },
 		func(t *testing.T, unit string, p *config.Program) { dumpHas(t, unit, "User", p.User) }},
-	{"group", false, func(v string) string { return "group = " + tomlString(v) + "\n" },
+	{"group", false, func(v string) string { return "group = " + tomlQuote(v) + "\n" },
 		func(t *testing.T, unit string, p *config.Program) { dumpHas(t, unit, "Group", p.Group) }},
-	{"groups", false, func(v string) string { return "groups = [" + tomlString(v) + "]\n" },
+	{"groups", false, func(v string) string { return "groups = [" + tomlQuote(v) + "]\n" },
 		func(t *testing.T, unit string, p *config.Program) {
 			dumpHas(t, unit, "SupplementaryGroups", p.Groups[0])
 		}},
@@ -439,7 +419,7 @@ func TestSystemdCommandPrefixes(t *testing.T) {
 				if err := os.WriteFile(prog, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
 					t.Fatal(err)
 				}
-				cmd := "[" + tomlString(prefix+"/bin/sh") + `, "-c", "exit 0"]`
+				cmd := "[" + tomlQuote(prefix+"/bin/sh") + `, "-c", "exit 0"]`
 				src := "[program.p]\nuser = \"daemon\"\n"
 				if key == "command" {
 					src += "command = " + cmd + "\n"
@@ -480,7 +460,7 @@ func TestSystemdCommandPrefixes(t *testing.T) {
 // PATH; one that starts with a prefix character cannot be written so.
 func TestSystemdCommandPrefixNotFound(t *testing.T) {
 	for _, name := range []string{"+no-such-program", "@no-such-program", "!!no-such-program", "no-such-$program"} {
-		cfg := parse(t, "[program.p]\ncommand = ["+tomlString(name)+"]\n")
+		cfg := parse(t, "[program.p]\ncommand = ["+tomlQuote(name)+"]\n")
 		_, warns, err := Systemd(cfg, SystemdOptions{Prefix: "app"})
 		if err == nil {
 			t.Errorf("%s: exported", name)
@@ -506,7 +486,7 @@ func TestSystemdCommandPrefixOnPath(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(bin, "+tool"), []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := config.Parse(filepath.Join(dir, "supervise.toml"), []byte("[program.p]\ncommand = \"+tool\"\nenv = { PATH = "+tomlString(bin)+" }\n"))
+	cfg, err := config.Parse(filepath.Join(dir, "supervise.toml"), []byte("[program.p]\ncommand = \"+tool\"\nenv = { PATH = "+tomlQuote(bin)+" }\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
