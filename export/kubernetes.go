@@ -52,6 +52,11 @@ func Kubernetes(cfg *config.Config, opts KubernetesOptions) ([]byte, []Warning, 
 			docs = append(docs, k.workload()...)
 		}
 	}
+	for _, d := range docs {
+		if s, bad := notUTF8(d); bad {
+			return nil, ws, fmt.Errorf("export kubernetes: %q is not UTF-8, which Kubernetes strings must be (YAML reads \\xNN as a character, not a byte)", s)
+		}
+	}
 	var b strings.Builder
 	for i, d := range docs {
 		if i > 0 {
