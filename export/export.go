@@ -8,7 +8,9 @@ package export
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Warning is a key the target cannot express as supervise does.
@@ -18,11 +20,36 @@ type Warning struct {
 	Why     string
 }
 
+// String is the warning as one line of text. The values in it are the
+// config's, quoted where they are formatted; any control character that
+// still reaches it is escaped as Go would, so that a value cannot start a
+// line that looks like a warning of its own or move a terminal's cursor.
 func (w Warning) String() string {
 	if w.Program == "" {
-		return fmt.Sprintf("%s: %s", w.Key, w.Why)
+		return escapeControls(fmt.Sprintf("%s: %s", w.Key, w.Why))
 	}
-	return fmt.Sprintf("program %s: %s: %s", w.Program, w.Key, w.Why)
+	return escapeControls(fmt.Sprintf("program %s: %s: %s", w.Program, w.Key, w.Why))
+}
+
+// escapeControls escapes the C0 and C1 control characters, DEL and
+// invalid UTF-8 in s, and keeps the rest as it is.
+func escapeControls(s string) string {
+	bad := func(r rune) bool { return r < 0x20 || r >= 0x7f && r < 0xa0 || r == utf8.RuneError }
+	if !strings.ContainsFunc(s, bad) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if bad(r) {
+			q := strconv.Quote(s[i : i+n])
+			b.WriteString(q[1 : len(q)-1])
+		} else {
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
 }
 
 // File is one exported file: a name relative to the output directory.

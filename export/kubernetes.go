@@ -52,6 +52,11 @@ func Kubernetes(cfg *config.Config, opts KubernetesOptions) ([]byte, []Warning, 
 			docs = append(docs, k.workload()...)
 		}
 	}
+	for _, d := range docs {
+		if s, bad := notUTF8(d); bad {
+			return nil, ws, fmt.Errorf("export kubernetes: %q is not UTF-8, which Kubernetes strings must be (YAML reads \\xNN as a character, not a byte)", s)
+		}
+	}
 	var b strings.Builder
 	for i, d := range docs {
 		if i > 0 {
@@ -133,7 +138,7 @@ func (k *kubeWriter) podSpec() obj {
 		if h.HTTP != nil {
 			k.warn("hooks.pre_start", "an HTTP pre_start has no Kubernetes equivalent: make it an init container with curl by hand")
 		} else {
-			c := obj{{"name", "pre-start"}, {"image", k.opts.Image}, {"command", strs(h.Command)}}
+			c := obj{{"name", "pre-start"}, {"image", k.opts.Image}, {"command", expandedStrs(h.Command)}}
 			c.set("workingDir", p.Dir)
 			c.set("env", k.env())
 			inits = append(inits, c)
@@ -167,17 +172,17 @@ func (k *kubeWriter) waitFor(d string) obj {
 	ports := kw.ports()
 	cond := k.p.DependsOnCondition(d)
 	if cond == config.DependCompleted {
-		k.warn("depends_on."+d, "%s runs as an init container in each Pod of %s, before it starts (its own Job runs it once more)", d, k.p.Name)
-		c := obj{{"name", DNSLabel("run-" + d)}, {"image", k.opts.Image}, {"command", strs(dp.Command)}}
+		k.warn("depends_on."+d, "%q runs as an init container in each Pod of %q, before it starts (its own Job runs it once more)", d, k.p.Name)
+		c := obj{{"name", DNSLabel("run-" + d)}, {"image", k.opts.Image}, {"command", expandedStrs(dp.Command)}}
 		c.set("workingDir", dp.Dir)
 		c.set("env", (&kubeWriter{opts: k.opts, ws: &warnings{}, p: dp, cfg: k.cfg}).env())
 		return c
 	}
 	if len(ports) == 0 {
-		k.warn("depends_on."+d, "Kubernetes starts workloads independently: nothing waits for %s here (no Service port to wait on)", d)
+		k.warn("depends_on."+d, "Kubernetes starts workloads independently: nothing waits for %q here (no Service port to wait on)", d)
 		return nil
 	}
-	k.warn("depends_on."+d, "an init container waits for %s's Service before the first start only; later restarts of %s do not stop this one", d, d)
+	k.warn("depends_on."+d, "an init container waits for the Service of %q before the first start only; later restarts of it do not stop this one", d)
 	host := fmt.Sprintf("%s %d", k.objName(d), ports[0])
 	return obj{{"name", DNSLabel("wait-" + d)}, {"image", k.opts.Image},
 		{"command", []any{"sh", "-c", "until nc -z " + host + "; do sleep 1; done"}}}
@@ -185,7 +190,7 @@ func (k *kubeWriter) waitFor(d string) obj {
 
 func (k *kubeWriter) container() obj {
 	p := k.p
-	c := obj{{"name", DNSLabel(p.Name)}, {"image", k.opts.Image}, {"command", strs(p.Command)}}
+	c := obj{{"name", DNSLabel(p.Name)}, {"image", k.opts.Image}, {"command", expandedStrs(p.Command)}}
 	c.set("workingDir", p.Dir)
 	c.set("env", k.env())
 	c.set("resources", k.resources())
@@ -216,7 +221,7 @@ func (k *kubeWriter) env() []any {
 	}
 	var out []any
 	for _, name := range sortedKeys(p.Env) {
-		out = append(out, obj{{"name", name}, {"value", p.Env[name]}})
+		out = append(out, obj{{"name", name}, {"value", kubeletLiteral(p.Env[name])}})
 	}
 	if p.Port != 0 {
 		out = append(out, obj{{"name", "PORT"}, {"value", strconv.Itoa(p.Port)}})
@@ -310,7 +315,7 @@ func (k *kubeWriter) probe(kind string, pr *config.Probe) obj {
 	o := obj{}
 	switch {
 	case len(pr.Command) > 0:
-		o = append(o, kv{"exec", obj{{"command", strs(pr.Command)}}})
+		o = append(o, kv{"exec", obj{{"command", expandedStrs(pr.Command)}}})
 	case pr.HTTP != nil:
 		h := k.httpGet(key, pr.HTTP.URL, pr.HTTP.Headers)
 		if h == nil {
@@ -323,7 +328,7 @@ func (k *kubeWriter) probe(kind string, pr *config.Probe) obj {
 	default:
 		host, port := splitHostPort(pr.TCP)
 		if !local(host) {
-			k.warn(key+".tcp", "the kubelet probes the Pod's own IP; %s is not probed", host)
+			k.warn(key+".tcp", "the kubelet probes the Pod's own IP; %q is not probed", host)
 		}
 		o = append(o, kv{"tcpSocket", obj{{"port", port}}})
 	}
@@ -360,7 +365,7 @@ func (k *kubeWriter) httpGet(key, raw string, headers map[string]string) obj {
 		}
 	}
 	if !local(host) {
-		k.warn(key, "the kubelet calls the Pod's own IP; the host %s becomes a Host header", host)
+		k.warn(key, "the kubelet calls the Pod's own IP; the host %q becomes a Host header", host)
 		if headers == nil {
 			headers = map[string]string{}
 		}
@@ -396,13 +401,14 @@ func (k *kubeWriter) lifecycle() obj {
 		}
 		if x.h.HTTP != nil {
 			if x.h.HTTP.Method != "" && x.h.HTTP.Method != "GET" {
-				k.warn(x.key+".http.method", "the kubelet's httpGet sends GET, not %s", x.h.HTTP.Method)
+				k.warn(x.key+".http.method", "the kubelet's httpGet sends GET, not %q", x.h.HTTP.Method)
 			}
 			if g := k.httpGet(x.key, x.h.HTTP.URL, x.h.HTTP.Headers); g != nil {
 				l.set(x.name, obj{{"httpGet", g}})
 			}
 			continue
 		}
+		// The kubelet runs a lifecycle handler's command as written.
 		l.set(x.name, obj{{"exec", obj{{"command", strs(x.h.Command)}}}})
 	}
 	if p.Hooks.PostStop != nil {
@@ -474,6 +480,20 @@ func strs(xs []string) []any {
 	return out
 }
 
+// kubeletLiteral escapes s for a field the kubelet expands $(VAR) in (a
+// container's command and args, an env value, an exec probe's command):
+// $$ is its escape for $, and supervise expands nothing there.
+func kubeletLiteral(s string) string { return strings.ReplaceAll(s, "$", "$$") }
+
+// expandedStrs is a command for a field the kubelet expands.
+func expandedStrs(xs []string) []any {
+	out := make([]any, len(xs))
+	for i, x := range xs {
+		out[i] = kubeletLiteral(x)
+	}
+	return out
+}
+
 func ceilSeconds(d time.Duration) int {
 	return int((d + time.Second - 1) / time.Second)
 }
@@ -533,7 +553,7 @@ func podDocs(cfg *config.Config, opts KubernetesOptions, ws *warnings) []obj {
 			k.warn("instances", "one Pod runs one container per program: run more Pods (a Deployment of this Pod) for %d", p.Instances)
 		}
 		if p.Hooks.PreStart != nil {
-			k.warn("hooks.pre_start", "not exported in a Pod: make it an init container before %s by hand", p.Name)
+			k.warn("hooks.pre_start", "not exported in a Pod: make it an init container before %q by hand", p.Name)
 		}
 		c := k.container()
 		switch {

@@ -86,3 +86,18 @@ func TestKubernetesOptions(t *testing.T) {
 		t.Errorf("DNSLabel: %q", got)
 	}
 }
+
+// YAML's \xNN is a code point, not a byte: a value that is not UTF-8
+// cannot be written as the bytes supervise would pass, and is refused.
+func TestKubernetesRefusesInvalidUTF8(t *testing.T) {
+	cfg := parse(t, "[program.p]\ncommand = [\"/bin/echo\", \"x\"]\nenv = { A = \"1\" }\n")
+	cfg.Programs[0].Env["A"] = "a\xffb"
+	if out, _, err := Kubernetes(cfg, KubernetesOptions{Image: "i", Name: "app"}); err == nil || !strings.Contains(err.Error(), `"a\xffb"`) {
+		t.Errorf("exported (%v):\n%s", err, out)
+	}
+	cfg.Programs[0].Env["A"] = "1"
+	cfg.Programs[0].Command[1] = "\xc3"
+	if _, _, err := Kubernetes(cfg, KubernetesOptions{Image: "i", Name: "app", Pod: true}); err == nil {
+		t.Error("exported a command word that is not UTF-8")
+	}
+}

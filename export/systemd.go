@@ -1,6 +1,7 @@
 package export
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/supervise-dev/supervise/config"
 	"github.com/supervise-dev/supervise/internal/execpath"
@@ -53,25 +55,36 @@ func Systemd(cfg *config.Config, opts SystemdOptions) ([]File, []Warning, error)
 		byName[p.Name] = p
 	}
 	var files []File
-	var wants []string
+	var wants []setting
+	refused := 0
 	for _, p := range cfg.Programs {
-		e := &unitWriter{opts: opts, ws: &ws, p: p, byName: byName}
-		data, err := e.service()
-		if err != nil {
-			return nil, nil, err
+		if !validUnitPart(p.Name) {
+			ws.add(p.Name, "name", "%q cannot name a unit: use letters, digits, '-', '_' and '.'", p.Name)
+			refused++
+			continue
 		}
+		e := &unitWriter{opts: opts, ws: &ws, p: p, byName: byName}
+		data := e.service()
+		refused += e.refused
 		files = append(files, File{Name: unitFile(opts.Prefix, p), Data: data})
 		if p.Autostart {
-			wants = append(wants, instanceUnits(opts.Prefix, p)...)
+			for _, u := range instanceUnits(opts.Prefix, p) {
+				wants = append(wants, word(u))
+			}
 		}
 	}
-	var t strings.Builder
-	fmt.Fprintf(&t, "# Exported by supervise from %s.\n[Unit]\nDescription=%s: the programs of %s\n", cfg.File, opts.Prefix, specifierSafe(cfg.File))
+	t := &unitWriter{opts: opts, ws: &ws, p: &config.Program{}}
+	t.u("Description", "", join("", lit(opts.Prefix+": the programs of "), display(cfg.File)))
 	if len(wants) > 0 {
-		fmt.Fprintf(&t, "Wants=%s\n", strings.Join(wants, " "))
+		t.u("Wants", "", join(" ", wants...))
 	}
-	t.WriteString("\n[Install]\nWantedBy=multi-user.target\n")
-	files = append(files, File{Name: opts.Prefix + ".target", Data: []byte(t.String())})
+	t.s("WantedBy", "", word("multi-user.target"))
+	refused += t.refused
+	if refused > 0 {
+		return nil, ws, fmt.Errorf("export systemd: %d values cannot be written so that systemd reads them as supervise does (see the warnings)", refused)
+	}
+	data := "# Exported by supervise from " + displayComment(cfg.File) + ".\n[Unit]\n" + t.unit.String() + "\n[Install]\n" + t.svc.String()
+	files = append(files, File{Name: opts.Prefix + ".target", Data: []byte(data)})
 	return files, ws, nil
 }
 
@@ -96,57 +109,70 @@ func instanceUnits(prefix string, p *config.Program) []string {
 }
 
 type unitWriter struct {
-	opts   SystemdOptions
-	ws     *warnings
-	p      *config.Program
-	byName map[string]*config.Program
-	unit   strings.Builder
-	svc    strings.Builder
+	opts    SystemdOptions
+	ws      *warnings
+	p       *config.Program
+	byName  map[string]*config.Program
+	unit    strings.Builder
+	svc     strings.Builder
+	refused int // values left out, each with a warning: the export fails
 }
 
 func (e *unitWriter) warn(key, format string, args ...any) { e.ws.add(e.p.Name, key, format, args...) }
 
-func (e *unitWriter) u(k, v string) { fmt.Fprintf(&e.unit, "%s=%s\n", k, v) }
-func (e *unitWriter) s(k, v string) { fmt.Fprintf(&e.svc, "%s=%s\n", k, v) }
+// u and s write a directive into [Unit] and [Service]; configKey is the
+// key the value comes from, named when it cannot be written.
+func (e *unitWriter) u(k, configKey string, v setting) { e.put(&e.unit, k, configKey, v) }
+func (e *unitWriter) s(k, configKey string, v setting) { e.put(&e.svc, k, configKey, v) }
 
-func (e *unitWriter) service() ([]byte, error) {
+func (e *unitWriter) put(b *strings.Builder, k, configKey string, v setting) {
+	if err := directive(b, k, v); err != nil {
+		if configKey == "" {
+			configKey = k
+		}
+		e.warn(configKey, "%v", err)
+		e.refused++
+	}
+}
+
+func (e *unitWriter) service() []byte {
 	p := e.p
-	e.u("Description", fmt.Sprintf("%s: %s", e.opts.Prefix, p.Name)+instanceSuffix(p))
-	e.u("PartOf", e.opts.Prefix+".target")
+	e.u("Description", "name", join("", lit(e.opts.Prefix+": "), display(p.Name), lit(instanceSuffix(p))))
+	e.u("PartOf", "", word(e.opts.Prefix+".target"))
 	e.deps()
 
 	switch p.Notify {
 	case config.NotifySdNotify:
-		e.s("Type", "notify")
+		e.s("Type", "notify", lit("notify"))
 		if p.Watchdog > 0 {
-			e.s("WatchdogSec", seconds(p.Watchdog))
+			e.s("WatchdogSec", "watchdog", lit(seconds(p.Watchdog)))
 		}
 	case config.NotifyFD:
-		e.s("Type", "exec")
+		e.s("Type", "notify", lit("exec"))
 		e.warn("notify", `"fd" (the s6 notification descriptor) has no systemd equivalent: the unit is up once exec succeeds (Type=exec); use sd_notify for Type=notify`)
 	default:
-		e.s("Type", "exec")
+		e.s("Type", "notify", lit("exec"))
 	}
 	if p.ReadyLogLine != "" {
 		e.warn("ready_log_line", "systemd cannot watch output for readiness: the unit is up once exec succeeds")
 	}
-	argv, err := e.command(p.Command, "command")
-	if err != nil {
-		return nil, err
-	}
-	e.s("ExecStart", argv)
+	e.s("ExecStart", "command", e.command(p.Command, "command"))
 	if p.Dir != "" {
-		e.s("WorkingDirectory", specifierSafe(p.Dir))
+		e.s("WorkingDirectory", "dir", plain(p.Dir))
 	}
 	e.env()
 	if p.User != "" {
-		e.s("User", p.User)
+		e.s("User", "user", plain(p.User))
 	}
 	if p.Group != "" {
-		e.s("Group", p.Group)
+		e.s("Group", "group", plain(p.Group))
 	}
 	if len(p.Groups) > 0 {
-		e.s("SupplementaryGroups", strings.Join(p.Groups, " "))
+		groups := make([]setting, len(p.Groups))
+		for i, g := range p.Groups {
+			groups[i] = word(g)
+		}
+		e.s("SupplementaryGroups", "groups", join(" ", groups...))
 	}
 	e.restart()
 	e.stop()
@@ -156,8 +182,8 @@ func (e *unitWriter) service() ([]byte, error) {
 	e.unmapped()
 
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Exported by supervise from program %s (line %d).\n[Unit]\n%s\n[Service]\n%s", p.Name, p.Line, e.unit.String(), e.svc.String())
-	return []byte(b.String()), nil
+	fmt.Fprintf(&b, "# Exported by supervise from program %s (line %d).\n[Unit]\n%s\n[Service]\n%s", displayComment(p.Name), p.Line, e.unit.String(), e.svc.String())
+	return []byte(b.String())
 }
 
 func instanceSuffix(p *config.Program) string {
@@ -171,47 +197,56 @@ func instanceSuffix(p *config.Program) string {
 // leaves this program running, as in supervise (Requires= would stop it
 // too); BindsTo= where restart_with = true binds this program to it.
 func (e *unitWriter) deps() {
-	var after, wants, binds []string
+	var after, wants, binds []setting
 	for _, d := range e.p.DependsOn {
 		dp := e.byName[d]
 		if dp == nil {
 			continue
 		}
-		units := instanceUnits(e.opts.Prefix, dp)
-		after = append(after, units...)
-		if e.p.RestartWith(d) {
-			binds = append(binds, units...)
-		} else {
-			wants = append(wants, units...)
+		for _, u := range instanceUnits(e.opts.Prefix, dp) {
+			after = append(after, word(u))
+			if e.p.RestartWith(d) {
+				binds = append(binds, word(u))
+			} else {
+				wants = append(wants, word(u))
+			}
 		}
 		switch e.p.DependsOnCondition(d) {
 		case config.DependReady:
 			if dp.Notify != config.NotifySdNotify && dp.HasReadinessCheck() {
-				e.warn("depends_on."+d, "waits for %s to be ready, but systemd knows readiness only through sd_notify: the order is by start", d)
+				e.warn("depends_on."+d, "waits for %q to be ready, but systemd knows readiness only through sd_notify: the order is by start", d)
 			}
 		case config.DependCompleted:
-			e.warn("depends_on."+d, "waits for %s to complete: make %s Type=oneshot by hand for systemd to wait for its end", d, d)
+			e.warn("depends_on."+d, "waits for %q to complete: make it Type=oneshot by hand for systemd to wait for its end", d)
 		}
 	}
 	if len(after) > 0 {
-		e.u("After", strings.Join(after, " "))
+		e.u("After", "depends_on", join(" ", after...))
 	}
 	if len(wants) > 0 {
-		e.u("Wants", strings.Join(wants, " "))
+		e.u("Wants", "depends_on", join(" ", wants...))
 	}
 	if len(binds) > 0 {
-		e.u("BindsTo", strings.Join(binds, " "))
+		e.u("BindsTo", "depends_on", join(" ", binds...))
 	}
 }
 
-// command quotes argv for ExecStart=, its program resolved to an
-// absolute path now, as systemd wants one.
-func (e *unitWriter) command(argv []string, key string) (string, error) {
+// command is argv as an Exec directive's command line, its program the
+// absolute path supervise would run: a relative path from the program's
+// dir, a bare name as found on its PATH now. systemd reads a leading
+// + @ - : ! of the first word as prefixes (+ runs it as root whatever
+// User= says) and no quoting hides them; an absolute path starts with
+// '/', and a bare name found nowhere that starts with one is refused.
+func (e *unitWriter) command(argv []string, key string) setting {
 	if len(argv) == 0 {
-		return "", fmt.Errorf("export systemd: program %s: %s is empty", e.p.Name, key)
+		return setting{why: "is empty"}
 	}
 	path := argv[0]
-	if !filepath.IsAbs(path) {
+	switch {
+	case filepath.IsAbs(path):
+	case strings.Contains(path, "/"):
+		path = filepath.Join(e.p.Dir, path)
+	default:
 		env := []string{"PATH=" + os.Getenv("PATH")}
 		if v, ok := e.p.Env["PATH"]; ok {
 			env = []string{"PATH=" + v}
@@ -220,15 +255,31 @@ func (e *unitWriter) command(argv []string, key string) (string, error) {
 		if err != nil {
 			e.warn(key, "%q is not found on this machine's PATH: written as it is (systemd searches its own fixed PATH)", path)
 		} else {
-			path = found
+			path = filepath.Join(e.p.Dir, found) // found is absolute, or relative to dir
+			if filepath.IsAbs(found) {
+				path = found
+			}
 		}
 	}
-	out := []string{quoteExec(path)}
-	for _, a := range argv[1:] {
-		out = append(out, quoteExec(a))
+	if !filepath.IsAbs(path) && strings.ContainsAny(path[:1], execPrefixes) {
+		return setting{value: argv[0], why: "starts with a character systemd reads as a command prefix, and no quoting hides it: name the program by its absolute path"}
 	}
-	return strings.Join(out, " "), nil
+	if strings.Contains(path, "$") {
+		// systemd turns $$ into $ in the arguments it runs, not in the
+		// path it executes: no spelling serves both.
+		return setting{value: path, why: "holds a $, which systemd cannot take literally in the program's path"}
+	}
+	words := make([]setting, len(argv))
+	words[0] = execWord(path)
+	for i, a := range argv[1:] {
+		words[i+1] = execWord(a)
+	}
+	return join(" ", words...)
 }
+
+// execPrefixes are the characters systemd reads before the program of a
+// command line (systemd.service(5), "Command lines").
+const execPrefixes = "@-:+!|"
 
 func (e *unitWriter) env() {
 	p := e.p
@@ -236,18 +287,18 @@ func (e *unitWriter) env() {
 		e.warn("env_file", "inlined as Environment=: supervise expands ${VAR} in env files, systemd's EnvironmentFile= does not")
 	}
 	for _, k := range sortedKeys(p.Env) {
-		e.s("Environment", quoteAssignment(k+"="+p.Env[k]))
+		e.s("Environment", "env."+k, assignment(k, p.Env[k]))
 	}
-	e.s("Environment", quoteAssignment("SUPERVISE_PROGRAM="+p.Name))
+	e.s("Environment", "name", assignment("SUPERVISE_PROGRAM", p.Name))
 	if p.Instances > 1 {
-		e.s("Environment", "SUPERVISE_INSTANCE=%i")
+		e.s("Environment", "instances", lit("SUPERVISE_INSTANCE=%i"))
 	} else {
-		e.s("Environment", "SUPERVISE_INSTANCE=0")
+		e.s("Environment", "instances", lit("SUPERVISE_INSTANCE=0"))
 	}
 	if p.Port != 0 && p.Instances > 1 {
 		e.warn("PORT", "each instance's PORT (%d + instance) cannot be computed by a template: set it per instance with a drop-in", p.Port)
 	} else if p.Port != 0 {
-		e.s("Environment", "PORT="+strconv.Itoa(p.Port))
+		e.s("Environment", "PORT", lit("PORT="+strconv.Itoa(p.Port)))
 	}
 }
 
@@ -255,29 +306,29 @@ func (e *unitWriter) restart() {
 	p := e.p
 	switch p.Restart {
 	case config.RestartAlways:
-		e.s("Restart", "always")
+		e.s("Restart", "restart", lit("always"))
 	case config.RestartOnFailure:
-		e.s("Restart", "on-failure")
+		e.s("Restart", "restart", lit("on-failure"))
 	default:
-		e.s("Restart", "no")
+		e.s("Restart", "restart", lit("no"))
 	}
 	if codes := slices.DeleteFunc(slices.Clone(p.SuccessExitCodes), func(c int) bool { return c == 0 }); len(codes) > 0 {
-		e.s("SuccessExitStatus", joinInts(codes))
+		e.s("SuccessExitStatus", "success_exit_codes", lit(joinInts(codes)))
 	}
 	for i, r := range p.RestartRules {
 		key := fmt.Sprintf("restart_rules[%d]", i)
 		if r.Operator == config.RuleIn {
-			e.s("RestartForceExitStatus", joinInts(r.Values))
+			e.s("RestartForceExitStatus", key, lit(joinInts(r.Values)))
 		} else {
 			e.warn(key, "a NotIn rule has no systemd equivalent (RestartForceExitStatus= lists codes, not their complement)")
 		}
 	}
 	b := p.Backoff
-	e.s("RestartSec", seconds(b.Initial))
+	e.s("RestartSec", "backoff.initial", lit(seconds(b.Initial)))
 	if e.opts.Version >= 254 && b.Max > b.Initial && b.Initial > 0 {
 		steps := int(math.Ceil(math.Log2(float64(b.Max) / float64(b.Initial))))
-		e.s("RestartSteps", strconv.Itoa(steps))
-		e.s("RestartMaxDelaySec", seconds(b.Max))
+		e.s("RestartSteps", "backoff.max", lit(strconv.Itoa(steps)))
+		e.s("RestartMaxDelaySec", "backoff.max", lit(seconds(b.Max)))
 	} else if b.Max > b.Initial {
 		e.warn("backoff", "systemd %d restarts after a fixed RestartSec=%s; the doubling up to %s needs systemd 254 (--systemd-version 254)", e.opts.Version, seconds(b.Initial), seconds(b.Max))
 	}
@@ -289,10 +340,10 @@ func (e *unitWriter) restart() {
 func (e *unitWriter) stop() {
 	p := e.p
 	if p.StopSignal != 0 {
-		e.s("KillSignal", "SIG"+unixsig.Name(p.StopSignal))
+		e.s("KillSignal", "stop_signal", lit("SIG"+unixsig.Name(p.StopSignal)))
 	}
 	if p.StopTimeout > 0 {
-		e.s("TimeoutStopSec", seconds(p.StopTimeout))
+		e.s("TimeoutStopSec", "stop_timeout", lit(seconds(p.StopTimeout)))
 	}
 	if p.MinStopGrace != config.DefaultMinStopGrace {
 		e.warn("min_stop_grace", "systemd gives ExecStop= and the stop signal TimeoutStopSec= each; there is no floor to map")
@@ -317,15 +368,11 @@ func (e *unitWriter) hooks() {
 			e.warn(x.key, "an HTTP hook has no systemd equivalent: run curl from a command hook instead")
 			continue
 		}
-		argv, err := e.command(x.hook.Command, x.key)
-		if err != nil {
-			e.warn(x.key, "%v", err)
-			continue
-		}
+		argv := e.command(x.hook.Command, x.key)
 		if x.directive == "ExecStopPost" {
-			argv = "-" + argv // post_stop's failure is only logged
+			argv = join("", lit("-"), argv) // post_stop's failure is only logged
 		}
-		e.s(x.directive, argv)
+		e.s(x.directive, x.key, argv)
 		if x.hook.Timeout != config.DefaultHookTimeout {
 			e.warn(x.key+".timeout", "systemd bounds hooks by TimeoutStartSec= and TimeoutStopSec=, not one by one")
 		}
@@ -335,27 +382,27 @@ func (e *unitWriter) hooks() {
 func (e *unitWriter) sandbox() {
 	sb := e.p.Sandbox
 	if sb.MemoryMax > 0 {
-		e.s("MemoryMax", strconv.FormatInt(sb.MemoryMax, 10))
+		e.s("MemoryMax", "sandbox.memory_max", lit(strconv.FormatInt(sb.MemoryMax, 10)))
 	}
 	if sb.CPUMax > 0 {
-		e.s("CPUQuota", strconv.FormatFloat(sb.CPUMax*100, 'f', -1, 64)+"%")
+		e.s("CPUQuota", "sandbox.cpu_max", lit(strconv.FormatFloat(sb.CPUMax*100, 'f', -1, 64)+"%"))
 	}
 	if sb.PidsMax > 0 {
-		e.s("TasksMax", strconv.FormatInt(sb.PidsMax, 10))
+		e.s("TasksMax", "sandbox.pids_max", lit(strconv.FormatInt(sb.PidsMax, 10)))
 	}
 	for _, ns := range sb.Namespaces {
 		switch ns {
 		case "net":
-			e.s("PrivateNetwork", "yes")
+			e.s("PrivateNetwork", "sandbox.namespaces", lit("yes"))
 		case "ipc":
-			e.s("PrivateIPC", "yes")
+			e.s("PrivateIPC", "sandbox.namespaces", lit("yes"))
 		case "uts":
-			e.s("ProtectHostname", "yes")
+			e.s("ProtectHostname", "sandbox.namespaces", lit("yes"))
 		case "mount":
-			e.s("PrivateTmp", "yes")
+			e.s("PrivateTmp", "sandbox.namespaces", lit("yes"))
 			e.warn("sandbox.namespaces", "mount becomes PrivateTmp=yes (a mount namespace with a private /tmp): systemd has no bare mount namespace")
 		case "user":
-			e.s("PrivateUsers", "yes")
+			e.s("PrivateUsers", "sandbox.namespaces", lit("yes"))
 		case "pid":
 			e.warn("sandbox.namespaces", "pid has no systemd equivalent before PrivatePIDs= (systemd 257)")
 		}
@@ -364,14 +411,14 @@ func (e *unitWriter) sandbox() {
 		e.warn("sandbox.hostname", "systemd sets no hostname per unit (ProtectHostname= only keeps the host's)")
 	}
 	if sb.NoNewPrivileges {
-		e.s("NoNewPrivileges", "yes")
+		e.s("NoNewPrivileges", "sandbox.no_new_privileges", lit("yes"))
 	}
 	if sb.Umask >= 0 {
-		e.s("UMask", fmt.Sprintf("%04o", sb.Umask))
+		e.s("UMask", "sandbox.umask", lit(fmt.Sprintf("%04o", sb.Umask)))
 	}
 	for _, name := range sortedKeys(sb.Rlimits) {
 		l := sb.Rlimits[name]
-		e.s("Limit"+strings.ToUpper(name), rlimit(l.Soft)+":"+rlimit(l.Hard))
+		e.s("Limit"+strings.ToUpper(name), "sandbox.rlimits."+name, lit(rlimit(l.Soft)+":"+rlimit(l.Hard)))
 	}
 }
 
@@ -383,8 +430,8 @@ func (e *unitWriter) outputs() {
 		if x.o.File == "" {
 			continue // the journal, as the console
 		}
-		e.s(x.directive, "append:"+specifierSafe(x.o.File))
-		e.warn(x.key+".max_size", "systemd does not rotate %s: rotate it with logrotate, or use the journal", x.o.File)
+		e.s(x.directive, x.key+".file", join("", lit("append:"), plain(x.o.File)))
+		e.warn(x.key+".max_size", "systemd does not rotate %q: rotate it with logrotate, or use the journal", x.o.File)
 	}
 }
 
@@ -404,35 +451,9 @@ func (e *unitWriter) unmapped() {
 		e.warn("sidecar", "systemd has no sidecars: the unit stops with the target, not after its dependents ended")
 	}
 	if !p.Autostart {
-		e.warn("autostart", "false: the unit is exported, but %s.target does not want it", e.opts.Prefix)
+		e.warn("autostart", "false: the unit is exported, but %q does not want it", e.opts.Prefix+".target")
 	}
 }
-
-// quoteExec quotes one ExecStart= word: specifiers (%) and variable
-// expansion ($) are escaped, so the word reaches the program as it is.
-func quoteExec(s string) string {
-	s = strings.ReplaceAll(s, "%", "%%")
-	s = strings.ReplaceAll(s, "$", "$$")
-	if s != "" && !strings.ContainsAny(s, " \t\n\"'\\;") {
-		return s
-	}
-	return `"` + escapeC(s) + `"`
-}
-
-// quoteAssignment quotes one Environment= assignment.
-func quoteAssignment(s string) string {
-	return `"` + escapeC(strings.ReplaceAll(s, "%", "%%")) + `"`
-}
-
-// escapeC escapes what a double-quoted systemd string would read as an
-// escape or its end.
-func escapeC(s string) string {
-	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`, "\t", `\t`)
-	return r.Replace(s)
-}
-
-// specifierSafe escapes % in a path-like setting.
-func specifierSafe(s string) string { return strings.ReplaceAll(s, "%", "%%") }
 
 func seconds(d time.Duration) string {
 	if d%time.Second == 0 {
@@ -457,3 +478,160 @@ func joinInts(xs []int) string {
 }
 
 func validUnitPart(s string) bool { return s != "" && NamePart(s) == s }
+
+// setting is the text of one directive's value, or, when why is set, the
+// config value that cannot be written there so that systemd reads it as
+// supervise does, and why.
+type setting struct {
+	text  string
+	value string
+	why   string
+}
+
+// lit is text the exporter makes itself: keywords, numbers, and its own
+// specifiers (%i).
+func lit(s string) setting { return setting{text: s} }
+
+// plain is a config value in a setting systemd reads to the end of the
+// line without unquoting (paths, user and group names): specifiers are
+// expanded there, so % is doubled; and the line itself cannot carry a
+// line break or another control byte, leading or trailing blanks (they
+// are stripped) or a trailing backslash (it joins the next line), so
+// such a value is refused (systemd.syntax(7)).
+func plain(s string) setting {
+	switch {
+	case !utf8.ValidString(s):
+		return setting{value: s, why: "is not UTF-8"}
+	case strings.ContainsFunc(s, isControl):
+		return setting{value: s, why: "holds a line break or another control character, which this setting has no escape for"}
+	case s != strings.TrimSpace(s):
+		return setting{value: s, why: "starts or ends with a blank, which systemd strips from this setting"}
+	case strings.HasSuffix(s, `\`):
+		return setting{value: s, why: "ends with a backslash, which joins the next line of a unit file"}
+	}
+	return setting{text: strings.ReplaceAll(s, "%", "%%")}
+}
+
+// word is a plain value as one item of a list systemd splits at blanks
+// without unquoting (SupplementaryGroups=, unit names).
+func word(s string) setting {
+	if strings.ContainsAny(s, " \t\"'\\") {
+		return setting{value: s, why: "holds a blank, a quote or a backslash, and systemd splits this list at blanks without unquoting"}
+	}
+	return plain(s)
+}
+
+// display is a value for people (Description=): as it is when plain,
+// Go-quoted otherwise, so that none of it is unit file syntax.
+func display(s string) setting { return lit(strings.ReplaceAll(displayComment(s), "%", "%%")) }
+
+// displayComment is display for a comment, where specifiers are not
+// expanded.
+func displayComment(s string) string {
+	if q := strconv.Quote(s); q[1:len(q)-1] != s || s != strings.TrimSpace(s) {
+		return q
+	}
+	return s
+}
+
+// execWord is one word of a command line. systemd unquotes those with C
+// escapes, expands specifiers (% is doubled) and, when it runs the
+// command, variables ($ is doubled): every byte but NUL can be written.
+func execWord(s string) setting {
+	if !utf8.ValidString(s) || strings.ContainsRune(s, 0) {
+		return setting{value: s, why: "holds a NUL byte or is not UTF-8"}
+	}
+	s = strings.ReplaceAll(s, "%", "%%")
+	s = strings.ReplaceAll(s, "$", "$$")
+	if s != "" && !strings.ContainsAny(s, " \t\"'\\;") && !strings.ContainsFunc(s, isControl) {
+		return lit(s)
+	}
+	return lit(cQuote(s))
+}
+
+// assignment is one Environment= assignment, double-quoted with C
+// escapes; systemd expands specifiers there but not variables. A name
+// systemd would ignore (it takes shell variable names only) is refused.
+func assignment(name, value string) setting {
+	if !envName(name) {
+		return setting{value: name, why: "is no variable name systemd accepts in Environment= (letters, digits and '_', not first a digit)"}
+	}
+	if !utf8.ValidString(value) || strings.ContainsRune(value, 0) {
+		return setting{value: value, why: "holds a NUL byte or is not UTF-8"}
+	}
+	return lit(cQuote(strings.ReplaceAll(name+"="+value, "%", "%%")))
+}
+
+func envName(s string) bool {
+	for i, r := range s {
+		if !(r == '_' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || i > 0 && r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// cQuote double-quotes s with the C escapes systemd reads: no byte of the
+// result is a line break or a quote that ends the word.
+func cQuote(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\\' || c == '"':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c == '\n':
+			b.WriteString(`\n`)
+		case c == '\t':
+			b.WriteString(`\t`)
+		case c < 0x20 || c == 0x7f:
+			fmt.Fprintf(&b, `\x%02x`, c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// join is settings one after another with sep between; refused when any
+// part is.
+func join(sep string, parts ...setting) setting {
+	texts := make([]string, len(parts))
+	for i, p := range parts {
+		if p.why != "" {
+			return p
+		}
+		texts[i] = p.text
+	}
+	return lit(strings.Join(texts, sep))
+}
+
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
+
+// maxUnitLine is below systemd's limit on a unit file line (LONG_LINE_MAX,
+// 1 MiB), past which it refuses the file.
+const maxUnitLine = 1<<20 - 1
+
+// directive writes key=value: every line of an exported unit passes here.
+// Whatever made the value, the line that leaves is checked to be one line
+// of the key systemd reads, or refused with the reason.
+func directive(b *strings.Builder, key string, v setting) error {
+	if v.why != "" {
+		return fmt.Errorf("%q cannot be written to the unit: it %s", v.value, v.why)
+	}
+	for _, r := range key {
+		if !(r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z') {
+			return fmt.Errorf("%q is no systemd directive", key)
+		}
+	}
+	if err := plain(v.text); err.why != "" || len(key)+1+len(v.text) > maxUnitLine {
+		return fmt.Errorf("%s=%q cannot be written to the unit: it %s", key, v.text, cmp.Or(err.why, "is longer than a unit file line may be"))
+	}
+	b.WriteString(key)
+	b.WriteByte('=')
+	b.WriteString(v.text)
+	b.WriteByte('\n')
+	return nil
+}

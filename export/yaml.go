@@ -3,6 +3,7 @@ package export
 import (
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // obj is a YAML mapping that keeps its keys in the order written, as
@@ -96,6 +97,28 @@ func writeScalar(b *strings.Builder, v any) {
 	default:
 		b.WriteString(`""`)
 	}
+}
+
+// notUTF8 finds a string in v that is not UTF-8: the emitter's quoting
+// would write its bytes as \xNN, which YAML reads as characters.
+func notUTF8(v any) (string, bool) {
+	switch x := v.(type) {
+	case string:
+		return x, !utf8.ValidString(x)
+	case obj:
+		for _, e := range x {
+			if s, bad := notUTF8(e.v); bad {
+				return s, true
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if s, bad := notUTF8(e); bad {
+				return s, true
+			}
+		}
+	}
+	return "", false
 }
 
 func pad(b *strings.Builder, n int) {

@@ -5,7 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # Tools the tests compare with, from Debian: promtool (package prometheus)
 # checks the /metrics output; foreman (ruby-foreman) is the reference for
-# .env files; nginx fronts the zero-downtime rollout test.
+# .env files; nginx fronts the zero-downtime rollout test; systemd
+# (systemd-analyze verify, and systemd --test, which prints the units as it
+# parsed them) reads the exported units back.
 need() { # need COMMAND PACKAGE
 	command -v "$1" >/dev/null && return
 	if [ "$(id -u)" = 0 ]; then
@@ -19,6 +21,7 @@ need() { # need COMMAND PACKAGE
 }
 need promtool prometheus
 need foreman ruby-foreman
+need systemd-analyze systemd
 PATH=$PATH:/usr/sbin need nginx nginx
 go vet ./...
 # The packages without Linux-only parts must keep building elsewhere, so the

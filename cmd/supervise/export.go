@@ -57,6 +57,7 @@ func exportSystemd(c *cli.Context) error {
 		prefix = unitPrefix(filepath.Base(cfg.Dir))
 	}
 	files, warns, err := export.Systemd(cfg, export.SystemdOptions{Prefix: prefix, Version: c.Int("systemd-version")})
+	printWarnings(warns) // a refusal's reasons are warnings too
 	if err != nil {
 		return err
 	}
@@ -69,7 +70,6 @@ func exportSystemd(c *cli.Context) error {
 			return fmt.Errorf("export: %w", err)
 		}
 	}
-	printWarnings(warns)
 	fmt.Fprintf(os.Stderr, "wrote %d units to %s (%d warnings); start them with: systemctl link %s/*.service && systemctl start %s.target\n",
 		len(files), dir, len(warns), dir, prefix)
 	return nil
@@ -191,8 +191,10 @@ func loadToExport(c *cli.Context) (*config.Config, error) {
 	return cfg, nil
 }
 
+// printWarnings writes one line per warning: String escapes what a
+// config value could use to start a line of its own.
 func printWarnings(warns []export.Warning) {
 	for _, w := range warns {
-		fmt.Fprintln(os.Stderr, "warning:", w)
+		fmt.Fprintln(os.Stderr, "warning:", w.String())
 	}
 }

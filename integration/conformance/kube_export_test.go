@@ -3,7 +3,10 @@ package conformance
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -253,4 +256,131 @@ depends_on = { migrate = "completed" }
 		}
 	}
 	t.Fatal("no Deployment")
+}
+
+// kubeletExpand is what the kubelet does to a container's command, args
+// and env values and to an exec probe's command (the API reference of
+// Container.command and EnvVar.value): $(NAME) becomes the variable's
+// value, $$ a $, and any other $ stays. Every name is defined here, so a
+// reference left unescaped shows.
+func kubeletExpand(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '$' || i+1 == len(s) {
+			b.WriteByte(s[i])
+			continue
+		}
+		switch s[i+1] {
+		case '$':
+			b.WriteByte('$')
+			i++
+		case '(':
+			if end := strings.IndexByte(s[i+2:], ')'); end >= 0 {
+				b.WriteString("EXPANDED")
+				i += 2 + end
+				continue
+			}
+			b.WriteString("$(")
+			i++
+		default:
+			b.WriteByte('$')
+		}
+	}
+	return b.String()
+}
+
+func expandAll(xs []string) []string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = kubeletExpand(x)
+	}
+	return out
+}
+
+// supervise passes $(VAR) to the program as it is; the kubelet would
+// expand it in a command, its args, an env value and an exec probe, so
+// the export escapes it there, and only there (a lifecycle exec handler
+// is run as written).
+func TestKubernetesExportKeepsDollarLiteral(t *testing.T) {
+	cfg, err := config.Parse(filepath.Join(t.TempDir(), "supervise.toml"), []byte(`
+[program.web]
+command = ["/bin/echo", "$(HOME)", "$$(X)", "$", "a$b", "$(", "$$"]
+env = { A = "$(HOME)", B = "x$(Y)z", C = "$" }
+[program.web.hooks.pre_start]
+command = ["echo", "$(PRE)"]
+[program.web.hooks.pre_stop]
+command = ["echo", "$(STOP)"]
+[program.web.probes.liveness]
+command = ["check", "$(PROBE)"]
+
+[program.mig]
+command = ["migrate", "$(M)"]
+restart = "never"
+env = { M = "$(N)" }
+
+[program.api]
+command = "serve"
+depends_on = { mig = "completed" }
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	web, mig := cfg.Program("web"), cfg.Program("mig")
+	check := func(what string, got, want []string) {
+		t.Helper()
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: the program gets %q, want %q", what, got, want)
+		}
+	}
+	checkEnv := func(what string, env []corev1.EnvVar, want map[string]string) {
+		t.Helper()
+		got := map[string]string{}
+		for _, e := range env {
+			got[e.Name] = kubeletExpand(e.Value)
+		}
+		if !maps.Equal(got, want) {
+			t.Errorf("%s: env %q, want %q", what, got, want)
+		}
+	}
+	for _, pod := range []bool{false, true} {
+		out, _, err := export.Kubernetes(cfg, export.KubernetesOptions{Image: "shop:2", Name: "shop", Pod: pod})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var containers []corev1.Container
+		for _, o := range decodeStrict(t, out) {
+			switch x := o.(type) {
+			case *appsv1.Deployment:
+				containers = append(containers, x.Spec.Template.Spec.InitContainers...)
+				containers = append(containers, x.Spec.Template.Spec.Containers...)
+			case *batchv1.Job:
+				containers = append(containers, x.Spec.Template.Spec.InitContainers...)
+				containers = append(containers, x.Spec.Template.Spec.Containers...)
+			case *corev1.Pod:
+				containers = append(containers, x.Spec.InitContainers...)
+				containers = append(containers, x.Spec.Containers...)
+			}
+		}
+		seen := map[string]bool{}
+		for _, c := range containers {
+			what := fmt.Sprintf("pod=%v %s", pod, c.Name)
+			seen[c.Name] = true
+			switch c.Name {
+			case "web":
+				check(what, expandAll(append(c.Command, c.Args...)), web.Command)
+				checkEnv(what, c.Env, web.Env)
+				check(what+" liveness", expandAll(c.LivenessProbe.Exec.Command), web.Probes.Liveness.Command)
+				check(what+" preStop", c.Lifecycle.PreStop.Exec.Command, web.Hooks.PreStop.Command)
+			case "pre-start":
+				check(what, expandAll(c.Command), web.Hooks.PreStart.Command)
+				checkEnv(what, c.Env, web.Env)
+			case "mig", "run-mig":
+				check(what, expandAll(c.Command), mig.Command)
+				checkEnv(what, c.Env, mig.Env)
+			}
+		}
+		if !seen["web"] || !seen["mig"] || !pod && (!seen["pre-start"] || !seen["run-mig"]) {
+			t.Errorf("pod=%v: containers %v", pod, seen)
+		}
+	}
 }
