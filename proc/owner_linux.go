@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -67,10 +68,22 @@ func readSmall(path string) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(f, 16<<10))
 }
 
+// initialTimeNS reports whether we are in the initial time namespace (or on
+// a kernel without time namespaces). Start times in /proc are shifted by
+// the reader's time namespace: they are recorded and compared only where
+// every supervisor reads them alike.
+var initialTimeNS = sync.OnceValue(func() bool {
+	ns, err := os.Readlink("/proc/self/ns/time")
+	return errors.Is(err, fs.ErrNotExist) || ns == "time:[4026531834]"
+})
+
 // selfStartTime is this process's start time, recorded in its owner tag so
 // that a later supervisor can tell it from a process that got its pid
-// after it died; 0 when /proc cannot say.
+// after it died; 0 when /proc cannot say it plainly.
 func selfStartTime() uint64 {
+	if !initialTimeNS() {
+		return 0
+	}
 	st, err := readProcStat(os.Getpid())
 	if err != nil {
 		return 0
@@ -101,7 +114,7 @@ func ownerLives(o owner) bool {
 		return false
 	case st.flags&pfExiting != 0:
 		return false
-	case o.start != 0 && st.startTime != o.start:
+	case o.start != 0 && initialTimeNS() && st.startTime != o.start:
 		return false
 	}
 	return !sigkillPending(o.pid)
