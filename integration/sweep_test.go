@@ -2,6 +2,7 @@ package integration
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -115,5 +116,121 @@ exec sleep 100000
 	if st.State != "Running" || st.LastExit != nil {
 		out, _ := d2.ctl("logs", "lockd")
 		t.Fatalf("the new lockd did not start: %+v\n%s", st, out)
+	}
+}
+
+// TestSweepOfASupervisorStillExiting: supervise in the host pid namespace
+// is SIGKILLed and started again 0.2 s later, while the old process still
+// exists (a zombie its parent has not reaped yet, as a busy shell or init
+// leaves it). The new supervise must end the old program before it starts
+// its own: the program holds a lock, as PostgreSQL holds postmaster.pid,
+// and an instance that finds it taken exits 1. It runs exactly once, under
+// the new supervise, without a single restart. A timing bug: five runs.
+func TestSweepOfASupervisorStillExiting(t *testing.T) {
+	needRoot(t)
+	dir, file := writeConfig(t, `
+[program.pg]
+command = ["sh", "pg.sh"]
+`)
+	must(t, os.WriteFile(filepath.Join(dir, "pg.sh"), []byte(`
+exec 9>>pg.lock
+if ! flock -n 9; then
+	echo "lock pg.lock is held by another instance"
+	exit 1
+fi
+echo $$ > holder
+exec sleep 100000
+`), 0o644))
+	holder := func() int {
+		b, _ := os.ReadFile(filepath.Join(dir, "holder"))
+		pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		return pid
+	}
+	for run := 1; run <= 5; run++ {
+		_ = os.Remove(filepath.Join(dir, "holder"))
+		old := startUnreaped(t, dir, file)
+		oldCtl := &daemon{t: t, socket: filepath.Join(dir, "s.sock")}
+		var oldPg int
+		eventually(t, "the first pg running with its lock", 60*time.Second, func() bool {
+			oldPg = oldCtl.status()["pg"].Pid
+			return oldPg > 0 && holder() == oldPg
+		})
+		must(t, old.Process.Signal(syscall.SIGKILL))
+		t.Cleanup(func() { _ = syscall.Kill(oldPg, syscall.SIGKILL) })
+		time.Sleep(200 * time.Millisecond)
+
+		// The old supervise stays a zombie for 3 s: its parent is slow.
+		reaped := make(chan struct{})
+		go func() {
+			defer close(reaped)
+			time.Sleep(3 * time.Second)
+			_ = old.Wait()
+		}()
+		d := startDaemon(t, dir, file)
+		var st programStatus
+		eventually(t, "the new pg running with the lock", 60*time.Second, func() bool {
+			st = d.status()["pg"]
+			return st.State == "Running" && st.Pid != oldPg && holder() == st.Pid
+		})
+		<-reaped
+		time.Sleep(2 * time.Second) // a crash loop would show by now
+		st = d.status()["pg"]
+		if alive(oldPg) {
+			t.Errorf("run %d: the old pg (pid %d) still runs, unsupervised", run, oldPg)
+		}
+		if st.State != "Running" || st.Restarts != 0 || holder() != st.Pid {
+			out, _ := d.ctl("logs", "pg")
+			t.Fatalf("run %d: the new pg is not the one instance, running once: %+v (lock holder %d)\n%s", run, st, holder(), tail(out, 10))
+		}
+		if log := d.stderr.String(); !strings.Contains(log, "removed the cgroup of a dead supervisor") || !strings.Contains(log, "program=pg") {
+			t.Errorf("run %d: no log of the sweep naming pg:\n%s", run, tail(log, 20))
+		}
+		d.signal(syscall.SIGTERM)
+		d.wait(60 * time.Second)
+	}
+}
+
+// startUnreaped starts supervise on file and leaves it unwaited for: once
+// it dies it stays a zombie until the caller's Wait.
+func startUnreaped(t *testing.T, dir, file string) *exec.Cmd {
+	t.Helper()
+	out, err := os.Create(filepath.Join(dir, "unreaped.log"))
+	must(t, err)
+	t.Cleanup(func() { out.Close() })
+	cmd := exec.Command(binary, "run", "-c", file, "--socket", filepath.Join(dir, "s.sock"))
+	cmd.Dir = dir
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	must(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	return cmd
+}
+
+// A second supervise started on the same configuration by mistake finds
+// the first one's cgroups with a live owner: it leaves them, and the first
+// one's program, alone.
+func TestSweepLeavesALiveSupervisorAlone(t *testing.T) {
+	needRoot(t)
+	dir, file := writeConfig(t, `
+[program.app]
+command = ["sleep", "100000"]
+`)
+	first := startDaemon(t, dir, file)
+	var pid int
+	eventually(t, "the first app running", 60*time.Second, func() bool {
+		st := first.status()["app"]
+		pid = st.Pid
+		return st.State == "Running"
+	})
+	second := startDaemon(t, dir, file, "--socket", filepath.Join(dir, "second.sock"))
+	second.socket = filepath.Join(dir, "second.sock")
+	eventually(t, "the second app running", 60*time.Second, func() bool {
+		return second.status()["app"].State == "Running"
+	})
+	if st := first.status()["app"]; !alive(pid) || st.State != "Running" || st.Pid != pid {
+		t.Fatalf("the second supervise swept a live one's program: pid %d alive %v, status %+v", pid, alive(pid), st)
+	}
+	if log := second.stderr.String(); strings.Contains(log, "removed the cgroup") {
+		t.Errorf("the second supervise removed a cgroup:\n%s", tail(log, 20))
 	}
 }

@@ -227,13 +227,15 @@ func (r *Runtime) newID(name string) string {
 	return fmt.Sprintf("%s-%s-%d", name, ownerTag(), r.seq.Add(1))
 }
 
-// ownerTag names this supervisor run in ids, and so in cgroup names: its
-// pid in the initial pid namespace, else its pid and namespace
-// ("7n4026532123"), then "r" and a random part drawn at start. The pid lets
-// a supervisor in the initial namespace judge whether the owner lives; the
-// random part keeps names apart when a pid comes back, and the kernel
-// reuses pid namespace inodes: a container's PID 1 restarted after a
-// SIGKILL has the same pid and may get the same namespace.
+// ownerTag names this supervisor run in ids, and so in cgroup names: in the
+// initial pid namespace its pid and "s" and its start time
+// ("812s4711"), else its pid and namespace ("7n4026532123"), then "r" and
+// a random part drawn at start. The pid and start time let a supervisor in
+// the initial namespace judge whether the owner lives, and tell it from a
+// process that got the pid later; the random part keeps names apart when a
+// pid comes back, and the kernel reuses pid namespace inodes: a
+// container's PID 1 restarted after a SIGKILL has the same pid and may get
+// the same namespace.
 var ownerTag = sync.OnceValue(func() string {
 	// Not crypto/rand: it would link the whole of crypto into the inits.
 	// Not blocking either (a PID 1 may start before the pool is ready):
@@ -245,7 +247,11 @@ var ownerTag = sync.OnceValue(func() string {
 	run := "r" + hex.EncodeToString(b[:])
 	ns, _ := os.Readlink("/proc/self/ns/pid")
 	if ns == initPidNS {
-		return strconv.Itoa(os.Getpid()) + run
+		start := ""
+		if t := selfStartTime(); t != 0 {
+			start = "s" + strconv.FormatUint(t, 10)
+		}
+		return strconv.Itoa(os.Getpid()) + start + run
 	}
 	ino := strings.TrimSuffix(strings.TrimPrefix(ns, "pid:["), "]")
 	return fmt.Sprintf("%dn%s%s", os.Getpid(), ino, run)
@@ -256,31 +262,42 @@ const initPidNS = "pid:[4026531836]"
 
 // owner is what a cgroup name says of the supervisor that made it.
 type owner struct {
+	sandbox string // the sandbox's name: a program's name and instance
 	tag     string // the whole owner field
 	pid     int    // its pid, in the initial pid namespace; 0 otherwise
+	start   uint64 // its start time in clock ticks after boot; 0: not recorded
 	otherNS bool   // made in another pid namespace: its pid says nothing here
 }
 
-// ownerOf reads the owner of an id NAME-TAG-SEQ, where TAG is PID or
-// PIDnINO, each optionally followed by rRANDOM (names of earlier versions
-// have none); ok is false for any other name, which is never swept.
+// ownerOf reads the owner of an id NAME-TAG-SEQ, where TAG is PID,
+// PIDsSTART or PIDnINO, each optionally followed by rRANDOM (names of
+// earlier versions have neither START nor RANDOM); ok is false for any
+// other name, which is never swept.
 func ownerOf(id string) (o owner, ok bool) {
 	rest, seq, ok := cutLast(id, "-")
 	if !ok || !allDigits(seq) {
 		return owner{}, false
 	}
-	_, tag, ok := cutLast(rest, "-")
+	sandbox, tag, ok := cutLast(rest, "-")
 	if !ok {
 		return owner{}, false
 	}
-	o.tag = tag
+	o.sandbox, o.tag = sandbox, tag
 	core, random, hasRandom := strings.Cut(tag, "r")
 	if hasRandom && (random == "" || !isHex(random)) {
 		return owner{}, false
 	}
+	core, start, hasStart := strings.Cut(core, "s")
 	pid, ino, inNS := strings.Cut(core, "n")
-	if !allDigits(pid) || inNS && !allDigits(ino) {
+	if !allDigits(pid) || inNS && (!allDigits(ino) || hasStart) || hasStart && !allDigits(start) {
 		return owner{}, false
+	}
+	if hasStart {
+		t, err := strconv.ParseUint(start, 10, 64)
+		if err != nil || t == 0 {
+			return owner{}, false
+		}
+		o.start = t
 	}
 	n, err := strconv.Atoi(pid)
 	if err != nil || n <= 0 {
@@ -328,17 +345,23 @@ const leftoverWait = 10 * time.Second
 // up (SIGKILL, OOM, power loss of a container's PID 1 restarted in place),
 // killing what still runs in them: programs that outlived their supervisor
 // and would collide with their new instances (a lock file naming a pid
-// that is still there). What is provably dead goes:
+// that is still there, a lock the old instance holds). What is provably
+// dead goes:
 //
 //   - a cgroup whose owner was in the initial pid namespace, as we are, and
-//     is gone (its pid is free, or it is ours but from an earlier run);
+//     is dead or dying (see ownerLives): a supervisor started again at once
+//     finds its SIGKILLed predecessor still exiting, or a zombie its parent
+//     has not reaped, and must not wait for that parent;
 //   - an empty cgroup whose owner was in a pid namespace: when a namespace's
 //     init dies the kernel kills the whole namespace, so its cgroups empty
 //     out; a live supervisor's cgroup is empty only between its mkdir and
 //     its first process, a moment.
 //
-// Then it waits (leftoverWait at most) until every process it killed has
-// been reaped, for a new program to find no trace of the old one.
+// A live owner's cgroups stay: a second supervisor started on the same
+// configuration by mistake must not kill the first one's programs. Then it
+// waits (leftoverWait at most) until every process it killed has been
+// reaped, for a new program to find no trace of the old one. Removing a
+// cgroup is bounded by the cgroups package's kill timeout.
 func (r *Runtime) sweepStale() {
 	if r.cg == nil {
 		return
@@ -368,15 +391,15 @@ func (r *Runtime) sweepStale() {
 			}
 		case !inInitialNS:
 			continue // an owner in the initial namespace: we cannot see it
-		case o.pid != os.Getpid() && unix.Kill(o.pid, 0) != unix.ESRCH:
-			continue // its owner lives (or the pid was reused: left alone)
+		case ownerLives(o):
+			continue
 		}
 		if err := cg.remove(); err != nil {
 			r.log.Warn("removing the cgroup of a dead supervisor", "cgroup", cg.path(), "err", err)
 			continue
 		}
 		killed = append(killed, procs...)
-		r.log.Warn("removed the cgroup of a dead supervisor", "cgroup", cg.path(), "owner", o.tag, "killed", len(procs))
+		r.log.Warn("removed the cgroup of a dead supervisor", "program", o.sandbox, "cgroup", cg.path(), "owner", o.tag, "killed", len(procs))
 	}
 	if left := waitReaped(killed, leftoverWait); len(left) > 0 {
 		r.log.Warn("killed leftovers of a dead supervisor are not reaped yet; starting anyway", "pids", left, "waited", leftoverWait)

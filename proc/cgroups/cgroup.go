@@ -65,7 +65,7 @@ func (c *Cgroup) setLimits(res Resources, need []string) error {
 		for _, ctrl := range need {
 			if !contains(avail, ctrl) {
 				reason := fmt.Sprintf("%s lists %q", file, strings.Join(avail, " "))
-				if e := r.enable[ctrl]; e != nil {
+				if e := r.enableErr(ctrl); e != nil {
 					reason += "; " + e.Error()
 				}
 				return &ControllerError{Controller: ctrl, Reason: reason}
@@ -293,6 +293,7 @@ func (c *Cgroup) Delete() error {
 	// populated one refuses (EBUSY) in every hierarchy, as a process is in
 	// all of them.
 	if c.rmdirAll() == nil {
+		c.root.forget(c.dirs)
 		return nil
 	}
 	if !c.gone() {
@@ -304,6 +305,7 @@ func (c *Cgroup) Delete() error {
 	for p := newPoller(); ; {
 		err := c.rmdirAll()
 		if err == nil {
+			c.root.forget(c.dirs)
 			return nil
 		}
 		if !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {

@@ -9,10 +9,14 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Mode is the kind of cgroup hierarchy in use.
@@ -144,9 +148,15 @@ type Root struct {
 	hiers  []*hierarchy          // memory's first on v1; exactly one on v2
 	byCtrl map[string]*hierarchy // v1 only: controller → its hierarchy
 
-	created []string         // directories Open made, in order of creation
-	leaf    string           // v2: the leaf the supervisor moved into, or ""
-	enable  map[string]error // v2: controller → why it could not be enabled
+	leaf string // v2: the leaf the supervisor moved into, or ""
+	// shared: the subtree is the default "<own>/supervise", supervise's by
+	// name, which supervisors started in the same cgroup share.
+	shared bool
+
+	mu      sync.Mutex
+	created []string         // directories we made for the subtree, in order of creation; guarded by mu
+	mine    map[string]bool  // directories of the cgroups Create made and Delete has not removed; guarded by mu
+	enable  map[string]error // v2: controller → why it could not be enabled; guarded by mu
 }
 
 // hierarchy is one mounted hierarchy and our subtree in it.
@@ -201,6 +211,8 @@ func Open(opts Options) (*Root, error) {
 		killTimeout: opts.KillTimeout,
 		byCtrl:      make(map[string]*hierarchy),
 		enable:      make(map[string]error),
+		mine:        make(map[string]bool),
+		shared:      opts.Path == "",
 	}
 	mode, v2mount, v1 := detect(opts.FSRoot)
 	switch opts.Mode {
@@ -430,7 +442,7 @@ func (r *Root) openV2(opts Options, mount string) error {
 // enableControllers writes +cpu, +memory and +pids, one at a time (the
 // kernel refuses a whole line if one controller is missing), into
 // dir/cgroup.subtree_control where dir offers them; failures are kept for
-// Create's error messages.
+// Create's error messages. The caller holds mu, or is Open.
 func (r *Root) enableControllers(dir string) {
 	avail, err := readWords(filepath.Join(dir, "cgroup.controllers"))
 	if err != nil {
@@ -449,7 +461,8 @@ func (r *Root) enableControllers(dir string) {
 	}
 }
 
-// mkdirAll creates mount/rel and its missing parents, recording each.
+// mkdirAll creates mount/rel and its missing parents, recording each. The
+// caller holds mu, or is Open.
 func (r *Root) mkdirAll(mount, rel string) error {
 	p := mount
 	for _, part := range strings.Split(strings.Trim(rel, "/"), "/") {
@@ -483,13 +496,32 @@ func (r *Root) Dirs() []string {
 	return out
 }
 
-// Close removes the directories Open created, deepest first, and only those.
-// It fails with EBUSY while cgroups made by Create remain. The v2 leaf holding
-// the supervisor stays: the supervisor is in it.
+// Close removes our subtree where nothing else uses it: the directories
+// we created, deepest first, and the default subtree "<own>/supervise"
+// even when another supervisor created it, for the last of the supervisors
+// sharing it to remove it. A directory that still holds another's cgroups
+// is left to whoever leaves last, which is not an error; one that still
+// holds cgroups Create made is (EBUSY). A directory the kernel calls busy
+// with no cgroup in it (it frees a cgroup's last process asynchronously)
+// is retried, up to Options.KillTimeout. The v2 leaf holding the
+// supervisor stays: the supervisor is in it.
 func (r *Root) Close() error {
-	var errs []error
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var dirs []string
+	if r.shared {
+		for _, h := range r.hiers {
+			if !slices.Contains(r.created, h.dir()) {
+				dirs = append(dirs, h.dir())
+			}
+		}
+	}
 	for i := len(r.created) - 1; i >= 0; i-- {
-		if err := r.k.Rmdir(r.created[i]); err != nil && !isNotExist(err) {
+		dirs = append(dirs, r.created[i])
+	}
+	var errs []error
+	for _, d := range dirs {
+		if err := r.removeUnusedLocked(d); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -497,6 +529,38 @@ func (r *Root) Close() error {
 		return fmt.Errorf("cgroups: removing our subtree: %w", err)
 	}
 	return nil
+}
+
+// removeUnusedLocked removes the directory d of our subtree unless cgroups
+// are in it; see Close.
+func (r *Root) removeUnusedLocked(d string) error {
+	deadline := time.Now().Add(r.killTimeout)
+	for p := newPoller(); ; p.wait() {
+		err := r.k.Rmdir(d)
+		switch {
+		case err == nil || isNotExist(err):
+			return nil
+		case !errors.Is(err, unix.EBUSY):
+			return err
+		}
+		ents, _ := os.ReadDir(d)
+		others := false
+		for _, e := range ents {
+			if !e.IsDir() {
+				continue
+			}
+			if r.mine[filepath.Join(d, e.Name())] {
+				return fmt.Errorf("%w (our cgroup %s is still in it)", err, e.Name())
+			}
+			others = true
+		}
+		if others {
+			return nil // another supervisor's: the last one out removes it
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+	}
 }
 
 // Children lists the names of the cgroups directly under our subtree in
@@ -507,6 +571,9 @@ func (r *Root) Children() ([]string, error) {
 	var out []string
 	for _, h := range r.hiers {
 		ents, err := os.ReadDir(h.dir())
+		if isNotExist(err) {
+			continue // removed by a supervisor sharing it, as it was empty
+		}
 		if err != nil {
 			return nil, fmt.Errorf("cgroups: listing %s: %w", h.dir(), err)
 		}
@@ -561,7 +628,15 @@ func (r *Root) Create(name string, res Resources) (*Cgroup, error) {
 	c := &Cgroup{root: r, name: name}
 	for _, h := range r.hiers {
 		dir := filepath.Join(h.dir(), name)
-		if err := r.k.Mkdir(dir); err != nil {
+		err := r.k.Mkdir(dir)
+		if isNotExist(err) {
+			// Another supervisor sharing the subtree left while it held
+			// none of our cgroups, and removed it (see Close).
+			if err = r.remake(h); err == nil {
+				err = r.k.Mkdir(dir)
+			}
+		}
+		if err != nil {
 			c.rmdirAll()
 			return nil, fmt.Errorf("cgroups: creating %q: %w", name, err)
 		}
@@ -571,7 +646,44 @@ func (r *Root) Create(name string, res Resources) (*Cgroup, error) {
 		c.rmdirAll()
 		return nil, err
 	}
+	r.mu.Lock()
+	for _, d := range c.dirs {
+		r.mine[d] = true
+	}
+	r.mu.Unlock()
 	return c, nil
+}
+
+// remake makes our subtree in h again, with the controllers enabled on v2.
+func (r *Root) remake(h *hierarchy) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	first := len(r.created)
+	if err := r.mkdirAll(h.mount, h.rel); err != nil {
+		return err
+	}
+	if r.mode == ModeV2 {
+		for _, d := range r.created[first:] {
+			r.enableControllers(d)
+		}
+	}
+	return nil
+}
+
+// enableErr says why ctrl could not be enabled for our subtree (v2), or nil.
+func (r *Root) enableErr(ctrl string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.enable[ctrl]
+}
+
+// forget drops deleted cgroup directories from those Close must not find.
+func (r *Root) forget(dirs []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, d := range dirs {
+		delete(r.mine, d)
+	}
 }
 
 // controllers lists the controllers the limits need.

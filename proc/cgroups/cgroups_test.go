@@ -4,6 +4,7 @@ package cgroups
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -671,5 +672,119 @@ func TestCloseOnlyCreated(t *testing.T) {
 	}
 	if !k.exists("memory/a") {
 		t.Error("Close removed memory/a, which it did not create")
+	}
+}
+
+// sharedLayouts are a v1 host and a v2 systemd service, with the default
+// subtree "<own>/supervise" each; subtree is its directory in the first
+// hierarchy.
+func sharedLayouts(t *testing.T) map[string]func() (k *fakeKernel, self, subtree string) {
+	return map[string]func() (*fakeKernel, string, string){
+		"v1": func() (*fakeKernel, string, string) {
+			k, self := layoutV1(t, []string{"memory", "pids"}, nil, "8:pids:/\n4:memory:/\n")
+			return k, self, "memory/supervise"
+		},
+		"v2": func() (*fakeKernel, string, string) {
+			own := "/system.slice/supervise.service"
+			k, self := layoutV2(t, "cpu memory pids", own)
+			return k, self, own + "/supervise"
+		},
+	}
+}
+
+// Two supervisors share the default subtree: the first to leave finds the
+// other's cgroup in it and leaves it, without an error; the last one
+// removes it, whichever of them created it.
+func TestSharedSubtreeGoesWithTheLastRoot(t *testing.T) {
+	for name, layout := range sharedLayouts(t) {
+		for _, creatorFirst := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s creator first %v", name, creatorFirst), func(t *testing.T) {
+				k, self, subtree := layout()
+				a := k.open(t, self, Options{})
+				b := k.open(t, self, Options{})
+				ca, err := a.Create("a", Resources{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				cb, err := b.Create("b", Resources{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				first, last, cfirst, clast := a, b, ca, cb
+				if !creatorFirst {
+					first, last, cfirst, clast = b, a, cb, ca
+				}
+				if err := cfirst.Delete(); err != nil {
+					t.Fatal(err)
+				}
+				if err := first.Close(); err != nil {
+					t.Errorf("Close of the first to leave, the other's cgroup still there: %v", err)
+				}
+				if !k.exists(subtree) {
+					t.Fatal("the first to leave removed the subtree the other uses")
+				}
+				if err := clast.Delete(); err != nil {
+					t.Fatal(err)
+				}
+				if err := last.Close(); err != nil {
+					t.Errorf("Close of the last to leave: %v", err)
+				}
+				if k.exists(subtree) {
+					t.Errorf("%s left behind by the last supervisor to leave", subtree)
+				}
+			})
+		}
+	}
+}
+
+// The kernel frees an emptied cgroup asynchronously: a subtree busy with
+// no cgroup in it is retried, and goes.
+func TestCloseRetriesATransientBusy(t *testing.T) {
+	k, self := layoutV1(t, []string{"memory"}, nil, "4:memory:/\n")
+	r := k.open(t, self, Options{})
+	k.busy("memory/supervise", 3)
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if k.exists("memory/supervise") {
+		t.Error("the subtree is still there")
+	}
+}
+
+// A supervisor that leaves removes the shared subtree while another has
+// no cgroup in it yet: the other's next Create makes it again.
+func TestCreateRemakesASubtreeRemovedByAnother(t *testing.T) {
+	for name, layout := range sharedLayouts(t) {
+		t.Run(name, func(t *testing.T) {
+			k, self, subtree := layout()
+			a := k.open(t, self, Options{})
+			b := k.open(t, self, Options{})
+			if err := a.Close(); err != nil || k.exists(subtree) {
+				t.Fatalf("Close: %v (subtree there: %v)", err, k.exists(subtree))
+			}
+			cg, err := b.Create("web", Resources{MemoryMax: 32 << 20, PidsMax: 20})
+			if err != nil {
+				t.Fatalf("Create after the subtree went: %v", err)
+			}
+			if err := cg.Delete(); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Close(); err != nil || k.exists(subtree) {
+				t.Fatalf("Close: %v (subtree there: %v)", err, k.exists(subtree))
+			}
+		})
+	}
+}
+
+// Children of a subtree another supervisor removed: none, not an error.
+func TestChildrenOfARemovedSubtree(t *testing.T) {
+	k, self := layoutV1(t, []string{"memory"}, nil, "4:memory:/\n")
+	a := k.open(t, self, Options{})
+	b := k.open(t, self, Options{})
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if names, err := b.Children(); err != nil || len(names) != 0 {
+		t.Errorf("Children = %v, %v; want none", names, err)
 	}
 }

@@ -18,7 +18,12 @@
 // "<own cgroup>/supervise" where the own cgroup is read per hierarchy from
 // /proc/self/cgroup (on v1 it differs between controllers). Each sandbox is a
 // child of it, created with its limits written before any process is in it.
-// Root.Close removes the directories Open created and nothing else.
+// Root.Close removes the directories Open created and nothing else, with one
+// exception: the default subtree "<own>/supervise" is shared by every
+// supervisor started in the same cgroup, and whichever of them leaves last
+// removes it, whoever created it. A supervisor that leaves while another's
+// cgroups are in the subtree leaves it; one that finds it gone at its next
+// Create (another left while it was empty) makes it again.
 //
 // On a v2 host where the supervisor runs in a non-root cgroup (a systemd
 // service with Delegate=yes), that cgroup holds a process, the supervisor, so

@@ -30,8 +30,20 @@ type fakeKernel struct {
 	noKill bool // v2: no cgroup.kill (kernels before 5.14)
 	noSwap bool // no swap accounting files
 
-	mu  sync.Mutex
-	ops []string // "mkdir REL", "write REL DATA", "rmdir REL"; REL relative to root
+	mu    sync.Mutex
+	ops   []string       // "mkdir REL", "write REL DATA", "rmdir REL"; REL relative to root
+	busyN map[string]int // REL → how many more rmdirs of it fail with EBUSY
+}
+
+// busy makes the next n rmdirs of rel fail with EBUSY, as the kernel does
+// for a cgroup whose last process it has not finished freeing.
+func (k *fakeKernel) busy(rel string, n int) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.busyN == nil {
+		k.busyN = map[string]int{}
+	}
+	k.busyN[rel] = n
 }
 
 func newFake(t *testing.T) *fakeKernel {
@@ -222,6 +234,15 @@ func (k *fakeKernel) Write(p, data string) error {
 
 func (k *fakeKernel) Rmdir(p string) error {
 	k.log("rmdir", k.rel(p))
+	k.mu.Lock()
+	n := k.busyN[k.rel(p)]
+	if n > 0 {
+		k.busyN[k.rel(p)] = n - 1
+	}
+	k.mu.Unlock()
+	if n > 0 {
+		return &fs.PathError{Op: "rmdir", Path: p, Err: unix.EBUSY}
+	}
 	entries, err := os.ReadDir(p)
 	if err != nil {
 		return &fs.PathError{Op: "rmdir", Path: p, Err: unix.ENOENT}
