@@ -53,6 +53,13 @@ pids_max = 50
 	if !strings.Contains(d2.stderr.String(), "removed the cgroup of a dead supervisor") {
 		t.Errorf("no log of the sweep:\n%s", tail(d2.stderr.String(), 20))
 	}
+	swept := false
+	for _, ev := range d2.events() {
+		swept = swept || ev.Program == "daemon" && strings.Contains(ev.Message, "swept the leftovers of a dead supervisor") && strings.Contains(ev.Message, "2 process(es) killed")
+	}
+	if !swept {
+		t.Errorf("no event of the sweep naming daemon and its 2 processes: %+v", d2.events())
+	}
 }
 
 // TestSweptLeftoverIsGoneBeforeTheNewStart: after a SIGKILL of supervise

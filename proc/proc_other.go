@@ -23,6 +23,7 @@ func InitMain() int                        { return 127 }
 func SignalName(sig syscall.Signal) string { return strconv.Itoa(int(sig)) }
 
 func (*Runtime) Close() error             { return errors.ErrUnsupported }
+func (*Runtime) Swept() []Swept           { return nil }
 func (*Runtime) Events() <-chan ExitEvent { return nil }
 func (*Runtime) CreateSandbox(context.Context, SandboxConfig) (string, error) {
 	return "", errors.ErrUnsupported

@@ -51,6 +51,7 @@ type Runtime struct {
 	forceInit bool
 
 	unsetSubreaper bool
+	swept          []Swept // what sweepStale removed, set before New returns
 	closeOnce      sync.Once
 	closeErr       error
 	noCgroupOnce   sync.Once      // says once that sandboxes go without a cgroup
@@ -341,6 +342,10 @@ func isHex(s string) bool {
 // killed to be gone.
 const leftoverWait = 10 * time.Second
 
+// Swept returns what the start's sweep removed, for the supervisor to
+// record as events: the log line alone is gone once the console scrolls.
+func (r *Runtime) Swept() []Swept { return r.swept }
+
 // sweepStale deletes the cgroups of supervisors that died without cleaning
 // up (SIGKILL, OOM, power loss of a container's PID 1 restarted in place),
 // killing what still runs in them: programs that outlived their supervisor
@@ -399,6 +404,7 @@ func (r *Runtime) sweepStale() {
 			continue
 		}
 		killed = append(killed, procs...)
+		r.swept = append(r.swept, Swept{Program: o.sandbox, Cgroup: cg.path(), Owner: o.tag, Killed: len(procs)})
 		r.log.Warn("removed the cgroup of a dead supervisor", "program", o.sandbox, "cgroup", cg.path(), "owner", o.tag, "killed", len(procs))
 	}
 	if left := waitReaped(killed, leftoverWait); len(left) > 0 {

@@ -215,6 +215,15 @@ type ExecResult struct {
 	TimedOut bool
 }
 
+// Swept is one cgroup of a dead supervisor that the start's sweep
+// removed, with the processes it killed there.
+type Swept struct {
+	Program string // the sandbox's name: the program instance it ran
+	Cgroup  string
+	Owner   string // the dead supervisor's tag
+	Killed  int
+}
+
 // ExitEvent reports that a started process exited.
 type ExitEvent struct {
 	ID, SandboxID         string

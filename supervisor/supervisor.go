@@ -313,6 +313,12 @@ func (s *Supervisor) forcedLocked(key string) {
 	}
 }
 
+// Note records msg as an event of program (or of supervise, for ""): what
+// the runtime did before the supervisor existed, such as the start's sweep.
+func (s *Supervisor) Note(program, msg string) {
+	s.events.add(program, "", "", msg)
+}
+
 // reportForced says, once the shutdown is over, who had to be killed.
 func (s *Supervisor) reportForced() {
 	s.mu.Lock()

@@ -344,6 +344,9 @@ func runPrograms(c *cli.Context, only []string) int {
 		log.Error("starting the supervisor", "err", err)
 		return exitFailed
 	}
+	for _, sw := range rt.Swept() {
+		sup.Note(sw.Program, fmt.Sprintf("swept the leftovers of a dead supervisor: cgroup %s, %d process(es) killed", sw.Cgroup, sw.Killed))
+	}
 
 	socket := c.String("socket")
 	if socket == "" {
