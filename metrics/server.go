@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -90,21 +91,22 @@ func (h *Handler) healthz(w http.ResponseWriter, _ *http.Request) {
 }
 
 // readyz: 200 when every autostart instance is up (ready, or a one-shot
-// that completed); with ?program=NAME, when every instance of NAME is,
-// autostart or not.
+// that completed); with ?program=NAME, when every instance of the program
+// NAME is, autostart or not, or the instance NAME ("web:1") is. Instances
+// are named as status names them: "db" for a program of one instance.
 func (h *Handler) readyz(w http.ResponseWriter, r *http.Request) {
 	name := r.URL.Query().Get("program")
 	s := h.src.Snapshot()
 	var notReady []string
-	found := false
+	found := name != "" && slices.Contains(s.Empty, name)
 	for i := range s.Programs {
 		p := &s.Programs[i]
-		if name != "" && p.Program != name || name == "" && !p.Autostart {
+		if name != "" && p.Program != name && p.Name != name || name == "" && !p.Autostart {
 			continue
 		}
 		found = true
 		if !p.Up {
-			notReady = append(notReady, p.Program+":"+p.Instance+" ("+p.State+")")
+			notReady = append(notReady, p.Name+" ("+p.State+")")
 		}
 	}
 	if name != "" && !found {
