@@ -41,6 +41,13 @@ func TestHTTPListenerHeldBySlowlorisClients(t *testing.T) {
 	testListenerHeld(t, "slowloris")
 }
 
+// The same with four times as many connections as the listener admits,
+// each dialed again as soon as it is closed: the probe must not be the
+// one closed to make room for them.
+func TestHTTPListenerFloodedByOneUser(t *testing.T) {
+	testListenerHeld(t, "flood")
+}
+
 func testListenerHeld(t *testing.T, mode string) {
 	needRoot(t)
 	hold, err := buildHoldconns()
@@ -58,7 +65,11 @@ command = ["sleep", "100000"]
 
 	// As many as the listener admits, a request or a header line every
 	// 2 s: well inside the idle and header timeouts.
-	cmd := exec.Command(hold, "-addr", addr, "-n", fmt.Sprint(metrics.MaxConnections), "-mode", mode, "-every", "2s")
+	n := metrics.MaxConnections
+	if mode == "flood" {
+		n *= 4
+	}
+	cmd := exec.Command(hold, "-addr", addr, "-n", fmt.Sprint(n), "-mode", mode, "-every", "2s")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -98,7 +109,7 @@ command = ["sleep", "100000"]
 			t.Fatalf("holdconns: %q %s", l, stderr.String())
 		}
 	case <-time.After(120 * time.Second):
-		t.Fatalf("holdconns did not get its %d connections: %s", metrics.MaxConnections, stderr.String())
+		t.Fatalf("holdconns did not get its %d connections: %s", n, stderr.String())
 	}
 
 	// Probes for 12 s: past several rounds of the held connections'
@@ -118,8 +129,8 @@ command = ["sleep", "100000"]
 	counts := stop()
 	t.Logf("%s: %d probes, %d not answered 200; supervise held %d descriptors; the holder: %s", mode, probes, len(failed), fds, counts)
 	if len(failed) > 0 {
-		t.Errorf("%d of %d /healthz probes not answered 200 while uid 65534 held %d connections; first: %s",
-			len(failed), probes, metrics.MaxConnections, failed[0])
+		t.Errorf("%d of %d /healthz probes not answered 200 while uid 65534 held %d connections (%s); first: %s",
+			len(failed), probes, metrics.MaxConnections, mode, failed[0])
 	}
 	if fds > 2*metrics.MaxConnections+40 {
 		t.Errorf("supervise holds %d descriptors", fds)

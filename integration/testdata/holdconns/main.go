@@ -3,11 +3,13 @@
 // dialed again as soon as the server closes it.
 //
 // In -mode keepalive each connection sends GET /healthz every -every and
-// reads the reply; in -mode slowloris each sends the start of a request
-// and one more header line every -every, never finishing it.
+// reads the reply (a byte the server sends unasked ends the connection); in -mode slowloris each sends the start of a request
+// and one more header line every -every, never finishing it; -mode flood
+// is slowloris from -n connections, more than the listener admits.
 //
 // It prints "holding N" once N connections are open (keepalive: each got
-// its first 200), and on SIGTERM a line of counts, then exits.
+// its first 200; flood: each was dialed), and on SIGTERM a line of
+// counts, then exits.
 package main
 
 import (
@@ -41,8 +43,16 @@ func main() {
 	every := flag.Duration("every", 2*time.Second, "pause between requests or header lines")
 	flag.Parse()
 	hold := keepAlive
-	if *mode == "slowloris" {
+	switch *mode {
+	case "slowloris":
 		hold = slowloris
+	case "flood":
+		// Slowloris from more connections than the listener admits: as
+		// soon as one is closed, it dials again.
+		hold = func(c net.Conn, every time.Duration, dialed func()) {
+			dialed()
+			slowloris(c, every, func() {})
+		}
 	}
 	var once sync.Once
 	ready := func() {
@@ -99,11 +109,21 @@ func keepAlive(c net.Conn, every time.Duration, served func()) {
 		if resp.StatusCode == 200 {
 			served()
 		}
-		if resp.Close {
+		if resp.Close || !wait(c, every) {
 			return
 		}
-		time.Sleep(every)
 	}
+}
+
+// wait waits for a period on c, and reports false when the server closed
+// it meanwhile, to dial again at once.
+func wait(c net.Conn, every time.Duration) bool {
+	_ = c.SetReadDeadline(time.Now().Add(every))
+	_, err := c.Read(make([]byte, 1))
+	var ne net.Error
+	ok := errors.As(err, &ne) && ne.Timeout()
+	_ = c.SetReadDeadline(time.Time{})
+	return ok
 }
 
 // slowloris sends a request's headers one line per period, never the
@@ -112,12 +132,8 @@ func slowloris(c net.Conn, every time.Duration, started func()) {
 	if _, err := io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: h\r\n"); err != nil {
 		return
 	}
-	buf := make([]byte, 512)
 	for i := 0; ; i++ {
-		_ = c.SetReadDeadline(time.Now().Add(every))
-		_, err := c.Read(buf)
-		var ne net.Error
-		if !errors.As(err, &ne) || !ne.Timeout() {
+		if !wait(c, every) {
 			return // the server answered (a 503 or a 408) or closed
 		}
 		if i == 0 {
