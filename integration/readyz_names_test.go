@@ -142,6 +142,10 @@ command = ["sleep", "100000"]
 	if code, body := get(t, "GET", base+"/readyz?program=web", nil); code != 200 {
 		t.Errorf("/readyz?program=web after scale web=0: %d %q, want 200", code, body)
 	}
+	// A command on it says why nothing happens.
+	if out, code := d.ctl("start", "web"); code == 0 || !strings.Contains(out, "0 instances") {
+		t.Errorf("start web after scale web=0: exit %d %q, want it to say web has 0 instances", code, out)
+	}
 	if out, code := d.ctl("status", "nope"); code == 0 || !strings.Contains(out, "unknown program") {
 		t.Errorf("status nope: exit %d %q, want unknown program", code, out)
 	}
