@@ -32,10 +32,12 @@ type ExitInfo struct {
 
 // ProgramStatus is one program instance as status reports it.
 type ProgramStatus struct {
-	Name          string     `json:"name"` // "web", or "web:1" for an instance
-	State         string     `json:"state"`
-	Ready         *bool      `json:"ready,omitempty"` // nil when the program has no readiness check
-	Pid           int        `json:"pid"`             // 0 when not running
+	Name  string `json:"name"` // "web", or "web:1" for an instance
+	State string `json:"state"`
+	// Ready: running and its readiness check (if any) passed, as the
+	// supervise_program_ready metric says. The supervisor always sets it.
+	Ready         *bool      `json:"ready,omitempty"`
+	Pid           int        `json:"pid"` // 0 when not running
 	Restarts      int        `json:"restarts"`
 	StartedAt     *time.Time `json:"started_at"`
 	LastExit      *ExitInfo  `json:"last_exit"`

@@ -85,7 +85,7 @@ sandbox = { memory_max = "64MiB" }
 		t.Fatalf("/healthz: %d %q", code, body)
 	}
 	eventually(t, "web running", 60*time.Second, func() bool { return d.status()["web"].State == "Running" })
-	if code, body := get(t, "GET", base+"/readyz?program=web", nil); code != 503 || !strings.Contains(body, "web:0 (Running)") {
+	if code, body := get(t, "GET", base+"/readyz?program=web", nil); code != 503 || !strings.Contains(body, "web (Running)") {
 		t.Fatalf("/readyz?program=web before the ready line: %d %q", code, body)
 	}
 	if err := os.WriteFile(gate, nil, 0o644); err != nil {
@@ -96,7 +96,7 @@ sandbox = { memory_max = "64MiB" }
 		return code == 200
 	})
 	// crash never gets ready: the whole is not, and says who.
-	if code, body := get(t, "GET", base+"/readyz", nil); code != 503 || !strings.Contains(body, "crash:0") || strings.Contains(body, "web:0") {
+	if code, body := get(t, "GET", base+"/readyz", nil); code != 503 || !strings.Contains(body, "crash (") || strings.Contains(body, "web (") {
 		t.Errorf("/readyz: %d %q", code, body)
 	}
 

@@ -39,7 +39,7 @@ command = ["sleep", "100000"]
 	})
 	// The busy loop gets a CPU figure on a later frame.
 	lastFrame := top.lastFrame
-	betaCPU := regexp.MustCompile(`beta +Running +- +0 +[0-9]+\.[0-9] `)
+	betaCPU := regexp.MustCompile(`beta +Running +yes +0 +[0-9]+\.[0-9] `)
 	for deadline := time.Now().Add(60 * time.Second); !betaCPU.MatchString(lastFrame()); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no CPU %% for beta; last frame:\n%s", lastFrame())

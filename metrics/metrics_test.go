@@ -41,7 +41,8 @@ func sampleSnapshot(n int) Snapshot {
 			QueueTime: hist(1, 2, 3), WorkTime: hist(0, 0, 1)}}
 	start := time.Unix(1700000000, 500e6)
 	for i := range n {
-		p := Program{Program: fmt.Sprintf("p%04d", i), Instance: "0", State: "Running", Ready: true, Up: true, Autostart: true,
+		name := fmt.Sprintf("p%04d", i)
+		p := Program{Name: name, Program: name, Instance: "0", State: "Running", Ready: true, Up: true, Autostart: true,
 			Restarts: i, StartedAt: start, Stats: true, MemoryBytes: 1 << 20, CPUSeconds: 0.25, OOMKills: 1,
 			LastExit: &Exit{Code: 1, Reason: "Error"},
 			Probes:   []Probe{{Kind: "readiness", OK: true, Duration: 3 * time.Millisecond}}}
@@ -162,11 +163,24 @@ func TestReadyz(t *testing.T) {
 	src.snap.Programs[0].Up = false
 	src.snap.Programs[0].State = "Starting"
 	code, body, _ := scrape(t, h, "GET", "/readyz")
-	if code != 503 || !strings.Contains(body, "not ready: p0000:0 (Starting)") || strings.Contains(body, "p0002") {
+	if code != 503 || !strings.Contains(body, "not ready: p0000 (Starting)") || strings.Contains(body, "p0002") {
 		t.Errorf("one not up: %d %q", code, body)
 	}
 	if code, _, _ := scrape(t, h, "GET", "/readyz?program=p0001"); code != 200 {
 		t.Errorf("the other named: %d", code)
+	}
+	// An instance of a program of several is named, and asked for, so.
+	src.snap.Programs = append(src.snap.Programs, Program{Name: "web:1", Program: "web", Instance: "1", State: "Running", Autostart: true})
+	if code, body, _ := scrape(t, h, "GET", "/readyz?program=web:1"); code != 503 || !strings.Contains(body, "web:1 (Running)") {
+		t.Errorf("an instance named: %d %q", code, body)
+	}
+	if code, _, _ := scrape(t, h, "GET", "/readyz?program=web:0"); code != 404 {
+		t.Errorf("an instance that is not there: %d", code)
+	}
+	// A program scaled to 0 is known, and nothing of it is not ready.
+	src.snap.Empty = []string{"idle"}
+	if code, _, _ := scrape(t, h, "GET", "/readyz?program=idle"); code != 200 {
+		t.Errorf("a program of no instance: %d", code)
 	}
 	// A long list is cut.
 	src.snap = sampleSnapshot(100)

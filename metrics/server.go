@@ -7,18 +7,22 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/supervise-dev/supervise/internal/connlimit"
+	"github.com/supervise-dev/supervise/internal/sockowner"
 )
 
 // MaxConnections bounds the HTTP connections open at once. Scrapers and
-// probes hold one or two each; past the bound a connection is answered
-// 503 and closed, so a flood cannot take the descriptors that starting
-// programs need.
+// probes hold one or two each. When all are taken, a new connection makes
+// room by closing one that waits for a request, of the client holding the
+// most; when none waits, it is answered 503 and closed. So a flood cannot
+// take the descriptors that starting programs need, and one client cannot
+// keep a probe out.
 const MaxConnections = 64
 
 // maxNotReady bounds the names /readyz lists in its body.
@@ -87,21 +91,22 @@ func (h *Handler) healthz(w http.ResponseWriter, _ *http.Request) {
 }
 
 // readyz: 200 when every autostart instance is up (ready, or a one-shot
-// that completed); with ?program=NAME, when every instance of NAME is,
-// autostart or not.
+// that completed); with ?program=NAME, when every instance of the program
+// NAME is, autostart or not, or the instance NAME ("web:1") is. Instances
+// are named as status names them: "db" for a program of one instance.
 func (h *Handler) readyz(w http.ResponseWriter, r *http.Request) {
 	name := r.URL.Query().Get("program")
 	s := h.src.Snapshot()
 	var notReady []string
-	found := false
+	found := name != "" && slices.Contains(s.Empty, name)
 	for i := range s.Programs {
 		p := &s.Programs[i]
-		if name != "" && p.Program != name || name == "" && !p.Autostart {
+		if name != "" && p.Program != name && p.Name != name || name == "" && !p.Autostart {
 			continue
 		}
 		found = true
 		if !p.Up {
-			notReady = append(notReady, p.Program+":"+p.Instance+" ("+p.State+")")
+			notReady = append(notReady, p.Name+" ("+p.State+")")
 		}
 	}
 	if name != "" && !found {
@@ -137,11 +142,18 @@ func Listen(addr string, h http.Handler, log *slog.Logger) (*Server, error) {
 		return nil, fmt.Errorf("metrics: listening on %s: %w", addr, err)
 	}
 	const body = "too many connections to the metrics listener; try again\n"
+	limited := connlimit.New(ln, MaxConnections, "metrics listener", "text/plain; charset=utf-8", body, log)
+	limited.MakeRoom(client)
 	return &Server{
-		ln:  connlimit.New(ln, MaxConnections, "metrics listener", "text/plain; charset=utf-8", body, log),
+		ln:  limited,
 		log: log,
 		hs: &http.Server{
 			Handler: h,
+			ConnState: func(c net.Conn, s http.ConnState) {
+				// New: its first request is on the way; Idle: between
+				// requests. Either may be closed to make room.
+				limited.Waiting(c, s == http.StateNew || s == http.StateIdle)
+			},
 			// A client that is slow to send its request, or idles, gives
 			// its slot back soon.
 			ReadHeaderTimeout: 5 * time.Second,
@@ -152,6 +164,19 @@ func Listen(addr string, h http.Handler, log *slog.Logger) (*Server, error) {
 			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 		},
 	}, nil
+}
+
+// client names who holds c, for sharing the listener's slots: the local
+// user for a client on this host (every local user shares 127.0.0.1), its
+// address for any other.
+func client(c net.Conn) string {
+	if uid, ok := sockowner.Owner(c); ok {
+		return "uid " + strconv.FormatUint(uint64(uid), 10)
+	}
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		return a.IP.String()
+	}
+	return c.RemoteAddr().String()
 }
 
 // Addr is the address bound, with the port chosen when addr's was 0.

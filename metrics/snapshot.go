@@ -16,7 +16,10 @@ type Snapshot struct {
 	// gauge has a series (0 or 1) for each.
 	States   []string
 	Programs []Program
-	Queue    Queue
+	// Empty names the programs that have no instance (scaled to 0): they
+	// are known, and nothing of them is not ready.
+	Empty []string
+	Queue Queue
 	// Reloads and ReloadFailures count config reloads applied and refused.
 	Reloads, ReloadFailures uint64
 	// IllegalTransitions counts state changes the lifecycle refused.
@@ -25,8 +28,11 @@ type Snapshot struct {
 
 // Program is one instance of a program.
 type Program struct {
+	// Name is what status calls it: "db" for a program of one instance,
+	// "web:1" for an instance of a program of several.
+	Name     string
 	Program  string // the name in the config
-	Instance string // "0" … "N-1"
+	Instance string // "0" … "N-1", the metrics' instance label
 	State    string
 	// Ready: the run passed its readiness check (or has none and runs).
 	Ready bool

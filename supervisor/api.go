@@ -59,21 +59,33 @@ func (s *Supervisor) resolveLocked(names []string) ([]string, error) {
 			}
 		}
 		if !found {
+			if s.cfg.Program(n) != nil {
+				return nil, fmt.Errorf("%q has 0 instances (scale it up: scale %s=N)", n, n)
+			}
 			return nil, fmt.Errorf("%w %q", ctl.ErrUnknownProgram, n)
 		}
 	}
 	return keys, nil
 }
 
-// Status reports every instance named (all when names is empty).
+// Status reports every instance named (all when names is empty). A
+// program scaled to 0 is known, and has no instance to report.
 func (s *Supervisor) Status(ctx context.Context, names []string) ([]ctl.ProgramStatus, error) {
 	s.mu.Lock()
 	keys := s.sortedKeysLocked()
 	if len(names) > 0 {
-		var err error
-		if keys, err = s.resolveLocked(names); err != nil {
-			s.mu.Unlock()
-			return nil, err
+		empty := s.emptyProgramsLocked()
+		names = slices.DeleteFunc(slices.Clone(names), func(n string) bool {
+			_, found := slices.BinarySearch(empty, n)
+			return found
+		})
+		keys = nil
+		if len(names) > 0 {
+			var err error
+			if keys, err = s.resolveLocked(names); err != nil {
+				s.mu.Unlock()
+				return nil, err
+			}
 		}
 	}
 	out := make([]ctl.ProgramStatus, 0, len(keys))
@@ -107,10 +119,10 @@ func statusLocked(in *instance, now time.Time) ctl.ProgramStatus {
 		Restarts: in.restarts,
 		Message:  in.message,
 	}
-	if in.spec.HasReadinessCheck() {
-		r := in.ready
-		st.Ready = &r
-	}
+	// Always said, as the ready metric says it: without a readiness
+	// check, running is ready.
+	r := in.ready
+	st.Ready = &r
 	if h := in.health; h != nil && h.status != "" && st.Message == "" {
 		st.Message = h.status // sd_notify's STATUS=
 	}

@@ -31,6 +31,7 @@ func (s *Supervisor) Snapshot() metrics.Snapshot {
 	for _, k := range keys {
 		in := s.instances[k]
 		p := metrics.Program{
+			Name:      in.key,
 			Program:   in.spec.Name,
 			Instance:  strconv.Itoa(in.index),
 			State:     string(in.state),
@@ -59,6 +60,7 @@ func (s *Supervisor) Snapshot() metrics.Snapshot {
 		}
 		sandboxes = append(sandboxes, sid)
 	}
+	snap.Empty = s.emptyProgramsLocked()
 	s.mu.Unlock()
 	now := s.clock.Now()
 	for i, sid := range sandboxes {

@@ -62,6 +62,25 @@ func TestSnapshot(t *testing.T) {
 	if off.State != "Stopped" || off.Up || off.Autostart {
 		t.Errorf("off %+v", off)
 	}
+	// Status names each instance as the snapshot does, and says ready
+	// with the gauge's meaning, whether or not there is a readiness check.
+	st, err := h.sup.Status(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]metrics.Program{}
+	for _, p := range s.Programs {
+		byName[p.Name] = p
+	}
+	for _, row := range st {
+		p, ok := byName[row.Name]
+		if !ok || row.Ready == nil || *row.Ready != p.Ready {
+			t.Errorf("status %s: ready %v, snapshot %+v (named %v)", row.Name, row.Ready, p, ok)
+		}
+	}
+	if job.Name != "job" || web1.Name != "web:1" {
+		t.Errorf("snapshot names %q and %q, want job and web:1", job.Name, web1.Name)
+	}
 	if s.Queue.Name == "" || s.Queue.Adds == 0 || s.Queue.WorkTime.Count == 0 || len(s.Queue.WorkTime.Bounds)+1 != len(s.Queue.WorkTime.Counts) {
 		t.Errorf("queue %+v", s.Queue)
 	}

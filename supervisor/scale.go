@@ -137,3 +137,23 @@ func (s *Supervisor) scaleDown(ctx context.Context, name string, from, n int) er
 	}
 	return nil
 }
+
+// emptyProgramsLocked names the programs of the config that have no
+// instance left (scaled to 0), sorted: they are still programs, which
+// status and /readyz know.
+func (s *Supervisor) emptyProgramsLocked() []string {
+	live := make(map[string]bool, len(s.cfg.Programs))
+	for _, in := range s.instances {
+		if in.goal != goalRemove {
+			live[in.spec.Name] = true
+		}
+	}
+	var empty []string
+	for _, p := range s.cfg.Programs {
+		if !live[p.Name] {
+			empty = append(empty, p.Name)
+		}
+	}
+	slices.Sort(empty)
+	return empty
+}

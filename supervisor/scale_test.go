@@ -81,6 +81,16 @@ func TestScaleSingleAndZero(t *testing.T) {
 	if got := append(h.keysOf("web"), h.keysOf("db")...); len(got) != 0 {
 		t.Fatalf("after web=0 db=0: %v", got)
 	}
+	// Still programs: status has no row of them, the snapshot names them.
+	if st, err := h.sup.Status(context.Background(), []string{"web"}); err != nil || len(st) != 0 {
+		t.Fatalf("status web at 0 instances: %v %v", st, err)
+	}
+	if snap := h.sup.Snapshot(); !slices.Equal(snap.Empty, []string{"db", "web"}) || len(snap.Programs) != 0 {
+		t.Fatalf("snapshot at 0 instances: empty %v, %d instances", snap.Empty, len(snap.Programs))
+	}
+	if err := h.sup.Start(context.Background(), []string{"web"}, ctl.WaitOptions{}); err == nil || !strings.Contains(err.Error(), "0 instances") {
+		t.Fatalf("start web at 0 instances: %v", err)
+	}
 	err := h.sup.Scale(context.Background(), map[string]int{"nope": 1}, ctl.WaitOptions{})
 	if !errors.Is(err, ctl.ErrUnknownProgram) {
 		t.Fatalf("scale nope=1: %v", err)

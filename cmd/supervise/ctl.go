@@ -307,11 +307,22 @@ func ctlStatus(ctx context.Context, e *ctlEnv) error {
 	if err != nil {
 		return err
 	}
-	if len(st) == 0 {
+	none := ctlfmt.NoInstances(e.names, st)
+	if len(st) == 0 && len(none) == 0 {
 		_, err := fmt.Fprintln(e.out, "no programs")
 		return err
 	}
-	return ctlfmt.StatusTable(e.out, st, time.Now(), e.colour)
+	if len(st) > 0 {
+		if err := ctlfmt.StatusTable(e.out, st, time.Now(), e.colour); err != nil {
+			return err
+		}
+	}
+	for _, n := range none {
+		if _, err := fmt.Fprintf(e.out, "%s: 0 instances (scaled to 0)\n", n); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ctlAction is a verb that acts and returns nothing: start, stop, restart,

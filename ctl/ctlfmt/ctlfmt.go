@@ -135,6 +135,29 @@ func CPU(sec float64) string {
 	return Duration(time.Duration(sec * float64(time.Second)))
 }
 
+// NoInstances names those of names (programs, instances, or "all") that
+// match no row of sts: the supervisor knew them, so they are programs
+// scaled to 0.
+func NoInstances(names []string, sts []ctl.ProgramStatus) []string {
+	var none []string
+	for _, n := range names {
+		if n == "all" {
+			continue
+		}
+		found := false
+		for _, st := range sts {
+			if st.Name == n || strings.HasPrefix(st.Name, n+":") {
+				found = true
+				break
+			}
+		}
+		if !found {
+			none = append(none, n)
+		}
+	}
+	return none
+}
+
 // StatusTable writes the status as an aligned table. now is when the
 // uptimes end; colour paints the states.
 func StatusTable(w io.Writer, sts []ctl.ProgramStatus, now time.Time, colour bool) error {

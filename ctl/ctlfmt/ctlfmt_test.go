@@ -143,3 +143,11 @@ func TestStatusTableEscapesMessages(t *testing.T) {
 		t.Fatalf("event:\n%q", b.String())
 	}
 }
+
+func TestNoInstances(t *testing.T) {
+	sts := []ctl.ProgramStatus{{Name: "db"}, {Name: "web:0"}, {Name: "web:1"}}
+	got := NoInstances([]string{"all", "db", "web", "web:1", "idle", "we"}, sts)
+	if strings.Join(got, ",") != "idle,we" {
+		t.Errorf("NoInstances = %q, want idle and we", got)
+	}
+}

@@ -5,6 +5,11 @@
 // starts. A Listener admits at most a fixed number of connections at once;
 // one over is accepted, given a canned reply (an HTTP 503) and closed, so a
 // client gets an answer instead of hanging in the backlog.
+//
+// With MakeRoom, a full listener admits a new connection by closing one
+// that waits for a request (idle between requests, or still sending its
+// first one) of the client holding the most: a client cannot keep others
+// out by holding every slot, however it paces its requests.
 package connlimit
 
 import (
@@ -35,6 +40,13 @@ type Listener struct {
 	log      *slog.Logger
 
 	refused atomic.Int64 // connections refused in the current episode
+	evicted atomic.Int64 // and closed to make room
+
+	// With MakeRoom: who holds each connection, and whether it waits.
+	peer  func(net.Conn) string
+	mu    sync.Mutex
+	conns map[*conn]struct{}
+	seq   uint64 // orders the waits: lower waited longer
 }
 
 // New wraps ln. what names the listener in the log lines ("control
@@ -53,27 +65,75 @@ func New(ln net.Listener, max int, what, contentType, body string, log *slog.Log
 	}
 }
 
+// MakeRoom has a full listener close a waiting connection for a new one
+// rather than refuse it: the one that has waited longest among those of
+// the client (as peer names it) holding the most, the newcomer counted.
+// The server must report every connection's state to Waiting. Call it
+// before the first Accept.
+//
+// A connection waits between requests, or while its first request is
+// still arriving: closing it loses no reply (a client retries a request
+// it sees closed before any answer, as HTTP lets a server close an idle
+// connection at any time), and one slowly sending headers it will never
+// finish is the very thing to drop.
+func (l *Listener) MakeRoom(peer func(net.Conn) string) {
+	l.peer = peer
+	l.conns = make(map[*conn]struct{}, cap(l.slots))
+}
+
+// Waiting says whether c (a connection this listener returned) waits for
+// a request (true), or has one being served (false).
+func (l *Listener) Waiting(c net.Conn, waiting bool) {
+	lc, ok := c.(*conn)
+	if !ok || l.peer == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.conns[lc]; !ok || lc.waiting == waiting {
+		return
+	}
+	lc.waiting = waiting
+	if waiting {
+		l.seq++
+		lc.since = l.seq
+	}
+}
+
 // Reply503 is a complete HTTP/1.1 503 response with body.
 func Reply503(contentType, body string) string {
 	return "HTTP/1.1 503 Service Unavailable\r\nContent-Type: " + contentType + "\r\nConnection: close\r\nContent-Length: " +
 		strconv.Itoa(len(body)) + "\r\n\r\n" + body
 }
 
-// Accept returns the next connection while there is room; it refuses
-// those over the limit itself, and says once per episode that it does.
+// Accept returns the next connection while there is room, or room can be
+// made; it refuses the others itself, and says once per episode that it
+// does.
 func (l *Listener) Accept() (net.Conn, error) {
 	for {
 		c, err := l.Listener.Accept()
 		if err != nil {
 			return nil, err
 		}
+		var peer string
+		if l.peer != nil {
+			peer = l.peer(c)
+		}
 		select {
 		case l.slots <- struct{}{}:
-			if n := l.refused.Swap(0); n > 0 {
-				l.log.Info(l.what+": accepting connections again", "refused", n)
+			refused, evicted := l.refused.Swap(0), l.evicted.Swap(0)
+			if refused > 0 || evicted > 0 {
+				l.log.Info(l.what+": accepting connections again", "refused", refused, "closed_waiting", evicted)
 			}
-			return &conn{Conn: c, release: func() { <-l.slots }}, nil
+			return l.admit(c, peer), nil
 		default:
+		}
+		if l.peer != nil && l.evict(peer) {
+			select {
+			case l.slots <- struct{}{}:
+				return l.admit(c, peer), nil
+			default: // not expected: only Accept takes slots
+			}
 		}
 		if l.refused.Add(1) == 1 {
 			l.log.Warn(l.what+": connection limit reached, refusing new connections", "limit", cap(l.slots))
@@ -88,6 +148,53 @@ func (l *Listener) Accept() (net.Conn, error) {
 			c.Close()
 		}
 	}
+}
+
+// admit wraps c; with MakeRoom it waits for its first request.
+func (l *Listener) admit(c net.Conn, peer string) *conn {
+	lc := &conn{Conn: c, l: l, peer: peer}
+	if l.peer != nil {
+		l.mu.Lock()
+		l.seq++
+		lc.waiting, lc.since = true, l.seq
+		l.conns[lc] = struct{}{}
+		l.mu.Unlock()
+	}
+	return lc
+}
+
+// evict closes the connection that has waited longest among those of the
+// client holding the most that has one waiting, counting the newcomer's
+// peer with one more. It reports whether it closed one.
+func (l *Listener) evict(newcomer string) bool {
+	l.mu.Lock()
+	held := map[string]int{newcomer: 1}
+	oldest := map[string]*conn{}
+	for c := range l.conns {
+		held[c.peer]++
+		if o := oldest[c.peer]; c.waiting && (o == nil || c.since < o.since) {
+			oldest[c.peer] = c
+		}
+	}
+	var victim *conn
+	for p, c := range oldest {
+		if victim == nil || held[p] > held[victim.peer] || held[p] == held[victim.peer] && c.since < victim.since {
+			victim = c
+		}
+	}
+	if victim != nil {
+		delete(l.conns, victim) // no other eviction picks it
+	}
+	l.mu.Unlock()
+	if victim == nil {
+		return false
+	}
+	if l.evicted.Add(1) == 1 {
+		l.log.Warn(l.what+": connection limit reached, closing waiting connections of the client holding the most",
+			"limit", cap(l.slots), "client", victim.peer, "held", held[victim.peer])
+	}
+	victim.Close() // gives its slot back now
+	return true
 }
 
 // refuse reads the request's header, answers and closes, within a second
@@ -129,13 +236,24 @@ func (l *Listener) Close() error {
 // conn gives its slot back on the first Close.
 type conn struct {
 	net.Conn
-	once    sync.Once
-	release func()
+	once sync.Once
+	l    *Listener
+	// With MakeRoom, under l.mu:
+	peer    string
+	waiting bool
+	since   uint64
 }
 
 func (c *conn) Close() error {
 	err := c.Conn.Close()
-	c.once.Do(c.release)
+	c.once.Do(func() {
+		if c.l.peer != nil {
+			c.l.mu.Lock()
+			delete(c.l.conns, c)
+			c.l.mu.Unlock()
+		}
+		<-c.l.slots
+	})
 	return err
 }
 
