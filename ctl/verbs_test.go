@@ -2,6 +2,7 @@ package ctl
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"net/http"
 	"net/url"
@@ -127,5 +128,34 @@ func TestEveryVerbHasAClientMethod(t *testing.T) {
 		if _, ok := reflect.TypeFor[Backend]().MethodByName(name); !ok {
 			t.Errorf("verb %s has no Backend.%s", v.name, name)
 		}
+	}
+}
+
+// TestArchitectureDocVerbs: docs/ARCHITECTURE.md's verb table has a row
+// for each verb, with its route and its arguments type, and no other.
+func TestArchitectureDocVerbs(t *testing.T) {
+	b, err := os.ReadFile("../docs/ARCHITECTURE.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	for _, v := range verbTable {
+		args := reflect.TypeOf(v.serve.newArgs()).Elem().Name()
+		want := fmt.Sprintf("| %s | `%s` | ", v.name, v.pattern())
+		if args != "noArgs" {
+			want += "`" + args + "`"
+		}
+		if !strings.Contains(doc, want) {
+			t.Errorf("docs/ARCHITECTURE.md's verb table has no row starting %q", want)
+		}
+	}
+	rows := regexp.MustCompile("(?m)^ *\\| ([a-z]+) \\| `(?:GET|POST) /v1/").FindAllStringSubmatch(doc, -1)
+	for _, r := range rows {
+		if verbNamed[r[1]] == nil {
+			t.Errorf("docs/ARCHITECTURE.md's verb table has %s, which verbTable does not", r[1])
+		}
+	}
+	if len(rows) != len(verbTable) {
+		t.Errorf("docs/ARCHITECTURE.md's verb table has %d rows, verbTable %d", len(rows), len(verbTable))
 	}
 }
