@@ -120,6 +120,9 @@ type startArgs struct {
 	waitArgs
 }
 
+// check: both parts have one; the wait's is the one that checks something.
+func (a *startArgs) check(verb string) *apiError { return a.waitArgs.check(verb) }
+
 // Start starts the named programs and, unless opts.NoWait, returns once
 // they are ready (or have failed).
 func (c *Client) Start(ctx context.Context, names []string, opts WaitOptions) error {
@@ -150,6 +153,8 @@ type restartArgs struct {
 	// brings it back after.
 	WithDependents bool `json:"with_dependents,omitempty"`
 }
+
+func (a *restartArgs) check(verb string) *apiError { return a.waitArgs.check(verb) }
 
 func (a *restartArgs) options() RestartOptions {
 	w := a.waitArgs.options()
@@ -326,11 +331,6 @@ func (w *waitArgs) check(verb string) *apiError {
 	}
 	return nil
 }
-
-// startArgs and restartArgs have both parts' check; the wait's is the one
-// that checks something.
-func (a *startArgs) check(verb string) *apiError   { return a.waitArgs.check(verb) }
-func (a *restartArgs) check(verb string) *apiError { return a.waitArgs.check(verb) }
 
 func parseFollow(verb string, q url.Values, follow *bool) *apiError {
 	vs, ok := q["follow"]
