@@ -3,6 +3,7 @@ package ctl
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
 	"net/url"
@@ -11,7 +12,11 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/supervise-dev/supervise/logs"
 )
 
 // docLine is one line of the protocol table in doc.go:
@@ -157,5 +162,71 @@ func TestArchitectureDocVerbs(t *testing.T) {
 	}
 	if len(rows) != len(verbTable) {
 		t.Errorf("docs/ARCHITECTURE.md's verb table has %d rows, verbTable %d", len(rows), len(verbTable))
+	}
+}
+
+// recorder is a transport that keeps what the client sends and answers
+// {"ok": true}.
+type recorder struct{ sent []string }
+
+func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	line := req.Method + " " + req.URL.RequestURI()
+	if req.Body != nil {
+		b, err := io.ReadAll(req.Body)
+		if err != nil {
+			return nil, err
+		}
+		line += " " + string(b)
+	}
+	r.sent = append(r.sent, line)
+	return &http.Response{StatusCode: 200, Body: io.NopCloser(strings.NewReader(`{"ok":true}` + "\n")), Request: req}, nil
+}
+
+// TestClientWire: what the client sends, byte for byte, as clients of
+// earlier versions sent it; a change here breaks servers they talk to.
+func TestClientWire(t *testing.T) {
+	rec := &recorder{}
+	c := Dial("/nonexistent")
+	c.hc.Transport = rec
+	ctx := t.Context()
+	noWait := WaitOptions{NoWait: true, Timeout: 1500 * time.Millisecond}
+	_ = c.Start(ctx, []string{"web"}, WaitOptions{})
+	_ = c.Start(ctx, []string{"web", "db:1"}, noWait)
+	_ = c.Stop(ctx, []string{"web"}, StopOptions{})
+	_ = c.Stop(ctx, []string{"all"}, StopOptions{WithDependents: true})
+	_ = c.Restart(ctx, []string{"web"}, RestartOptions{})
+	_ = c.Restart(ctx, []string{"web"}, RestartOptions{AllAtOnce: true, NoWait: true, Timeout: 2 * time.Second, WithDependents: true})
+	_ = c.Scale(ctx, map[string]int{"web": 3}, WaitOptions{})
+	_ = c.Scale(ctx, map[string]int{"web": 3, "db": 0}, noWait)
+	_ = c.Signal(ctx, syscall.SIGHUP, []string{"web"})
+	_ = c.Reload(ctx)
+	_ = c.Shutdown(ctx)
+	_, _ = c.Status(ctx, nil)
+	_, _ = c.Status(ctx, []string{"web", "db:1"})
+	_ = c.Logs(ctx, nil, -1, false, func(logs.Line) error { return nil })
+	_ = c.Logs(ctx, []string{"web"}, 20, true, func(logs.Line) error { return nil })
+	_ = c.Events(ctx, false, func(Event) error { return nil })
+	_ = c.Events(ctx, true, func(Event) error { return nil })
+	want := []string{
+		`POST /v1/start {"names":["web"]}`,
+		`POST /v1/start {"names":["web","db:1"],"wait":false,"timeout_ms":1500}`,
+		`POST /v1/stop {"names":["web"]}`,
+		`POST /v1/stop {"names":["all"],"with_dependents":true}`,
+		`POST /v1/restart {"names":["web"]}`,
+		`POST /v1/restart {"names":["web"],"all_at_once":true,"wait":false,"timeout_ms":2000,"with_dependents":true}`,
+		`POST /v1/scale {"counts":{"web":3}}`,
+		`POST /v1/scale {"counts":{"db":0,"web":3},"wait":false,"timeout_ms":1500}`,
+		`POST /v1/signal {"signal":"HUP","names":["web"]}`,
+		`POST /v1/reload {}`,
+		`POST /v1/shutdown {}`,
+		`GET /v1/status`,
+		`GET /v1/status?name=web&name=db%3A1`,
+		`GET /v1/logs`,
+		`GET /v1/logs?follow=1&n=20&name=web`,
+		`GET /v1/events`,
+		`GET /v1/events?follow=1`,
+	}
+	if !slices.Equal(rec.sent, want) {
+		t.Errorf("the client sent\n%s\nwant\n%s", strings.Join(rec.sent, "\n"), strings.Join(want, "\n"))
 	}
 }
