@@ -14,8 +14,6 @@ import (
 	"strconv"
 	"syscall"
 	"time"
-
-	"github.com/supervise-dev/supervise/logs"
 )
 
 // UnreachableError means no supervisor answered on the socket: nobody
@@ -107,17 +105,10 @@ func (c *Client) Path() string { return c.path }
 // Close closes the client's idle connections.
 func (c *Client) Close() { c.tr.CloseIdleConnections() }
 
-// Status reports the named programs (every program when names is empty).
-func (c *Client) Status(ctx context.Context, names []string) ([]ProgramStatus, error) {
-	var st []ProgramStatus
-	err := c.call(ctx, request{Verb: "status", Names: names}, &st)
-	return st, err
-}
-
 // StatusJSON is Status as the server encoded it: a JSON array of
 // [ProgramStatus]. `status --json` prints it without decoding it.
 func (c *Client) StatusJSON(ctx context.Context, names []string) (json.RawMessage, error) {
-	resp, err := c.do(ctx, request{Verb: "status", Names: names})
+	resp, err := c.do(ctx, "status", &statusArgs{programNames{names}})
 	if err != nil {
 		return nil, err
 	}
@@ -139,60 +130,14 @@ func (c *Client) StatusJSON(ctx context.Context, names []string) (json.RawMessag
 	return b, nil
 }
 
-// Start starts the named programs and, unless opts.NoWait, returns once
-// they are ready (or have failed).
-func (c *Client) Start(ctx context.Context, names []string, opts WaitOptions) error {
-	return c.call(ctx, request{Verb: "start", Names: names, Wait: opts}, nil)
-}
-
-// Scale sets the number of instances of each program in counts.
-func (c *Client) Scale(ctx context.Context, counts map[string]int, opts WaitOptions) error {
-	return c.call(ctx, request{Verb: "scale", Counts: counts, Wait: opts}, nil)
-}
-
-// Stop stops the named programs and returns once they are down.
-func (c *Client) Stop(ctx context.Context, names []string, opts StopOptions) error {
-	return c.call(ctx, request{Verb: "stop", Names: names, Stop: opts}, nil)
-}
-
-// Restart restarts the named programs, clearing their crash backoff.
-func (c *Client) Restart(ctx context.Context, names []string, opts RestartOptions) error {
-	return c.call(ctx, request{Verb: "restart", Names: names, Restart: opts}, nil)
-}
-
-// Signal sends sig to the named programs.
-func (c *Client) Signal(ctx context.Context, sig syscall.Signal, names []string) error {
-	return c.call(ctx, request{Verb: "signal", Signal: sig, Names: names}, nil)
-}
-
-// Reload makes the supervisor re-read its config.
-func (c *Client) Reload(ctx context.Context) error {
-	return c.call(ctx, request{Verb: "reload"}, nil)
-}
-
-// Shutdown makes the supervisor stop everything and exit.
-func (c *Client) Shutdown(ctx context.Context) error {
-	return c.call(ctx, request{Verb: "shutdown"}, nil)
-}
-
-// Logs calls fn with the last n lines (all when n < 0) of the named
-// programs, then with follow every new line until ctx ends (it then
-// returns ctx.Err()). An error from fn stops the stream and is returned.
-func (c *Client) Logs(ctx context.Context, names []string, n int, follow bool, fn func(logs.Line) error) error {
-	return stream(c, ctx, request{Verb: "logs", Names: names, N: max(n, -1), Follow: follow},
-		func(l logLine) error { return fn(l.line()) })
-}
-
-// Events calls fn with the recent state changes, then with follow every new
-// one until ctx ends (it then returns ctx.Err()).
-func (c *Client) Events(ctx context.Context, follow bool, fn func(Event) error) error {
-	return stream(c, ctx, request{Verb: "events", N: -1, Follow: follow}, fn)
-}
-
-// do sends req and returns the response of a 2xx reply; any other reply is
-// a *ServerError.
-func (c *Client) do(ctx context.Context, req request) (*http.Response, error) {
-	hr, err := req.httpRequest(ctx)
+// do sends verb's request with arguments a and returns the response of a
+// 2xx reply; any other reply is a *ServerError.
+func (c *Client) do(ctx context.Context, verb string, a args) (*http.Response, error) {
+	v, ok := verbNamed[verb]
+	if !ok {
+		return nil, fmt.Errorf("unknown verb %q", verb)
+	}
+	hr, err := v.encode(ctx, a)
 	if err != nil {
 		return nil, err
 	}
@@ -215,9 +160,9 @@ func (c *Client) do(ctx context.Context, req request) (*http.Response, error) {
 	return nil, &ServerError{Status: resp.StatusCode, Code: er.Code, Message: er.Error}
 }
 
-// call sends req and decodes the reply into out (nil: {"ok": true}).
-func (c *Client) call(ctx context.Context, req request, out any) error {
-	resp, err := c.do(ctx, req)
+// call sends verb's request and decodes the reply into out (nil: {"ok": true}).
+func (c *Client) call(ctx context.Context, verb string, a args, out any) error {
+	resp, err := c.do(ctx, verb, a)
 	if err != nil {
 		return err
 	}
@@ -226,13 +171,13 @@ func (c *Client) call(ctx context.Context, req request, out any) error {
 		out = &okReply{}
 	}
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		return c.transportError(ctx, fmt.Errorf("reading the %s reply: %w", req.Verb, err))
+		return c.transportError(ctx, fmt.Errorf("reading the %s reply: %w", verb, err))
 	}
 	return nil
 }
 
-func stream[T any](c *Client, ctx context.Context, req request, fn func(T) error) error {
-	resp, err := c.do(ctx, req)
+func stream[T any](c *Client, ctx context.Context, verb string, a args, fn func(T) error) error {
+	resp, err := c.do(ctx, verb, a)
 	if err != nil {
 		return err
 	}
@@ -244,7 +189,7 @@ func stream[T any](c *Client, ctx context.Context, req request, fn func(T) error
 			if err == io.EOF {
 				return nil // the server ended the stream
 			}
-			return c.transportError(ctx, fmt.Errorf("reading %s: %w", req.Verb, err))
+			return c.transportError(ctx, fmt.Errorf("reading %s: %w", verb, err))
 		}
 		if err := fn(v); err != nil {
 			return err

@@ -37,8 +37,8 @@
 //
 //	GET  /v1/status?name=web&name=db     → [ProgramStatus, …]   (no name: every program)
 //	POST /v1/start    {"names": ["web"], "wait": true, "timeout_ms": 0} → {"ok": true}
-//	POST /v1/stop     {"names": ["web"]} → {"ok": true}
-//	POST /v1/restart  {"names": ["web"], "all_at_once": false, "wait": true, "timeout_ms": 0} → {"ok": true}
+//	POST /v1/stop     {"names": ["web"], "with_dependents": false} → {"ok": true}
+//	POST /v1/restart  {"names": ["web"], "all_at_once": false, "wait": true, "timeout_ms": 0, "with_dependents": false} → {"ok": true}
 //	POST /v1/scale    {"counts": {"web": 3}, "wait": true, "timeout_ms": 0} → {"ok": true}
 //	POST /v1/signal   {"signal": "HUP", "names": ["web"]} → {"ok": true}
 //	GET  /v1/logs?name=web&n=20&follow=1 → stream of {"program","stream","time","text","partial"}
@@ -49,6 +49,14 @@
 // wait (default true) makes start, restart and scale reply once what they
 // asked for is ready or has failed; timeout_ms (0: the program's rollout
 // timeout) bounds the wait for each instance. stop always waits.
+// with_dependents takes what depends on the programs down first (and, for
+// restart, brings it back after). Another verb's field at its zero value
+// is let through; any other value is refused with why.
+//
+// The verbs are one table, verbTable in verbs.go: a row gives a verb's
+// method, its arguments type (the body or the query above) and the
+// [Backend] call that serves it. The routes, the decoding, the client's
+// encoding and a test of this table against it all derive from it.
 //
 // # Socket path
 //

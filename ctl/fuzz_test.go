@@ -5,9 +5,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"maps"
 	"net/http"
-	"slices"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -34,6 +33,8 @@ func FuzzDecodeRequest(f *testing.F) {
 		post("/v1/scale", `{"counts":{"web":3},"wait":false,"timeout_ms":500}`),
 		post("/v1/start", `{"names":["web"],"wait":false,"timeout_ms":1500}`),
 		post("/v1/shutdown", `{}`),
+		post("/v1/start", `{"names":["db"],"with_dependents":false,"all_at_once":false}`),
+		post("/v1/stop", `{"names":["db"],"wait":null,"timeout_ms":0,"bogus":0}`),
 		post("/v1/stop", `{"names":["a"],"names":["b"]}`),
 		post("/v1/start", `{"names":["\u00e9t\u00e9"]} `),
 		post("/v1/start", `{"names":[null]}`),
@@ -47,7 +48,7 @@ func FuzzDecodeRequest(f *testing.F) {
 		if err != nil {
 			return // not HTTP: net/http refuses it before us
 		}
-		req, aerr := routeAndDecode(mux, hr)
+		v, a, aerr := routeAndDecode(mux, hr)
 		if aerr != nil {
 			if aerr.Status < 400 || aerr.Status > 499 || aerr.Code == "" || aerr.Msg == "" {
 				t.Fatalf("refusal %+v: want a 4xx with a code and a message", aerr)
@@ -57,78 +58,79 @@ func FuzzDecodeRequest(f *testing.F) {
 			}
 			return
 		}
-		spec, ok := verbs[req.Verb]
-		if !ok {
-			t.Fatalf("accepted unknown verb %q", req.Verb)
-		}
-		if spec.needNames && len(req.Names) == 0 {
-			t.Fatalf("accepted %s without names", req.Verb)
-		}
-		for _, n := range req.Names {
+		for _, n := range a.programs() {
 			if err := checkName(n); err != nil {
 				t.Fatalf("accepted a bad name: %v", err)
 			}
 		}
-		if req.Verb == "signal" && (req.Signal <= 0 || req.Signal > 64) {
-			t.Fatalf("accepted signal %d", req.Signal)
+		switch a := a.(type) {
+		case *signalArgs:
+			if a.sig <= 0 || a.sig > 64 {
+				t.Fatalf("accepted signal %d", a.sig)
+			}
+		case *scaleArgs:
+			if checkCounts(a.Counts) != nil {
+				t.Fatalf("accepted scale counts %v", a.Counts)
+			}
+		case *logsArgs:
+			if a.N < -1 {
+				t.Fatalf("n = %d: below -1", a.N)
+			}
 		}
-		if req.Verb == "scale" && checkCounts(req.Counts) != nil {
-			t.Fatalf("accepted scale counts %v", req.Counts)
-		}
-		if req.N < -1 {
-			t.Fatalf("n = %d: below -1", req.N)
+		if v.needNames && len(a.programs()) == 0 {
+			t.Fatalf("accepted %s without names", v.name)
 		}
 
 		// Round trip through the client's encoding and the wire.
-		out, err := req.httpRequest(context.Background())
+		out, err := v.encode(context.Background(), a)
 		if err != nil {
-			t.Fatalf("encoding %+v: %v", req, err)
+			t.Fatalf("encoding %+v: %v", a, err)
 		}
 		var wire bytes.Buffer
 		if err := out.Write(&wire); err != nil {
-			t.Fatalf("writing %+v: %v", req, err)
+			t.Fatalf("writing %+v: %v", a, err)
 		}
 		back, err := http.ReadRequest(bufio.NewReader(&wire))
 		if err != nil {
 			t.Fatalf("reading back %q: %v", wire.Bytes(), err)
 		}
-		again, aerr := routeAndDecode(mux, back)
+		v2, again, aerr := routeAndDecode(mux, back)
 		if aerr != nil {
-			t.Fatalf("the client's encoding of %+v is refused: %v\n%s", req, aerr, wire.Bytes())
+			t.Fatalf("the client's encoding of %+v is refused: %v\n%s", a, aerr, wire.Bytes())
 		}
-		if again.Verb != req.Verb || !slices.Equal(again.Names, req.Names) || again.Signal != req.Signal ||
-			again.Follow != req.Follow || (req.Verb == "logs" && again.N != req.N) ||
-			!maps.Equal(again.Counts, req.Counts) || again.Wait != req.Wait || again.Restart != req.Restart || again.Stop != req.Stop {
-			t.Fatalf("round trip changed the request:\n got %+v\nwant %+v", again, req)
+		if v2 != v || !reflect.DeepEqual(again, a) {
+			t.Fatalf("round trip changed the request:\n got %s %+v\nwant %s %+v", v2.name, again, v.name, a)
 		}
 	})
 }
 
 // routeAndDecode does what the server does with a request before the
 // backend: the router picks the verb (or none), then the verb decodes.
-func routeAndDecode(mux *http.ServeMux, r *http.Request) (request, *apiError) {
+func routeAndDecode(mux *http.ServeMux, r *http.Request) (*verbDef, args, *apiError) {
 	_, pattern := mux.Handler(r)
 	_, path, ok := strings.Cut(pattern, " ")
 	if !ok { // "/" or a redirect: no verb's route
-		return request{}, unrouted(r)
+		return nil, nil, unrouted(r)
 	}
-	return decodeRequest(strings.TrimPrefix(path, apiVersion), r)
+	v := verbNamed[strings.TrimPrefix(path, apiVersion)]
+	a, aerr := v.decode(r)
+	return v, a, aerr
 }
 
 // TestEveryVerbHasItsRoute: the wire description the client encodes with
 // and the server's routes agree, method included.
 func TestEveryVerbHasItsRoute(t *testing.T) {
 	mux := NewServer(ServerConfig{}).mux
-	for verb, spec := range verbs {
+	for _, v := range verbTable {
 		for _, m := range []string{http.MethodGet, http.MethodPost} {
-			r, _ := http.NewRequest(m, "http://supervise"+apiVersion+verb, nil)
+			r, _ := http.NewRequest(m, "http://supervise"+apiVersion+v.name, nil)
 			_, pattern := mux.Handler(r)
 			want := "/"
-			if m == spec.method {
-				want = m + " " + apiVersion + verb
+			if m == v.method {
+				want = m + " " + apiVersion + v.name
 			}
 			if pattern != want {
-				t.Errorf("%s %s routes to %q, want %q", m, verb, pattern, want)
+				t.Errorf("%s %s routes to %q, want %q", m, v.name, pattern, want)
 			}
 		}
 	}

@@ -46,6 +46,14 @@ func TestBadRequests(t *testing.T) {
 		{"control character", post("/v1/stop", `{"names": ["we\u0007b"]}`), 400, "bad_request", "control character"},
 		{"bad signal", post("/v1/signal", `{"signal": "NOPE", "names": ["web"]}`), 400, "bad_request", `unknown signal "NOPE"`},
 		{"no signal", post("/v1/signal", `{"names": ["web"]}`), 400, "bad_request", "no signal"},
+		{"all_at_once on start", post("/v1/start", `{"names": ["web"], "all_at_once": true}`), 400, "bad_request", "start: all_at_once is restart's"},
+		{"all_at_once on stop", post("/v1/stop", `{"names": ["web"], "all_at_once": true}`), 400, "bad_request", "stop: all_at_once is restart's"},
+		{"timeout on stop", post("/v1/stop", `{"names": ["web"], "timeout_ms": 5}`), 400, "bad_request", "stop: wait and timeout_ms are start's and restart's"},
+		{"wait on stop", post("/v1/stop", `{"names": ["web"], "wait": true}`), 400, "bad_request", "stop: wait and timeout_ms are start's and restart's"},
+		{"with_dependents on start", post("/v1/start", `{"names": ["web"], "with_dependents": true}`), 400, "bad_request", "start: with_dependents is stop's and restart's"},
+		{"negative timeout", post("/v1/restart", `{"names": ["web"], "timeout_ms": -1}`), 400, "bad_request", "restart: timeout_ms must be between 0 and a day"},
+		{"scale without counts", post("/v1/scale", `{}`), 400, "bad_request", "scale: name at least one program"},
+		{"scale an instance", post("/v1/scale", `{"counts": {"web:1": 2}}`), 400, "bad_request", "name a program, not an instance"},
 		{"query on a POST", post("/v1/reload?x=1", `{}`), 400, "bad_request", "in the body"},
 		{"reload with a field", post("/v1/reload", `{"force": true}`), 400, "bad_request", "unknown field"},
 		{"unknown verb", post("/v1/frobnicate", `{}`), 404, "unknown_verb", `unknown verb "frobnicate"`},
@@ -82,6 +90,28 @@ func TestBadRequests(t *testing.T) {
 		t.Fatalf("status after the bad requests: %v %v", st, err)
 	}
 	c.Close()
+	waitNoLeaks(t, b)
+}
+
+// TestOtherVerbsZeroFields: a body may carry another verb's field at its
+// zero value (what a client that fills in every field sends); only a value
+// the verb cannot honour is refused.
+func TestOtherVerbsZeroFields(t *testing.T) {
+	b := newMemBackend("web")
+	ts := startServer(t, b, "", nil)
+	for _, raw := range []string{
+		post("/v1/start", `{"names": ["web"], "all_at_once": false, "with_dependents": false}`),
+		post("/v1/stop", `{"names": ["web"], "all_at_once": false, "timeout_ms": 0, "wait": null}`),
+		post("/v1/restart", `{"names": ["web"], "all_at_once": false, "wait": true, "timeout_ms": 0, "with_dependents": false}`),
+	} {
+		resp, body, err := rawExchange(t, ts.path, raw)
+		if err != nil {
+			t.Fatalf("exchange: %v", err)
+		}
+		if resp.StatusCode != 200 || strings.TrimSpace(string(body)) != `{"ok":true}` {
+			t.Errorf("%q: got %d %s, want 200 {\"ok\":true}", raw, resp.StatusCode, body)
+		}
+	}
 	waitNoLeaks(t, b)
 }
 

@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/supervise-dev/supervise/internal/connlimit"
-	"github.com/supervise-dev/supervise/logs"
 )
 
 // ServerConfig configures a [Server]. Path and Backend are required.
@@ -310,76 +309,26 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
 }
 
-// verbFunc carries out one decoded request. It returns an error for the
-// error reply, or nil once it has written its own reply.
-type verbFunc func(ctx context.Context, w http.ResponseWriter, req request) error
-
-// routes maps each verb of the protocol (see verbs) to its handler. What no
-// route takes — an unknown path or verb, a verb with the wrong method —
+// routes gives each verb of verbTable its route, "METHOD /v1/VERB". What
+// no route takes — an unknown path or verb, a verb with the wrong method —
 // gets the protocol's JSON error from unrouted, not ServeMux's text.
 func (s *Server) routes() *http.ServeMux {
-	b := s.cfg.Backend
-	done := func(w http.ResponseWriter, err error) error {
-		if err == nil {
-			s.writeJSON(w, http.StatusOK, okReply{OK: true})
-		}
-		return err
-	}
 	mux := http.NewServeMux()
-	mux.Handle("GET /v1/status", s.verb("status", func(ctx context.Context, w http.ResponseWriter, req request) error {
-		st, err := b.Status(ctx, req.Names)
-		if err == nil {
-			s.writeStatus(w, st)
-		}
-		return err
-	}))
-	mux.Handle("POST /v1/start", s.verb("start", func(ctx context.Context, w http.ResponseWriter, req request) error {
-		return done(w, b.Start(ctx, req.Names, req.Wait))
-	}))
-	mux.Handle("POST /v1/stop", s.verb("stop", func(ctx context.Context, w http.ResponseWriter, req request) error {
-		return done(w, b.Stop(ctx, req.Names, req.Stop))
-	}))
-	mux.Handle("POST /v1/restart", s.verb("restart", func(ctx context.Context, w http.ResponseWriter, req request) error {
-		return done(w, b.Restart(ctx, req.Names, req.Restart))
-	}))
-	mux.Handle("POST /v1/scale", s.verb("scale", func(ctx context.Context, w http.ResponseWriter, req request) error {
-		return done(w, b.Scale(ctx, req.Counts, req.Wait))
-	}))
-	mux.Handle("POST /v1/signal", s.verb("signal", func(ctx context.Context, w http.ResponseWriter, req request) error {
-		return done(w, b.Signal(ctx, req.Signal, req.Names))
-	}))
-	mux.Handle("POST /v1/reload", s.verb("reload", func(ctx context.Context, w http.ResponseWriter, _ request) error {
-		return done(w, b.Reload(ctx))
-	}))
-	mux.Handle("POST /v1/shutdown", s.verb("shutdown", func(ctx context.Context, w http.ResponseWriter, _ request) error {
-		return done(w, b.Shutdown(ctx))
-	}))
-	mux.Handle("GET /v1/logs", s.verb("logs", func(ctx context.Context, w http.ResponseWriter, req request) error {
-		ch, err := b.Logs(ctx, req.Names, req.N, req.Follow)
-		if err == nil {
-			streamItems(s, ctx, w, req.Verb, ch, func(l logs.Line) any { return toWire(l) })
-		}
-		return err
-	}))
-	mux.Handle("GET /v1/events", s.verb("events", func(ctx context.Context, w http.ResponseWriter, req request) error {
-		ch, err := b.Events(ctx, req.Follow)
-		if err == nil {
-			streamItems(s, ctx, w, req.Verb, ch, func(ev Event) any { return ev })
-		}
-		return err
-	}))
+	for _, v := range verbTable {
+		mux.Handle(v.pattern(), s.verb(v))
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.reply(w, unrouted(r))
 	})
 	return mux
 }
 
-// verb decodes the request for verb, logs it, admits a follower within
-// the limit, and runs fn with a context that ends with the request.
-func (s *Server) verb(verb string, fn verbFunc) http.Handler {
+// verb decodes the request for v, logs it, admits a follower within the
+// limit, and serves it with a context that ends with the request.
+func (s *Server) verb(v *verbDef) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, _ := r.Context().Value(peerKey{}).(peer)
-		req, aerr := decodeRequest(verb, r)
+		a, aerr := v.decode(r)
 		if aerr != nil {
 			s.log.Debug("control socket: bad request", "uid", p.uid, "path", r.URL.Path, "err", aerr)
 			if aerr.Status == http.StatusRequestEntityTooLarge {
@@ -392,9 +341,9 @@ func (s *Server) verb(verb string, fn verbFunc) http.Handler {
 		if r.Method == http.MethodGet { // status, logs, events: read-only and frequent
 			level = slog.LevelDebug
 		}
-		s.log.Log(r.Context(), level, "control command", "verb", verb, "names", req.Names, "uid", p.uid, "client_pid", p.pid)
-		if req.Follow {
-			release, aerr := s.follow(w, verb, p)
+		s.log.Log(r.Context(), level, "control command", "verb", v.name, "names", a.programs(), "uid", p.uid, "client_pid", p.pid)
+		if f, ok := a.(follower); ok && f.following() {
+			release, aerr := s.follow(w, v.name, p)
 			if aerr != nil {
 				s.reply(w, aerr)
 				return
@@ -403,8 +352,8 @@ func (s *Server) verb(verb string, fn verbFunc) http.Handler {
 		}
 		ctx, cancel := context.WithCancel(r.Context())
 		defer cancel()
-		if err := fn(ctx, w, req); err != nil {
-			s.reply(w, s.backendError(r.Context(), req, err))
+		if err := v.serve.run(s, ctx, w, a); err != nil {
+			s.reply(w, s.backendError(r.Context(), v.name, a.programs(), err))
 		}
 	})
 }
@@ -476,7 +425,7 @@ func streamItems[T any](s *Server, ctx context.Context, w http.ResponseWriter,
 }
 
 // backendError translates a backend error into the protocol's categories.
-func (s *Server) backendError(reqCtx context.Context, req request, err error) *apiError {
+func (s *Server) backendError(reqCtx context.Context, verb string, names []string, err error) *apiError {
 	switch {
 	case errors.Is(err, ErrUnknownProgram):
 		return &apiError{Status: http.StatusNotFound, Code: codeUnknownProgram, Msg: err.Error()}
@@ -485,9 +434,9 @@ func (s *Server) backendError(reqCtx context.Context, req request, err error) *a
 	case reqCtx.Err() != nil:
 		// The client left or the server is stopping: nobody may read this.
 		return &apiError{Status: http.StatusServiceUnavailable, Code: codeUnavailable,
-			Msg: fmt.Sprintf("%s interrupted: %v", req.Verb, err)}
+			Msg: fmt.Sprintf("%s interrupted: %v", verb, err)}
 	}
-	s.log.Warn("control command failed", "verb", req.Verb, "names", req.Names, "err", err)
+	s.log.Warn("control command failed", "verb", verb, "names", names, "err", err)
 	return &apiError{Status: http.StatusInternalServerError, Code: codeFailed, Msg: err.Error()}
 }
 

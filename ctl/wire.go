@@ -10,14 +10,11 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/supervise-dev/supervise/internal/unixsig"
 	"github.com/supervise-dev/supervise/logs"
 )
 
@@ -44,70 +41,93 @@ const (
 	codeFailed           = "failed"
 )
 
-// verbSpec says how one verb travels.
-type verbSpec struct {
-	method    string
-	needNames bool     // POST verbs that act on programs
-	query     []string // the query keys a GET verb accepts
+// verbDef is one row of verbTable: what the server, the client and the
+// docs need of a verb.
+type verbDef struct {
+	name   string
+	method string   // GET verbs read, POST verbs act
+	params []string // the query parameters of a GET verb
+	// needNames: the verb acts on programs and must name one.
+	needNames bool
+	// emptyBody: the verb takes nothing; an empty body stands for {}.
+	emptyBody bool
+	// foreign lists other verbs' fields this verb refuses, with why.
+	foreign []foreignField
+	serve   handler
 }
 
-var verbs = map[string]verbSpec{
-	"status":   {method: http.MethodGet, query: []string{"name"}},
-	"start":    {method: http.MethodPost, needNames: true},
-	"stop":     {method: http.MethodPost, needNames: true},
-	"restart":  {method: http.MethodPost, needNames: true},
-	"scale":    {method: http.MethodPost},
-	"signal":   {method: http.MethodPost, needNames: true},
-	"logs":     {method: http.MethodGet, query: []string{"name", "n", "follow"}},
-	"events":   {method: http.MethodGet, query: []string{"follow"}},
-	"reload":   {method: http.MethodPost},
-	"shutdown": {method: http.MethodPost},
+// foreignField is another verb's field in a body: its zero value passes
+// (a client may fill in every field it knows), any other is refused with why.
+type foreignField struct{ field, why string }
+
+// args is one verb's arguments: the JSON body of a POST verb, or what the
+// query of a GET verb carries.
+type args interface {
+	// check validates the decoded arguments of verb.
+	check(verb string) *apiError
+	// programs names the programs the request is about.
+	programs() []string
 }
 
-func verbList() string {
-	names := make([]string, 0, len(verbs))
-	for v := range verbs {
-		names = append(names, v)
+// queryArgs is the arguments of a GET verb.
+type queryArgs interface {
+	args
+	// fromQuery reads the query; its keys are known and given once each
+	// (but "name"), and the names are checked.
+	fromQuery(q url.Values) *apiError
+	query() url.Values
+}
+
+// follower is the arguments of a verb that may follow a stream.
+type follower interface{ following() bool }
+
+// handler is a verb's typed half: a fresh value of its arguments, and what
+// carries them out. run returns an error for the error reply, or nil once
+// it has written its own reply.
+type handler struct {
+	newArgs func() args
+	run     func(s *Server, ctx context.Context, w http.ResponseWriter, a args) error
+}
+
+// argsOf is a pointer to a verb's arguments type.
+type argsOf[A any] interface {
+	*A
+	args
+}
+
+// serveArgs is the handler of a verb that writes its own reply.
+func serveArgs[A any, P argsOf[A]](fn func(s *Server, ctx context.Context, w http.ResponseWriter, a P) error) handler {
+	return handler{
+		newArgs: func() args { return P(new(A)) },
+		run: func(s *Server, ctx context.Context, w http.ResponseWriter, a args) error {
+			return fn(s, ctx, w, a.(P))
+		},
 	}
-	slices.Sort(names)
-	return strings.Join(names, ", ")
 }
 
-// request is one decoded control request: what the client asked, validated.
-type request struct {
-	Verb    string
-	Names   []string
-	Signal  syscall.Signal // signal
-	N       int            // logs: lines of history, -1 for all
-	Follow  bool           // logs, events
-	Restart RestartOptions // restart
-	Stop    StopOptions    // stop
-	Wait    WaitOptions    // start, scale
-	Counts  map[string]int // scale: instances per program
+// ok is the handler of a verb that replies {"ok": true} once call returns.
+func ok[A any, P argsOf[A]](call func(ctx context.Context, b Backend, a P) error) handler {
+	return serveArgs(func(s *Server, ctx context.Context, w http.ResponseWriter, a P) error {
+		if err := call(ctx, s.cfg.Backend, a); err != nil {
+			return err
+		}
+		s.writeJSON(w, http.StatusOK, okReply{OK: true})
+		return nil
+	})
 }
 
-// namesBody and signalBody are the JSON bodies of the POST verbs.
-type namesBody struct {
-	Names     []string `json:"names"`
-	AllAtOnce bool     `json:"all_at_once,omitempty"` // restart only
-	Wait      *bool    `json:"wait,omitempty"`        // start and restart; default true
-	TimeoutMs int64    `json:"timeout_ms,omitempty"`  // start and restart
-	// WithDependents: stop and restart take what depends on the programs
-	// down first and bring it back after.
-	WithDependents bool `json:"with_dependents,omitempty"`
-}
+// verbNamed is the row of the verb called name.
+var verbNamed = func() map[string]*verbDef {
+	m := make(map[string]*verbDef, len(verbTable))
+	for _, v := range verbTable {
+		m[v.name] = v
+	}
+	return m
+}()
 
-// scaleBody is scale's body: {"counts": {"web": 3}}.
-type scaleBody struct {
-	Counts    map[string]int `json:"counts"`
-	Wait      *bool          `json:"wait,omitempty"` // default true
-	TimeoutMs int64          `json:"timeout_ms,omitempty"`
-}
+func (v *verbDef) pattern() string { return v.method + " " + apiVersion + v.name }
 
-type signalBody struct {
-	Signal string   `json:"signal"`
-	Names  []string `json:"names"`
-}
+func verbList() string { return strings.Join(Verbs(), ", ") }
 
 // okReply is the reply of a verb that returns nothing else.
 type okReply struct {
@@ -159,108 +179,114 @@ func unrouted(r *http.Request) *apiError {
 		return &apiError{Status: http.StatusNotFound, Code: codeUnknownVerb,
 			Msg: fmt.Sprintf("unknown path %q: this supervise speaks %s<verb>", path, apiVersion)}
 	}
-	spec, ok := verbs[verb]
+	v, ok := verbNamed[verb]
 	if !ok {
 		return &apiError{Status: http.StatusNotFound, Code: codeUnknownVerb,
 			Msg: fmt.Sprintf("unknown verb %q (known: %s)", verb, verbList())}
 	}
 	return &apiError{Status: http.StatusMethodNotAllowed, Code: codeMethodNotAllowed,
-		Msg: fmt.Sprintf("%s wants %s, not %s", verb, spec.method, r.Method)}
+		Msg: fmt.Sprintf("%s wants %s, not %s", verb, v.method, r.Method)}
 }
 
-// decodeRequest turns the HTTP request the router gave to verb into a
-// validated request. It reads at most maxBodyBytes+1 bytes of the body;
-// every failure is a 4xx apiError.
-func decodeRequest(verb string, r *http.Request) (request, *apiError) {
-	spec := verbs[verb]
-	req := request{Verb: verb, N: -1}
-	if spec.method == http.MethodGet {
-		return req, decodeQuery(&req, r.URL.RawQuery, spec.query)
+// decode turns the HTTP request the router gave to v into its validated
+// arguments. It reads at most maxBodyBytes+1 bytes of the body; every
+// failure is a 4xx apiError.
+func (v *verbDef) decode(r *http.Request) (args, *apiError) {
+	a := v.serve.newArgs()
+	var aerr *apiError
+	if v.method == http.MethodGet {
+		aerr = v.decodeQuery(a.(queryArgs), r.URL.RawQuery)
+	} else {
+		aerr = v.decodeBody(a, r)
 	}
+	if aerr == nil {
+		aerr = a.check(v.name)
+	}
+	if aerr == nil && v.needNames && len(a.programs()) == 0 {
+		aerr = badRequest("%s: name at least one program (or \"all\")", v.name)
+	}
+	if aerr == nil {
+		aerr = checkNames(a.programs())
+	}
+	if aerr != nil {
+		return nil, aerr
+	}
+	return a, nil
+}
+
+func (v *verbDef) decodeBody(a args, r *http.Request) *apiError {
 	if r.URL.RawQuery != "" {
-		return request{}, badRequest("%s takes its arguments in the body, not the query", verb)
+		return badRequest("%s takes its arguments in the body, not the query", v.name)
 	}
 	body, aerr := readBody(r)
 	if aerr != nil {
-		return request{}, aerr
+		return aerr
 	}
-	switch verb {
-	case "signal":
-		var b signalBody
-		if err := decodeJSON(body, &b); err != nil {
-			return request{}, badRequest("decoding %s request: %v", verb, err)
+	if v.emptyBody && len(bytes.TrimSpace(body)) == 0 {
+		return nil
+	}
+	err := decodeJSON(body, a)
+	if err != nil && len(v.foreign) > 0 && strings.Contains(err.Error(), "unknown field") {
+		if body, aerr = v.dropForeign(body); aerr != nil {
+			return aerr
 		}
-		if b.Signal == "" {
-			return request{}, badRequest("signal: no signal given")
+		err = decodeJSON(body, a)
+	}
+	if err != nil {
+		return badRequest("decoding %s request: %v", v.name, err)
+	}
+	return nil
+}
+
+// dropForeign refuses the first of v's foreign fields body sets away from
+// its zero value, and returns body without them. A body it cannot read as
+// an object is returned as is, for decodeJSON to say what is wrong.
+func (v *verbDef) dropForeign(body []byte) ([]byte, *apiError) {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(body, &fields) != nil {
+		return body, nil
+	}
+	for _, f := range v.foreign {
+		raw, ok := fields[f.field]
+		if !ok {
+			continue
 		}
-		sig, err := unixsig.Parse(b.Signal)
-		if err != nil {
-			return request{}, badRequest("signal: %v", err)
-		}
-		req.Signal, req.Names = sig, b.Names
-	case "start", "stop", "restart":
-		var b namesBody
-		if err := decodeJSON(body, &b); err != nil {
-			return request{}, badRequest("decoding %s request: %v", verb, err)
-		}
-		req.Names = b.Names
-		switch {
-		case verb != "restart" && b.AllAtOnce:
-			return request{}, badRequest("%s: all_at_once is restart's", verb)
-		case verb == "stop" && (b.Wait != nil || b.TimeoutMs != 0):
-			return request{}, badRequest("stop: wait and timeout_ms are start's and restart's (a stop always waits)")
-		case verb == "start" && b.WithDependents:
-			return request{}, badRequest("start: with_dependents is stop's and restart's (a start brings back what waits for it)")
-		}
-		w, aerr := waitOptions(verb, b.Wait, b.TimeoutMs)
-		if aerr != nil {
-			return request{}, aerr
-		}
-		req.Wait = w
-		req.Restart = RestartOptions{AllAtOnce: b.AllAtOnce, NoWait: w.NoWait, Timeout: w.Timeout, WithDependents: b.WithDependents}
-		if verb == "stop" {
-			req.Stop = StopOptions{WithDependents: b.WithDependents}
-		}
-	case "scale":
-		var b scaleBody
-		if err := decodeJSON(body, &b); err != nil {
-			return request{}, badRequest("decoding %s request: %v", verb, err)
-		}
-		if aerr := checkCounts(b.Counts); aerr != nil {
-			return request{}, aerr
-		}
-		w, aerr := waitOptions(verb, b.Wait, b.TimeoutMs)
-		if aerr != nil {
-			return request{}, aerr
-		}
-		req.Counts, req.Wait = b.Counts, w
-	default: // reload, shutdown: nothing, or {}
-		if len(bytes.TrimSpace(body)) > 0 {
-			if err := decodeJSON(body, &struct{}{}); err != nil {
-				return request{}, badRequest("decoding %s request: %v", verb, err)
-			}
+		switch string(bytes.TrimSpace(raw)) {
+		case "null", "false", "0":
+			delete(fields, f.field)
+		default:
+			return nil, badRequest("%s", f.why)
 		}
 	}
-	if spec.needNames && len(req.Names) == 0 {
-		return request{}, badRequest("%s: name at least one program (or \"all\")", verb)
+	b, err := json.Marshal(fields)
+	if err != nil {
+		return body, nil
 	}
-	if err := checkNames(req.Names); err != nil {
-		return request{}, err
+	return b, nil
+}
+
+func (v *verbDef) decodeQuery(a queryArgs, raw string) *apiError {
+	q, err := url.ParseQuery(raw)
+	if err != nil {
+		return badRequest("%s: bad query: %v", v.name, err)
 	}
-	return req, nil
+	for k, vs := range q {
+		if !slices.Contains(v.params, k) {
+			return badRequest("%s: unknown parameter %q", v.name, k)
+		}
+		if k != "name" && len(vs) > 1 {
+			return badRequest("%s: parameter %q given %d times", v.name, k, len(vs))
+		}
+	}
+	if err := checkNames(q["name"]); err != nil {
+		return err
+	}
+	return a.fromQuery(q)
 }
 
 // maxInstances is the most instances scale may ask of one program, as a
 // config's instances.
 const maxInstances = 10000
-
-// waitOptions reads the wait and timeout_ms of a body.
-func waitOptions(verb string, wait *bool, timeoutMs int64) (WaitOptions, *apiError) {
-	if timeoutMs < 0 || timeoutMs > int64(24*time.Hour/time.Millisecond) {
-		return WaitOptions{}, badRequest("%s: timeout_ms must be between 0 and a day", verb)
-	}
-	return WaitOptions{NoWait: wait != nil && !*wait, Timeout: time.Duration(timeoutMs) * time.Millisecond}, nil
-}
 
 // checkCounts checks scale's counts: at least one program, names as any
 // verb's, no instance names, 0 to maxInstances each.
@@ -280,40 +306,6 @@ func checkCounts(counts map[string]int) *apiError {
 		}
 		if n < 0 || n > maxInstances {
 			return badRequest("scale: %s=%d: instances must be between 0 and %d", name, n, maxInstances)
-		}
-	}
-	return nil
-}
-
-func decodeQuery(req *request, raw string, allowed []string) *apiError {
-	q, err := url.ParseQuery(raw)
-	if err != nil {
-		return badRequest("%s: bad query: %v", req.Verb, err)
-	}
-	for k, vs := range q {
-		if !slices.Contains(allowed, k) {
-			return badRequest("%s: unknown parameter %q", req.Verb, k)
-		}
-		if k != "name" && len(vs) > 1 {
-			return badRequest("%s: parameter %q given %d times", req.Verb, k, len(vs))
-		}
-	}
-	req.Names = q["name"]
-	if err := checkNames(req.Names); err != nil {
-		return err
-	}
-	if vs, ok := q["n"]; ok {
-		n, err := strconv.Atoi(vs[0])
-		if err != nil {
-			return badRequest("%s: n=%q is not a number", req.Verb, vs[0])
-		}
-		req.N = max(n, -1)
-	}
-	if vs, ok := q["follow"]; ok {
-		if vs[0] == "" {
-			req.Follow = true
-		} else if req.Follow, err = strconv.ParseBool(vs[0]); err != nil {
-			return badRequest("%s: follow=%q is not a boolean", req.Verb, vs[0])
 		}
 	}
 	return nil
@@ -385,56 +377,15 @@ func checkName(n string) error {
 	return nil
 }
 
-// httpRequest encodes req the way decodeRequest reads it; the client sends
-// this and the fuzz test checks the round trip.
-func (req request) httpRequest(ctx context.Context) (*http.Request, error) {
-	spec, ok := verbs[req.Verb]
-	if !ok {
-		return nil, fmt.Errorf("unknown verb %q", req.Verb)
-	}
-	u := &url.URL{Scheme: "http", Host: "supervise", Path: apiVersion + req.Verb}
-	if spec.method == http.MethodGet {
-		q := url.Values{}
-		for _, n := range req.Names {
-			q.Add("name", n)
-		}
-		if req.Verb == "logs" && req.N >= 0 {
-			q.Set("n", strconv.Itoa(req.N))
-		}
-		if req.Follow {
-			q.Set("follow", "1")
-		}
-		u.RawQuery = q.Encode()
+// encode makes the HTTP request that carries a, the way decode reads it;
+// the client sends this and the fuzz test checks the round trip.
+func (v *verbDef) encode(ctx context.Context, a args) (*http.Request, error) {
+	u := &url.URL{Scheme: "http", Host: "supervise", Path: apiVersion + v.name}
+	if v.method == http.MethodGet {
+		u.RawQuery = a.(queryArgs).query().Encode()
 		return http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	}
-	var body any
-	switch req.Verb {
-	case "signal":
-		body = signalBody{Signal: unixsig.Name(req.Signal), Names: req.Names}
-	case "stop":
-		body = namesBody{Names: req.Names, WithDependents: req.Stop.WithDependents}
-	case "start":
-		b := namesBody{Names: req.Names, TimeoutMs: req.Wait.Timeout.Milliseconds()}
-		if req.Wait.NoWait {
-			b.Wait = new(bool)
-		}
-		body = b
-	case "restart":
-		b := namesBody{Names: req.Names, AllAtOnce: req.Restart.AllAtOnce, TimeoutMs: req.Restart.Timeout.Milliseconds(), WithDependents: req.Restart.WithDependents}
-		if req.Restart.NoWait {
-			b.Wait = new(bool)
-		}
-		body = b
-	case "scale":
-		b := scaleBody{Counts: req.Counts, TimeoutMs: req.Wait.Timeout.Milliseconds()}
-		if req.Wait.NoWait {
-			b.Wait = new(bool)
-		}
-		body = b
-	default:
-		body = struct{}{}
-	}
-	b, err := json.Marshal(body)
+	b, err := json.Marshal(a)
 	if err != nil {
 		return nil, err
 	}

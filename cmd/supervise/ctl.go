@@ -121,47 +121,115 @@ func ctlNoVerb(c *cli.Context, help func(*cli.Context) error) int {
 // verbFunc runs one verb; errors are sorted into exit codes by ctlRun.
 type verbFunc func(ctx context.Context, e *ctlEnv) error
 
-func ctlVerbs(exit func(code int) error) []*cli.Command {
+// ctlVerb is one supervisectl command: its command line, how it reads its
+// own flags, and what it runs (the request and the printing of the reply).
+// Each verb of the control protocol (ctl.Verbs) has one; top is the
+// client's own.
+type ctlVerb struct {
+	name, args, usage string
+	run               verbFunc
+	flags             []cli.Flag
+	// options reads the verb's flags into e; an error is a usage error.
+	options func(c *cli.Context, e *ctlEnv) error
+}
+
+func ctlVerbTable() []ctlVerb {
 	followFlag := &cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep streaming new entries"}
-	verb := func(name, args, usage string, fn verbFunc, flags ...cli.Flag) *cli.Command {
-		return &cli.Command{
-			Name:      name,
-			Usage:     usage,
-			ArgsUsage: args,
-			Flags:     append([]cli.Flag{jsonFlag()}, flags...),
-			Action:    func(c *cli.Context) error { return exit(ctlRun(c, fn)) },
+	return []ctlVerb{
+		{name: "status", args: "[NAME…]", usage: "show programs: state, pid, uptime, restarts, last exit, memory, CPU",
+			run: ctlStatus},
+		{name: "start", args: "NAME…", usage: "start programs; returns when they are ready (or have failed)",
+			run: ctlAct("started", func(ctx context.Context, e *ctlEnv) error {
+				return e.client.Start(ctx, e.names, e.wait)
+			}), options: waitOptions,
+			flags: []cli.Flag{noWaitFlag("return once the start is under way"), timeoutFlag("how long each instance may take to be ready")}},
+		{name: "stop", args: "NAME…", usage: "stop programs and keep them stopped; what depends on them keeps running unless --with-dependents",
+			run: ctlAct("stopped", func(ctx context.Context, e *ctlEnv) error {
+				return e.client.Stop(ctx, e.names, ctl.StopOptions{WithDependents: e.withDependents})
+			}), options: dependentsOption,
+			flags: []cli.Flag{withDependentsFlag("stop what depends on the programs first, deepest first; it runs again when they are started")}},
+		{name: "restart", args: "NAME…", usage: "restart programs, clearing their crash backoff: the instances of a program one at a time, each ready before the next; returns when all are ready",
+			run: ctlAct("restarted", func(ctx context.Context, e *ctlEnv) error {
+				return e.client.Restart(ctx, e.names, e.restart)
+			}), options: restartOptions,
+			flags: []cli.Flag{&cli.BoolFlag{Name: "all-at-once", Usage: "restart every instance together"},
+				withDependentsFlag("stop what depends on the programs first, deepest first, and bring it back once they run"),
+				noWaitFlag("return once the restart is under way"), timeoutFlag("how long each new instance may take to be ready")}},
+		{name: "scale", args: "NAME=N…", usage: "set how many instances programs run (until a reload changes their instances); returns when the new ones are ready and the surplus ones gone",
+			run: ctlScale, options: waitOptions,
+			flags: []cli.Flag{noWaitFlag("return once the scaling is under way"), timeoutFlag("how long each new instance may take to be ready")}},
+		{name: "signal", args: "SIG NAME…", usage: "send a signal (HUP, SIGUSR1, 10…) to programs", run: ctlSignal},
+		{name: "logs", args: "[NAME…]", usage: "print the programs' recent output; -f follows it, across restarts",
+			run: ctlLogs, options: followOptions,
+			flags: []cli.Flag{followFlag,
+				&cli.IntFlag{Name: "n", Aliases: []string{"lines"}, Value: -1, DefaultText: "all", Usage: "lines of history per program"}}},
+		{name: "events", usage: "print recent state changes; -f follows them",
+			run: ctlEvents, options: followOptions, flags: []cli.Flag{followFlag}},
+		{name: "top", args: "[NAME…]", usage: "a live view of the programs: state, readiness, restarts, CPU %, memory, last exit (c/m/n sort, q quits)",
+			run: ctlTop, options: topOptions,
+			flags: []cli.Flag{&cli.StringFlag{Name: "sort", Value: ctlfmt.SortCPU, Usage: "cpu, mem or name"},
+				&cli.DurationFlag{Name: "interval", Value: 2 * time.Second, Usage: "time between refreshes"}}},
+		{name: "reload", usage: "re-read the config file and apply the changes", run: ctlBare("reload", "reloaded", (*ctl.Client).Reload)},
+		{name: "shutdown", usage: "stop every program and make supervise exit", run: ctlBare("shutdown", "shutting down", (*ctl.Client).Shutdown)},
+	}
+}
+
+func ctlVerbs(exit func(code int) error) []*cli.Command {
+	var cmds []*cli.Command
+	for _, v := range ctlVerbTable() {
+		cmds = append(cmds, &cli.Command{
+			Name:      v.name,
+			Usage:     v.usage,
+			ArgsUsage: v.args,
+			Flags:     append([]cli.Flag{jsonFlag()}, v.flags...),
+			Action:    func(c *cli.Context) error { return exit(ctlRun(c, v)) },
 			OnUsageError: func(_ *cli.Context, err error, _ bool) error {
 				return err
 			},
-		}
+		})
 	}
-	return []*cli.Command{
-		verb("status", "[NAME…]", "show programs: state, pid, uptime, restarts, last exit, memory, CPU",
-			ctlStatus),
-		verb("start", "NAME…", "start programs; returns when they are ready (or have failed)", ctlAction("start", "started"),
-			noWaitFlag("return once the start is under way"), timeoutFlag("how long each instance may take to be ready")),
-		verb("stop", "NAME…", "stop programs and keep them stopped; what depends on them keeps running unless --with-dependents", ctlAction("stop", "stopped"),
-			withDependentsFlag("stop what depends on the programs first, deepest first; it runs again when they are started")),
-		verb("restart", "NAME…", "restart programs, clearing their crash backoff: the instances of a program one at a time, each ready before the next; returns when all are ready",
-			ctlAction("restart", "restarted"),
-			&cli.BoolFlag{Name: "all-at-once", Usage: "restart every instance together"},
-			withDependentsFlag("stop what depends on the programs first, deepest first, and bring it back once they run"),
-			noWaitFlag("return once the restart is under way"), timeoutFlag("how long each new instance may take to be ready")),
-		verb("scale", "NAME=N…", "set how many instances programs run (until a reload changes their instances); returns when the new ones are ready and the surplus ones gone",
-			ctlScale,
-			noWaitFlag("return once the scaling is under way"), timeoutFlag("how long each new instance may take to be ready")),
-		verb("signal", "SIG NAME…", "send a signal (HUP, SIGUSR1, 10…) to programs", ctlSignal),
-		verb("logs", "[NAME…]", "print the programs' recent output; -f follows it, across restarts",
-			ctlLogs, followFlag,
-			&cli.IntFlag{Name: "n", Aliases: []string{"lines"}, Value: -1, DefaultText: "all", Usage: "lines of history per program"}),
-		verb("events", "", "print recent state changes; -f follows them", ctlEvents, followFlag),
-		verb("top", "[NAME…]", "a live view of the programs: state, readiness, restarts, CPU %, memory, last exit (c/m/n sort, q quits)",
-			ctlTop,
-			&cli.StringFlag{Name: "sort", Value: ctlfmt.SortCPU, Usage: "cpu, mem or name"},
-			&cli.DurationFlag{Name: "interval", Value: 2 * time.Second, Usage: "time between refreshes"}),
-		verb("reload", "", "re-read the config file and apply the changes", ctlAction("reload", "reloaded")),
-		verb("shutdown", "", "stop every program and make supervise exit", ctlAction("shutdown", "shutting down")),
+	return cmds
+}
+
+// The verbs' options: each reads the flags its verb defines.
+
+func waitOptions(c *cli.Context, e *ctlEnv) error {
+	e.wait = ctl.WaitOptions{NoWait: c.Bool("no-wait"), Timeout: c.Duration("timeout")}
+	if c.IsSet("timeout") && e.wait.Timeout <= 0 {
+		return fmt.Errorf("--timeout %v: more than 0", e.wait.Timeout)
 	}
+	return nil
+}
+
+func dependentsOption(c *cli.Context, e *ctlEnv) error {
+	e.withDependents = c.Bool("with-dependents")
+	return nil
+}
+
+func restartOptions(c *cli.Context, e *ctlEnv) error {
+	err := waitOptions(c, e)
+	e.restart = ctl.RestartOptions{AllAtOnce: c.Bool("all-at-once"), NoWait: e.wait.NoWait, Timeout: e.wait.Timeout,
+		WithDependents: c.Bool("with-dependents")}
+	return err
+}
+
+func followOptions(c *cli.Context, e *ctlEnv) error {
+	e.follow = c.Bool("follow")
+	if c.IsSet("n") {
+		e.n = c.Int("n")
+	}
+	return nil
+}
+
+func topOptions(c *cli.Context, e *ctlEnv) error {
+	e.sort, e.interval = c.String("sort"), c.Duration("interval")
+	switch {
+	case e.sort != ctlfmt.SortCPU && e.sort != ctlfmt.SortMemory && e.sort != ctlfmt.SortName:
+		return fmt.Errorf("--sort %q: want cpu, mem or name", e.sort)
+	case e.interval < 100*time.Millisecond:
+		return fmt.Errorf("--interval %v: at least 100ms", e.interval)
+	}
+	return nil
 }
 
 func noWaitFlag(usage string) cli.Flag { return &cli.BoolFlag{Name: "no-wait", Usage: usage} }
@@ -203,13 +271,37 @@ func (e usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
-// ctlRun sets up the client, runs fn and turns its error into an exit code.
-func ctlRun(c *cli.Context, fn verbFunc) int {
-	e := &ctlEnv{out: bufio.NewWriter(os.Stdout), n: -1}
-	socket := ""
-	var trust []ctl.DialOption
+// ctlRun reads v's flags, sets up the client, runs v and turns its error
+// into an exit code.
+func ctlRun(c *cli.Context, v ctlVerb) int {
+	e := &ctlEnv{out: bufio.NewWriter(os.Stdout), n: -1, names: c.Args().Slice()}
+	if v.options != nil {
+		if err := v.options(c, e); err != nil {
+			fmt.Fprintf(os.Stderr, "supervisectl %s: %v\n", v.name, err)
+			return ctlExitUsage
+		}
+	}
+	socket, trust := ctlSocket(c, &e.json)
+	e.terminal = !e.json && isTerminal(os.Stdout)
+	e.colour = e.terminal && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
+	e.client = ctl.Dial(socket, trust...)
+	defer e.client.Close()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := v.run(ctx, e)
+	if ferr := e.out.Flush(); err == nil && ferr != nil {
+		err = ferr
+	}
+	return ctlExit(v.name, err, ctx.Err() != nil, e.follow)
+}
+
+// ctlSocket reads the global flags, wherever on the command line they
+// were given: the socket (else a dev runner's of this folder or one above,
+// else the default), the server uids to trust, and --json into *json.
+func ctlSocket(c *cli.Context, json *bool) (socket string, trust []ctl.DialOption) {
 	for _, x := range c.Lineage() {
-		e.json = e.json || x.Bool("json")
+		*json = *json || x.Bool("json")
 		if socket == "" {
 			socket = x.String("socket")
 		}
@@ -219,50 +311,18 @@ func ctlRun(c *cli.Context, fn verbFunc) int {
 	}
 	if socket == "" && os.Getenv("SUPERVISE_SOCKET") == "" {
 		if wd, err := os.Getwd(); err == nil {
-			socket = ctl.FindProjectSocket(wd) // a dev runner of this folder, or one above
+			socket = ctl.FindProjectSocket(wd)
 		}
 	}
 	if socket == "" {
 		socket = ctl.DefaultSocketPath()
 	}
-	// Flags a verb does not define read as unset.
-	e.follow = c.Bool("follow")
-	if c.IsSet("n") {
-		e.n = c.Int("n")
-	}
-	if c.Command.Name == "top" {
-		e.sort, e.interval = c.String("sort"), c.Duration("interval")
-		switch {
-		case e.sort != ctlfmt.SortCPU && e.sort != ctlfmt.SortMemory && e.sort != ctlfmt.SortName:
-			fmt.Fprintf(os.Stderr, "supervisectl top: --sort %q: want cpu, mem or name\n", e.sort)
-			return ctlExitUsage
-		case e.interval < 100*time.Millisecond:
-			fmt.Fprintf(os.Stderr, "supervisectl top: --interval %v: at least 100ms\n", e.interval)
-			return ctlExitUsage
-		}
-	}
-	switch c.Command.Name {
-	case "start", "restart", "scale":
-		e.wait = ctl.WaitOptions{NoWait: c.Bool("no-wait"), Timeout: c.Duration("timeout")}
-		e.restart = ctl.RestartOptions{AllAtOnce: c.Bool("all-at-once"), NoWait: e.wait.NoWait, Timeout: e.wait.Timeout, WithDependents: c.Bool("with-dependents")}
-		if c.IsSet("timeout") && e.wait.Timeout <= 0 {
-			fmt.Fprintf(os.Stderr, "supervisectl %s: --timeout %v: more than 0\n", c.Command.Name, e.wait.Timeout)
-			return ctlExitUsage
-		}
-	}
-	e.withDependents = c.Bool("with-dependents")
-	e.names = c.Args().Slice()
-	e.terminal = !e.json && isTerminal(os.Stdout)
-	e.colour = e.terminal && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
-	e.client = ctl.Dial(socket, trust...)
-	defer e.client.Close()
+	return socket, trust
+}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	err := fn(ctx, e)
-	if ferr := e.out.Flush(); err == nil && ferr != nil {
-		err = ferr
-	}
+// ctlExit prints why verb failed and returns its exit code; interrupted
+// says ^C (or SIGTERM) came, which ends a follower without an error.
+func ctlExit(verb string, err error, interrupted, follow bool) int {
 	var ue *ctl.UnreachableError
 	var untrusted *ctl.UntrustedServerError
 	var usage usageError
@@ -270,19 +330,19 @@ func ctlRun(c *cli.Context, fn verbFunc) int {
 	case err == nil:
 		return 0
 	case errors.As(err, &usage):
-		fmt.Fprintf(os.Stderr, "supervisectl %s: %v\nRun 'supervisectl %s --help' for usage.\n", c.Command.Name, err, c.Command.Name)
+		fmt.Fprintf(os.Stderr, "supervisectl %s: %v\nRun 'supervisectl %s --help' for usage.\n", verb, err, verb)
 		return ctlExitUsage
 	case errors.As(err, &ue), errors.As(err, &untrusted):
 		fmt.Fprintf(os.Stderr, "supervisectl: %v\n", err)
 		return ctlExitUnreachable
-	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
-		if e.follow {
+	case errors.Is(err, context.Canceled) && interrupted:
+		if follow {
 			return 0 // ^C is how a follower ends
 		}
-		fmt.Fprintf(os.Stderr, "supervisectl %s: interrupted\n", c.Command.Name)
+		fmt.Fprintf(os.Stderr, "supervisectl %s: interrupted\n", verb)
 		return ctlExitInterrupted
 	}
-	fmt.Fprintf(os.Stderr, "supervisectl %s: %v\n", c.Command.Name, err)
+	fmt.Fprintf(os.Stderr, "supervisectl %s: %v\n", verb, err)
 	return ctlExitFailed
 }
 
@@ -325,37 +385,25 @@ func ctlStatus(ctx context.Context, e *ctlEnv) error {
 	return nil
 }
 
-// ctlAction is a verb that acts and returns nothing: start, stop, restart,
-// reload, shutdown.
-func ctlAction(verb, done string) verbFunc {
+// ctlAct is a verb that acts on the programs named and returns nothing:
+// start, stop, restart. With --json it reports each instance touched.
+func ctlAct(done string, call func(ctx context.Context, e *ctlEnv) error) verbFunc {
 	return func(ctx context.Context, e *ctlEnv) error {
-		c := e.client
-		var err error
-		switch verb {
-		case "reload", "shutdown":
-			if len(e.names) > 0 {
-				return usagef("%s takes no arguments", verb)
-			}
-			if verb == "reload" {
-				err = c.Reload(ctx)
-			} else {
-				err = c.Shutdown(ctx)
-			}
-		default:
-			if len(e.names) == 0 {
-				return usagef("name at least one program (or all)")
-			}
-			return reportAction(ctx, e, e.names, done, func() error {
-				switch verb {
-				case "start":
-					return c.Start(ctx, e.names, e.wait)
-				case "stop":
-					return c.Stop(ctx, e.names, ctl.StopOptions{WithDependents: e.withDependents})
-				}
-				return c.Restart(ctx, e.names, e.restart)
-			})
+		if len(e.names) == 0 {
+			return usagef("name at least one program (or all)")
 		}
-		if err != nil {
+		return reportAction(ctx, e, e.names, done, func() error { return call(ctx, e) })
+	}
+}
+
+// ctlBare is a verb that takes no arguments and returns nothing: reload,
+// shutdown.
+func ctlBare(verb, done string, call func(c *ctl.Client, ctx context.Context) error) verbFunc {
+	return func(ctx context.Context, e *ctlEnv) error {
+		if len(e.names) > 0 {
+			return usagef("%s takes no arguments", verb)
+		}
+		if err := call(e.client, ctx); err != nil {
 			return err
 		}
 		return printDone(e, done)
