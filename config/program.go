@@ -638,14 +638,13 @@ func (d *decoder) output(n *node) Output {
 	if v := t["console"]; v != nil {
 		o.Console, _ = d.boolean(v)
 	}
-	toConsole := false
 	if v := t["file"]; v != nil {
 		o.File, _ = d.path(v)
-		toConsole = d.consoleFile(t, v, &o)
+		d.consoleFile(t, v, &o)
 	}
 	if v := t["max_size"]; v != nil {
 		if s, ok := d.size(v); ok {
-			if s < 4096 && !(toConsole && s == 0) {
+			if s < 4096 && s != 0 { // 0: never rotated
 				d.errorf(v.path, "must be at least 4KiB (got %d bytes)", s)
 			}
 			o.MaxSize = s
@@ -668,11 +667,10 @@ func IsConsolePath(p string) bool { return consolepath.FD(p) != 0 }
 
 // consoleFile turns a file naming supervise's own stdout or stderr into
 // the console, without rotation: opening that name as a file would write
-// over it (and /dev/stdout is every process's). It reports whether it
-// did.
-func (d *decoder) consoleFile(t map[string]*node, v *node, o *Output) bool {
+// over it (and /dev/stdout is every process's).
+func (d *decoder) consoleFile(t map[string]*node, v *node, o *Output) {
 	if !IsConsolePath(o.File) {
-		return false
+		return
 	}
 	if c := t["console"]; c != nil {
 		if on, ok := c.v.(bool); ok && !on {
@@ -680,7 +678,6 @@ func (d *decoder) consoleFile(t map[string]*node, v *node, o *Output) bool {
 		}
 	}
 	o.File, o.Console = "", true
-	return true
 }
 
 // crossCheck finds what no single program shows: unknown names in
