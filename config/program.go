@@ -12,6 +12,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/supervise-dev/supervise/internal/consolepath"
 	"github.com/supervise-dev/supervise/internal/unixsig"
 	"github.com/supervise-dev/supervise/watch/glob"
 )
@@ -639,10 +640,11 @@ func (d *decoder) output(n *node) Output {
 	}
 	if v := t["file"]; v != nil {
 		o.File, _ = d.path(v)
+		d.consoleFile(t, v, &o)
 	}
 	if v := t["max_size"]; v != nil {
 		if s, ok := d.size(v); ok {
-			if s < 4096 {
+			if s < 4096 && s != 0 { // 0: never rotated
 				d.errorf(v.path, "must be at least 4KiB (got %d bytes)", s)
 			}
 			o.MaxSize = s
@@ -657,6 +659,25 @@ func (d *decoder) output(n *node) Output {
 		setBool(d, v, &o.Timestamps)
 	}
 	return o
+}
+
+// IsConsolePath reports whether a log file path means supervise's own
+// stdout or stderr.
+func IsConsolePath(p string) bool { return consolepath.FD(p) != 0 }
+
+// consoleFile turns a file naming supervise's own stdout or stderr into
+// the console, without rotation: opening that name as a file would write
+// over it (and /dev/stdout is every process's).
+func (d *decoder) consoleFile(t map[string]*node, v *node, o *Output) {
+	if !IsConsolePath(o.File) {
+		return
+	}
+	if c := t["console"]; c != nil {
+		if on, ok := c.v.(bool); ok && !on {
+			d.errorf(v.path, "%s is supervise's own output, which console = false turns off: remove one of them", o.File)
+		}
+	}
+	o.File, o.Console = "", true
 }
 
 // crossCheck finds what no single program shows: unknown names in

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -34,15 +35,16 @@ const (
 
 var errTooLarge = fmt.Errorf("larger than %d bytes (1 MiB), the most supervise reads of a config", maxImportSize)
 
-// ImportSupervisordFile reads path and imports it. Only a regular file of
-// at most 1 MiB is read: a FIFO, a device or a directory is refused at
-// once, never waited on nor read to its end.
+// ImportSupervisordFile reads path and imports it, with the files its
+// [include] section names. Only regular files of at most 1 MiB in all are
+// read: a FIFO, a device or a directory is refused at once, never waited
+// on nor read to its end.
 func ImportSupervisordFile(path string) ([]byte, []Warning, error) {
 	data, err := readImportFile(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("import %s: %w", path, err)
 	}
-	return ImportSupervisord(path, data)
+	return importSupervisord(path, data, true)
 }
 
 func readImportFile(path string) ([]byte, error) {
@@ -92,8 +94,22 @@ func fileKind(m fs.FileMode) string {
 // file as supervisord does: Python's configparser (see parseINI), every
 // value "%"-expanded (see pyFormat), command= split by Python's shlex in
 // POSIX mode (shlexSplit) and environment= by its lexer (envPairs). The
-// command is written as argv words: nothing of it ever reaches a shell.
+// command is written as argv words: nothing of it reaches a shell, but
+// for %(process_num)s (see perInstance). An [include] section is not read
+// (ImportSupervisordFile reads it).
 func ImportSupervisord(name string, data []byte) ([]byte, []Warning, error) {
+	return importSupervisord(name, data, false)
+}
+
+// supervisordEntry is a [program:x] to import.
+type supervisordEntry struct {
+	s              *iniSection
+	prog, tomlName string
+	priority       int
+	steady         bool // autostarted and restarted always: a dependency that stays
+}
+
+func importSupervisord(name string, data []byte, includes bool) ([]byte, []Warning, error) {
 	if len(data) > maxImportSize {
 		return nil, nil, fmt.Errorf("import %s: %w", name, errTooLarge)
 	}
@@ -105,6 +121,12 @@ func ImportSupervisord(name string, data []byte) ([]byte, []Warning, error) {
 	if abs, err := filepath.Abs(name); err == nil {
 		here = abs
 	}
+	var ws warnings
+	if includes {
+		if err := ini.include(filepath.Dir(here), len(data), &ws); err != nil {
+			return nil, nil, fmt.Errorf("import %s: [include]: %w", name, err)
+		}
+	}
 	groups := map[string]string{} // program → its [group:x]
 	for _, s := range ini.sections {
 		if g, ok := strings.CutPrefix(s.name, "group:"); ok {
@@ -113,19 +135,29 @@ func ImportSupervisord(name string, data []byte) ([]byte, []Warning, error) {
 			}
 		}
 	}
-	var ws warnings
 	var b strings.Builder
 	// %q: a file name may hold a newline, which would end the comment.
 	fmt.Fprintf(&b, "# Imported by supervise from the supervisord configuration %q.\n", name)
 	used := map[string]bool{}
-	n, seen := 0, 0
+	var entries []*supervisordEntry
+	seen := 0
 	for _, s := range ini.sections {
 		prog, ok := strings.CutPrefix(s.name, "program:")
 		if !ok {
 			switch {
-			case s.name == "supervisord", s.name == "supervisorctl", s.name == "unix_http_server", s.name == "inet_http_server",
+			case s.name == "supervisord":
+				if err := writeGlobalEnv(&b, s, filepath.Dir(here), &ws); err != nil {
+					return nil, nil, fmt.Errorf("import %s:%d: [supervisord]: %w", s.file, s.line, err)
+				}
+			case s.name == "supervisorctl", s.name == "unix_http_server", s.name == "inet_http_server",
 				strings.HasPrefix(s.name, "rpcinterface:"):
 				// supervisord's own settings: supervise has its own.
+			case s.name == "include" && includes:
+				// read above
+			case s.name == "include":
+				ws.add("", "[include]", "not read: import the file by its path to read the files it includes")
+			case strings.HasPrefix(s.name, "group:"):
+				ws.add("", "["+s.name+"]", "not imported: supervise has no groups; its programs (%s) are imported one by one", strings.TrimSpace(s.keys["programs"]))
 			default:
 				ws.add("", "["+s.name+"]", "not imported: only [program:x] sections have a supervise equivalent")
 			}
@@ -145,7 +177,7 @@ func ImportSupervisord(name string, data []byte) ([]byte, []Warning, error) {
 			ws.add(prog, "name", "renamed to %s: supervise names take letters, digits, '_', '-' and '.'", tomlName)
 		}
 		used[tomlName] = true
-		if n++; n > maxImportPrograms {
+		if len(entries) >= maxImportPrograms {
 			return nil, nil, fmt.Errorf("import %s: more than %d programs, the most a supervise config holds", name, maxImportPrograms)
 		}
 		for _, k := range defaultKeys {
@@ -156,13 +188,28 @@ func ImportSupervisord(name string, data []byte) ([]byte, []Warning, error) {
 				}
 			}
 		}
-		group := groups[prog]
-		if group == "" {
-			group = prog
+		e := &supervisordEntry{s: s, prog: prog, tomlName: tomlName, priority: 999}
+		if v, ok := s.keys["priority"]; ok {
+			if e.priority, err = strconv.Atoi(strings.TrimSpace(v)); err != nil {
+				return nil, nil, fmt.Errorf("import %s:%d: program %q: priority: %q is not a number", s.file, s.line, prog, v)
+			}
 		}
-		p := &supervisordProgram{name: prog, tomlName: tomlName, group: group, here: filepath.Dir(here), keys: s.keys, ws: &ws}
+		restart, err := autorestart(s.keys)
+		if err != nil {
+			return nil, nil, fmt.Errorf("import %s:%d: program %q: %w", s.file, s.line, prog, err)
+		}
+		e.steady = restart == config.RestartAlways && (s.keys["autostart"] == "" || truthy(s.keys["autostart"]))
+		entries = append(entries, e)
+	}
+	after := priorityOrder(entries)
+	for _, e := range entries {
+		group := groups[e.prog]
+		if group == "" {
+			group = e.prog
+		}
+		p := &supervisordProgram{name: e.prog, tomlName: e.tomlName, group: group, here: filepath.Dir(here), keys: e.s.keys, ws: &ws, after: after[e]}
 		if err := p.write(&b); err != nil {
-			return nil, nil, fmt.Errorf("import %s:%d: program %q: %w", name, s.line, prog, err)
+			return nil, nil, fmt.Errorf("import %s:%d: program %q: %w", e.s.file, e.s.line, e.prog, err)
 		}
 		if b.Len() > maxImportSize {
 			return nil, nil, fmt.Errorf("import %s: the supervise.toml written would be %w", name, errTooLarge)
@@ -176,17 +223,85 @@ func ImportSupervisord(name string, data []byte) ([]byte, []Warning, error) {
 	switch {
 	case seen == 0:
 		return nil, nil, fmt.Errorf("import %s: no [program:x] section", name)
-	case n == 0:
+	case len(entries) == 0:
 		return nil, nil, fmt.Errorf("import %s: no [program:x] section with a name supervise can take", name)
 	}
 	return []byte(b.String()), ws, nil
+}
+
+// priorityOrder approximates supervisord's priority (lower starts first,
+// stops last) with depends_on: a program waits for the programs of the
+// nearest lower priority to be running. Only a program autostarted and
+// restarted always is waited for: one that may end for good would keep
+// its dependents waiting for ever.
+func priorityOrder(entries []*supervisordEntry) map[*supervisordEntry][]string {
+	levels := map[int][]*supervisordEntry{}
+	for _, e := range entries {
+		levels[e.priority] = append(levels[e.priority], e)
+	}
+	if len(levels) < 2 {
+		return nil
+	}
+	order := slices.Sorted(maps.Keys(levels))
+	after := map[*supervisordEntry][]string{}
+	var below []string // the steady programs of the nearest lower level that has some
+	for _, pr := range order {
+		var steady []string
+		for _, e := range levels[pr] {
+			after[e] = below
+			if e.steady {
+				steady = append(steady, e.tomlName)
+			}
+		}
+		if len(steady) > 0 {
+			below = steady
+		}
+	}
+	return after
+}
+
+// autorestart reads autorestart= as supervisord does: a boolean, or
+// "unexpected" (its default: restart on an exit status not in exitcodes).
+func autorestart(k map[string]string) (config.RestartPolicy, error) {
+	v, ok := k["autorestart"]
+	if !ok {
+		return config.RestartOnFailure, nil
+	}
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "true", "yes", "on", "1":
+		return config.RestartAlways, nil
+	case "false", "no", "off", "0":
+		return config.RestartNever, nil
+	case "unexpected":
+		return config.RestartOnFailure, nil
+	}
+	return "", fmt.Errorf("autorestart: %q is not true, false or unexpected", v)
+}
+
+// writeGlobalEnv writes [supervisord] environment= as [defaults] env:
+// under every program, whose own environment= wins key by key, as in
+// supervisord, where it is the environment programs inherit.
+func writeGlobalEnv(b *strings.Builder, s *iniSection, here string, ws *warnings) error {
+	v, ok := s.keys["environment"]
+	if !ok {
+		return nil
+	}
+	p := &supervisordProgram{name: "", here: here, keys: s.keys, ws: ws, warned: map[string]bool{}}
+	if err := p.readEnv(v); err != nil {
+		return err
+	}
+	if len(p.env) > 0 {
+		fmt.Fprintf(b, "\n[defaults]\n")
+		p.writeEnv(b, p.env)
+	}
+	return nil
 }
 
 // defaultKeys are the keys a [DEFAULT] section may give every program:
 // those the importer maps. Copying only these keeps the cost linear
 // however many programs and defaults a file has.
 var defaultKeys = []string{"command", "directory", "user", "numprocs", "numprocs_start", "autostart", "autorestart",
-	"exitcodes", "stopsignal", "stopwaitsecs", "umask", "environment", "redirect_stderr",
+	"priority", "stopasgroup", "killasgroup", "exitcodes", "stopsignal", "stopwaitsecs", "umask", "environment", "redirect_stderr",
 	"stdout_logfile", "stdout_logfile_maxbytes", "stdout_logfile_backups",
 	"stderr_logfile", "stderr_logfile_maxbytes", "stderr_logfile_backups"}
 
@@ -195,6 +310,7 @@ var programNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCom
 
 type iniSection struct {
 	name string
+	file string
 	line int
 	keys map[string]string
 }
@@ -265,7 +381,7 @@ func parseINI(file string, data []byte) (*iniFile, error) {
 			case s != nil:
 				cur = values[s]
 			default:
-				s = &iniSection{name: name, line: ln}
+				s = &iniSection{name: name, file: file, line: ln}
 				byName[name] = s
 				f.sections = append(f.sections, s)
 				cur = map[string][]string{}
@@ -301,6 +417,92 @@ func parseINI(file string, data []byte) (*iniFile, error) {
 	return f, nil
 }
 
+// maxIncludeFiles bounds the files an [include] reads; their bytes count
+// against the 1 MiB of the whole import.
+const maxIncludeFiles = 256
+
+// include reads the files [include] files= names, as supervisord does:
+// whitespace-separated globs, %(here)s and %(ENV_X)s expanded, relative to
+// the including file's directory, each glob's matches in sorted order.
+// Their sections are merged into f: a section seen before takes the new
+// keys, a new one is added. An included file's own [include] is not read,
+// as supervisord does not.
+func (f *iniFile) include(dir string, read int, ws *warnings) error {
+	var inc *iniSection
+	byName := map[string]*iniSection{}
+	for _, s := range f.sections {
+		byName[s.name] = s
+		if s.name == "include" {
+			inc = s
+		}
+	}
+	if inc == nil {
+		return nil
+	}
+	v, ok := inc.keys["files"]
+	if !ok {
+		return fmt.Errorf("%s:%d: no files= (supervisord refuses the section without it)", inc.file, inc.line)
+	}
+	v, err := pyFormat(v, func(name string, _ bool) (any, error) {
+		if name == "here" {
+			return dir, nil
+		}
+		if x, ok := strings.CutPrefix(name, "ENV_"); ok {
+			if val, ok := os.LookupEnv(x); ok {
+				return val, nil
+			}
+			return nil, fmt.Errorf("files: %%(ENV_%s)s: %s is not set here", x, x)
+		}
+		return nil, fmt.Errorf("files: %%(%s): supervisord has no such expansion here", name)
+	})
+	if err != nil {
+		return err
+	}
+	n := 0
+	for _, pat := range strings.Fields(v) {
+		if !filepath.IsAbs(pat) {
+			pat = filepath.Join(dir, pat)
+		}
+		matches, err := filepath.Glob(pat)
+		if err != nil {
+			return fmt.Errorf("%q: %w", pat, err)
+		}
+		if len(matches) == 0 {
+			ws.add("", "[include]", "%s matches no file here: import where the included files are, or add their programs by hand", pat)
+			continue
+		}
+		sort.Strings(matches)
+		for _, m := range matches {
+			if n++; n > maxIncludeFiles {
+				return fmt.Errorf("more than %d files", maxIncludeFiles)
+			}
+			data, err := readImportFile(m)
+			if err != nil {
+				return fmt.Errorf("%s: %w", m, err)
+			}
+			if read += len(data); read > maxImportSize {
+				return fmt.Errorf("the file and those it includes are %w in all", errTooLarge)
+			}
+			sub, err := parseINI(m, data)
+			if err != nil {
+				return err
+			}
+			maps.Copy(f.defaults, sub.defaults)
+			for _, s := range sub.sections {
+				switch t := byName[s.name]; {
+				case s.name == "include":
+				case t != nil:
+					maps.Copy(t.keys, s.keys)
+				default:
+					byName[s.name] = s
+					f.sections = append(f.sections, s)
+				}
+			}
+		}
+	}
+	return nil
+}
+
 // inlineComment returns where a ; or # that follows a blank starts, or -1.
 func inlineComment(line string) int {
 	for i := 0; i < len(line); i++ {
@@ -332,6 +534,7 @@ type supervisordProgram struct {
 	numprocs, start             int
 	env                         map[string]string // environment=, refMark-bracketed refs kept
 	warned                      map[string]bool   // "key name": an expansion warned about
+	after                       []string          // programs to start after (priority)
 }
 
 func (p *supervisordProgram) warn(key, format string, args ...any) {
@@ -345,7 +548,7 @@ type envRef string
 // keepSpec is an expansion written back as it stands. In environment=
 // it is bracketed by refMark, hex-encoded ("+" + hex), so that the lexer
 // that follows does not read its parentheses as tokens.
-type keepSpec struct{ marked bool }
+type keepSpec struct{ marked, drop bool }
 
 // refMark brackets an envRef's name inside a value until it is written:
 // parseINI refuses NUL, so no byte of the file is ever taken for one.
@@ -376,11 +579,18 @@ func (p *supervisordProgram) expand(key, value string, envRefs bool) (string, er
 		case "numprocs":
 			return p.numprocs, nil
 		case "process_num":
-			if p.numprocs <= 1 {
+			switch {
+			case p.numprocs <= 1:
 				return p.start, nil
+			case key == "command" || key == "environment":
+				// each instance computes it: see perInstance
+				return keepSpec{marked: true}, nil
+			case strings.HasSuffix(key, "_logfile"):
+				p.warnOnce(key, name, "the instances share one file in supervise (their lines never cut into each other): %%(process_num) is left out of its name")
+				return keepSpec{drop: true}, nil
 			}
 			p.warnOnce(key, name, "%%(process_num) differs per instance and is kept as written: supervise gives each instance its number in $SUPERVISE_INSTANCE")
-			return keepSpec{marked: envRefs}, nil
+			return keepSpec{}, nil
 		}
 		x, ok := strings.CutPrefix(name, "ENV_")
 		if !ok {
@@ -428,7 +638,11 @@ func (p *supervisordProgram) resolveRefs(key, v string) (string, error) {
 	for i := range parts {
 		if i%2 == 1 {
 			if spec, ok := keptSpec(parts[i]); ok {
-				parts[i] = spec
+				if key == "command" {
+					parts[i] = refMark + parts[i] + refMark // for perInstance
+				} else {
+					parts[i] = spec
+				}
 			} else {
 				val, err := p.lookupEnv(key, parts[i])
 				if err != nil {
@@ -472,7 +686,7 @@ func tomlEnvValue(v string) string {
 
 func (p *supervisordProgram) write(b *strings.Builder) error {
 	k := p.keys
-	done := map[string]bool{"command": true}
+	done := map[string]bool{"command": true, "priority": true}
 	p.warned = map[string]bool{}
 	p.numprocs = 1
 	for _, x := range []struct {
@@ -497,17 +711,8 @@ func (p *supervisordProgram) write(b *strings.Builder) error {
 	p.env = map[string]string{}
 	if v, ok := k["environment"]; ok {
 		done["environment"] = true
-		v, err := p.expand("environment", v, true)
-		if err != nil {
+		if err := p.readEnv(v); err != nil {
 			return err
-		}
-		if p.env, err = envPairs(v); err != nil {
-			return fmt.Errorf("environment: %w", err)
-		}
-		for key := range p.env {
-			if strings.Contains(key, refMark) {
-				return fmt.Errorf("environment: %%(ENV_x)s in a variable's name: write the name")
-			}
 		}
 	}
 	cmd, ok := k["command"]
@@ -524,6 +729,9 @@ func (p *supervisordProgram) write(b *strings.Builder) error {
 	}
 	if len(argv) == 0 || argv[0] == "" {
 		return fmt.Errorf("command: no program to run")
+	}
+	if argv, err = p.perInstance(argv); err != nil {
+		return err
 	}
 	fmt.Fprintf(b, "\n[program.%s]\n", tomlKey(p.tomlName))
 	words := make([]string, len(argv))
@@ -558,26 +766,31 @@ func (p *supervisordProgram) write(b *strings.Builder) error {
 		done["autostart"] = true
 		fmt.Fprintf(b, "autostart = %v\n", truthy(v))
 	}
-	restart := `"on-failure"` // supervisord's default: unexpected
-	if v, ok := k["autorestart"]; ok {
-		done["autorestart"] = true
-		switch strings.ToLower(v) {
-		case "true":
-			restart = `"always"`
-		case "false":
-			restart = `"never"`
-		}
+	restart, err := autorestart(k)
+	if err != nil {
+		return err
 	}
-	fmt.Fprintf(b, "restart = %s\n", restart)
+	done["autorestart"] = true
+	fmt.Fprintf(b, "restart = %q\n", restart)
 	if v, ok := k["exitcodes"]; ok {
 		done["exitcodes"] = true
 		var codes []string
 		for _, c := range strings.Split(v, ",") {
-			if n, err := strconv.Atoi(strings.TrimSpace(c)); err == nil && n >= 0 && n <= 255 {
-				codes = append(codes, strconv.Itoa(n))
+			n, err := strconv.Atoi(strings.TrimSpace(c))
+			if err != nil || n < 0 || n > 255 {
+				return fmt.Errorf("exitcodes: %q is not an exit status", strings.TrimSpace(c))
 			}
+			codes = append(codes, strconv.Itoa(n))
 		}
 		fmt.Fprintf(b, "success_exit_codes = [%s]\n", strings.Join(codes, ", "))
+	}
+	if len(p.after) > 0 {
+		deps := make([]string, len(p.after))
+		for i, d := range p.after {
+			deps[i] = tomlKey(d) + ` = "running"`
+		}
+		fmt.Fprintf(b, "depends_on = { %s }\n", strings.Join(deps, ", "))
+		p.warn("priority", "starts once %s (of the nearest lower priority) is running, and stops before it, as depends_on; supervisord started them in order without waiting", strings.Join(p.after, ", "))
 	}
 	if v, ok := k["stopsignal"]; ok {
 		done["stopsignal"] = true
@@ -591,64 +804,20 @@ func (p *supervisordProgram) write(b *strings.Builder) error {
 		done["umask"] = true
 		fmt.Fprintf(b, "sandbox = { umask = %s }\n", tomlQuote(v))
 	}
+	for _, key := range []string{"stopasgroup", "killasgroup"} {
+		if v, ok := k[key]; ok && truthy(v) {
+			done[key] = true // what supervise always does
+		}
+	}
 	if len(p.env) > 0 {
-		var parts []string
-		for _, key := range sortedKeys(p.env) {
-			parts = append(parts, tomlKey(key)+" = "+tomlEnvValue(p.env[key]))
-		}
-		fmt.Fprintf(b, "env = { %s }\n", strings.Join(parts, ", "))
+		p.writeEnv(b, p.env)
 	}
-	logFile := func(stream string) (string, error) {
-		key := stream + "_logfile"
-		v, ok := k[key]
-		done[key] = true
-		switch {
-		case !ok || strings.EqualFold(v, "AUTO"):
-			if ok {
-				p.warn(key, "AUTO (a file supervisord names) becomes supervise's console and ring; set a file to keep one")
-			}
-			return "", nil
-		case strings.EqualFold(v, "NONE"):
-			return "", nil
-		case v == "/dev/stdout" || v == "/dev/stderr" || v == "/dev/fd/1" || v == "/dev/fd/2":
-			// a container's way to reach its console: supervise's own
-			return "", nil
-		}
-		return p.expand(key, v, false)
-	}
-	out, err := logFile("stdout")
-	if err != nil {
+	if err := p.writeLogs(b, done); err != nil {
 		return err
-	}
-	errf, err := logFile("stderr")
-	if err != nil {
-		return err
-	}
-	if truthy(k["redirect_stderr"]) {
-		done["redirect_stderr"] = true
-		errf = out // both streams into one file, as supervisord's redirect
-	}
-	for _, x := range []struct{ stream, file string }{{"stdout", out}, {"stderr", errf}} {
-		if x.file == "" {
-			continue
-		}
-		o := "file = " + tomlQuote(x.file)
-		if v, ok := k[x.stream+"_logfile_maxbytes"]; ok && strings.TrimSpace(v) != "0" {
-			// 0 is supervisord's "never rotate"
-			o += ", max_size = " + tomlQuote(supervisordSize(v))
-		}
-		if v, ok := k[x.stream+"_logfile_backups"]; ok {
-			done[x.stream+"_logfile_backups"] = true
-			if n, err := strconv.Atoi(v); err == nil && n > 0 {
-				o += fmt.Sprintf(", max_files = %d", n)
-			}
-		}
-		fmt.Fprintf(b, "%s = { %s }\n", x.stream, o)
 	}
 	why := map[string]string{
 		"startsecs":    "supervise counts every exit as a crash for its backoff; a run longer than reset_after (10m) forgives past crashes",
 		"startretries": "supervise retries forever, waiting by the kubelet's crash backoff (10s doubling to 5m)",
-		"priority":     "order programs with depends_on",
 		"stopasgroup":  "supervise always signals the program's process group",
 		"killasgroup":  "supervise always kills the whole sandbox (its cgroup)",
 		"serverurl":    "supervisorctl's setting",
@@ -663,9 +832,221 @@ func (p *supervisordProgram) write(b *strings.Builder) error {
 	for _, key := range rest {
 		if w, ok := why[key]; ok {
 			p.warn(key, "not imported: %s", w)
-		} else if !strings.HasSuffix(key, "_logfile_maxbytes") && !strings.HasSuffix(key, "_logfile_backups") {
+		} else {
 			p.warn(key, "not imported: no supervise equivalent")
 		}
+	}
+	return nil
+}
+
+// perInstance returns argv unchanged unless it or environment= holds
+// %(process_num)s (a keepSpec, refMark-bracketed), which each instance
+// computes: then the command becomes /bin/sh -c with a script in which
+// every byte of the line is a single-quoted literal, and each
+// %(process_num)s is printf of $SUPERVISE_INSTANCE + numprocs_start.
+// The variables of environment= that hold one are exported by the script
+// (the other ones stay in env); %(ENV_X)s in them is fixed at import.
+func (p *supervisordProgram) perInstance(argv []string) ([]string, error) {
+	var exports []string
+	for _, key := range sortedKeys(p.env) {
+		v := p.env[key]
+		if !hasKeptSpec(v) {
+			continue
+		}
+		if !envNameRE().MatchString(key) {
+			return nil, fmt.Errorf("environment: %s holds %%(process_num) but is no name sh can export", key)
+		}
+		w, err := p.shellWord(v)
+		if err != nil {
+			return nil, fmt.Errorf("environment: %s: %w", key, err)
+		}
+		exports = append(exports, "export "+key+"="+w+"; ")
+		delete(p.env, key)
+	}
+	dynamic := len(exports) > 0
+	for _, a := range argv {
+		dynamic = dynamic || strings.Contains(a, refMark)
+	}
+	if !dynamic {
+		return argv, nil
+	}
+	var script strings.Builder
+	for _, e := range exports {
+		script.WriteString(e)
+	}
+	script.WriteString("exec")
+	for _, a := range argv {
+		w, err := p.shellWord(a)
+		if err != nil {
+			return nil, fmt.Errorf("command: %w", err)
+		}
+		script.WriteString(" " + w)
+	}
+	p.warn("command", "%%(process_num) differs per instance: the command runs through /bin/sh -c, which computes it from $SUPERVISE_INSTANCE + %d; every word of the line stays a quoted literal", p.start)
+	return []string{"/bin/sh", "-c", script.String()}, nil
+}
+
+func hasKeptSpec(v string) bool {
+	parts := strings.Split(v, refMark)
+	for i := 1; i < len(parts); i += 2 {
+		if _, ok := keptSpec(parts[i]); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// shellWord writes v as one sh word: its literal parts single-quoted, its
+// %(process_num) parts as printf of the instance's number, and its refs
+// (%(ENV_X)s of environment=) their values here.
+func (p *supervisordProgram) shellWord(v string) (string, error) {
+	var b strings.Builder
+	parts := strings.Split(v, refMark)
+	for i, part := range parts {
+		lit := part
+		if i%2 == 1 {
+			spec, ok := keptSpec(part)
+			if ok {
+				f, err := printfFormat(spec)
+				if err != nil {
+					return "", err
+				}
+				fmt.Fprintf(&b, `"$(printf %s "$((SUPERVISE_INSTANCE + %d))")"`, shellQuote(f), p.start)
+				continue
+			}
+			val, err := p.lookupEnv("environment", part)
+			if err != nil {
+				return "", err
+			}
+			lit = val
+		}
+		if lit != "" {
+			b.WriteString(shellQuote(lit))
+		}
+	}
+	if b.Len() == 0 {
+		return "''", nil
+	}
+	return b.String(), nil
+}
+
+// shellQuote single-quotes s for sh: nothing in it is special then.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// printfFormat turns a kept %(process_num)… spec into printf's format
+// for an integer: its flags, width and precision, and a conversion sh's
+// printf reads as Python does.
+func printfFormat(spec string) (string, error) {
+	_, rest, ok := strings.Cut(spec, ")")
+	if !ok || rest == "" {
+		return "", fmt.Errorf("%q: not a format", clip(spec))
+	}
+	conv := rest[len(rest)-1]
+	flags := strings.NewReplacer("h", "", "l", "", "L", "").Replace(rest[:len(rest)-1])
+	switch conv {
+	case 's', 'd', 'x', 'X', 'o':
+	case 'i', 'u':
+		conv = 'd'
+	default:
+		return "", fmt.Errorf("%q: supported are %%(process_num)s and %%(process_num)d with a width, a precision and flags", clip(spec))
+	}
+	return "%" + flags + string(conv), nil
+}
+
+// readEnv reads environment= into p.env.
+func (p *supervisordProgram) readEnv(v string) error {
+	v, err := p.expand("environment", v, true)
+	if err != nil {
+		return err
+	}
+	if p.env, err = envPairs(v); err != nil {
+		return fmt.Errorf("environment: %w", err)
+	}
+	for key := range p.env {
+		if strings.Contains(key, refMark) {
+			return fmt.Errorf("environment: %%(ENV_x)s in a variable's name: write the name")
+		}
+	}
+	return nil
+}
+
+// writeEnv writes env as an env table.
+func (p *supervisordProgram) writeEnv(b *strings.Builder, env map[string]string) {
+	var parts []string
+	for _, key := range sortedKeys(env) {
+		parts = append(parts, tomlKey(key)+" = "+tomlEnvValue(env[key]))
+	}
+	fmt.Fprintf(b, "env = { %s }\n", strings.Join(parts, ", "))
+}
+
+// supervisord's rotation, when the file does not say: 50 MB, 10 backups.
+const (
+	supervisordMaxBytes = 50 << 20
+	supervisordBackups  = 10
+)
+
+// writeLogs writes the stdout and stderr tables: a file with supervisord's
+// rotation (its maxbytes, 0 never rotating; its backups plus the current
+// file, which supervise's max_files counts), or the console.
+func (p *supervisordProgram) writeLogs(b *strings.Builder, done map[string]bool) error {
+	k := p.keys
+	logFile := func(stream string) (string, error) {
+		key := stream + "_logfile"
+		v, ok := k[key]
+		done[key] = true
+		switch {
+		case !ok || strings.EqualFold(v, "AUTO"):
+			if ok {
+				p.warn(key, "AUTO (a file supervisord names) becomes supervise's console and ring; set a file to keep one")
+			}
+			return "", nil
+		case strings.EqualFold(v, "NONE"):
+			return "", nil
+		}
+		v, err := p.expand(key, v, false)
+		if config.IsConsolePath(v) {
+			// a container's way to reach its console: supervise's own
+			return "", err
+		}
+		return v, err
+	}
+	out, err := logFile("stdout")
+	if err != nil {
+		return err
+	}
+	errf, err := logFile("stderr")
+	if err != nil {
+		return err
+	}
+	if truthy(k["redirect_stderr"]) {
+		done["redirect_stderr"] = true
+		errf = out // both streams into one file, as supervisord's redirect
+	}
+	for _, x := range []struct{ stream, file string }{{"stdout", out}, {"stderr", errf}} {
+		size, backups := x.stream+"_logfile_maxbytes", x.stream+"_logfile_backups"
+		done[size], done[backups] = true, true
+		if x.file == "" {
+			continue
+		}
+		n := int64(supervisordMaxBytes)
+		if v, ok := k[size]; ok {
+			if n, ok = supervisordBytes(v); !ok {
+				return fmt.Errorf("%s: %q is not a size", size, v)
+			}
+			if n > 0 && n < 4096 {
+				p.warn(size, "%d bytes is below supervise's smallest max_size: 4KiB", n)
+				n = 4096
+			}
+		}
+		files := supervisordBackups
+		if v, ok := k[backups]; ok {
+			if files, err = strconv.Atoi(strings.TrimSpace(v)); err != nil || files < 0 {
+				return fmt.Errorf("%s: %q is not a count", backups, v)
+			}
+		}
+		fmt.Fprintf(b, "%s = { file = %s, max_size = %d, max_files = %d }\n", x.stream, tomlQuote(x.file), n, min(files+1, 1000))
 	}
 	return nil
 }
@@ -753,6 +1134,9 @@ func pyFormat(s string, look func(name string, plain bool) (any, error)) (string
 		var out string
 		switch v := v.(type) {
 		case keepSpec:
+			if v.drop {
+				continue
+			}
 			if v.marked {
 				spec = refMark + "+" + hex.EncodeToString([]byte(spec)) + refMark
 			}
@@ -1001,16 +1385,25 @@ func envTokens(s string) ([]string, error) {
 	return toks, nil
 }
 
-// supervisordSize turns "50MB" (supervisord's 1024-based units) into
-// supervise's "50MiB".
-func supervisordSize(v string) string {
+// supervisordBytes reads a size as supervisord does: a number of bytes,
+// or one with KB, MB or GB, which are powers of 1024.
+func supervisordBytes(v string) (int64, bool) {
 	u := strings.ToUpper(strings.TrimSpace(v))
-	for _, x := range []struct{ in, out string }{{"GB", "GiB"}, {"MB", "MiB"}, {"KB", "KiB"}} {
-		if n, ok := strings.CutSuffix(u, x.in); ok {
-			return strings.TrimSpace(n) + x.out
+	mult := int64(1)
+	for _, x := range []struct {
+		suffix string
+		mult   int64
+	}{{"GB", 1 << 30}, {"MB", 1 << 20}, {"KB", 1 << 10}} {
+		if n, ok := strings.CutSuffix(u, x.suffix); ok {
+			u, mult = strings.TrimSpace(n), x.mult
+			break
 		}
 	}
-	return u
+	n, err := strconv.ParseInt(u, 10, 64)
+	if err != nil || n < 0 || n > (1<<53)/mult {
+		return 0, false
+	}
+	return n * mult, true
 }
 
 func truthy(v string) bool {

@@ -37,7 +37,7 @@ func TestImportSupervisord(t *testing.T) {
 		web.Instances != 2 || web.Restart != config.RestartAlways || len(web.SuccessExitCodes) != 2 || web.SuccessExitCodes[1] != 2 ||
 		web.StopSignal != syscall.SIGQUIT || web.StopTimeout != 20*time.Second ||
 		web.Env["APP_ENV"] != "production" || web.Env["GREETING"] != "hello, world" || web.Env["HOME_DIR"] != "/home/test/web" ||
-		web.Stdout.File != "/var/log/web.out.log" || web.Stderr.File != "/var/log/web.out.log" || web.Stdout.MaxSize != 50<<20 || web.Stdout.MaxFiles != 10 {
+		web.Stdout.File != "/var/log/web.out.log" || web.Stderr.File != "/var/log/web.out.log" || web.Stdout.MaxSize != 50<<20 || web.Stdout.MaxFiles != 11 {
 		t.Errorf("web: %+v\n%s", web, out)
 	}
 	if worker.Restart != config.RestartOnFailure || worker.Sandbox.Umask != 0o22 || worker.Stdout.File != "" || worker.Stderr.File != "" {
@@ -51,7 +51,7 @@ func TestImportSupervisord(t *testing.T) {
 		got[w.Program+" "+w.Key] = true
 	}
 	for _, want := range []string{
-		"web command", "web process_name", "web startsecs", "web startretries", "web stopasgroup", "web priority",
+		"web command", "web process_name", "web startsecs", "web startretries", "worker priority",
 		"worker stdout_logfile", "cron job name", " [group:site]", " [include]",
 	} {
 		if !got[want] {
@@ -310,7 +310,10 @@ func TestImportSupervisordDocker(t *testing.T) {
 	if fpm.Command[4] != "memory_limit=256M" {
 		t.Errorf("php-fpm: %q", fpm.Command)
 	}
-	if queue.Command[1] != filepath.Join(filepath.Dir(here), "artisan") || queue.Instances != 4 ||
+	// WORKER=%(process_num)d: each instance computes it in sh
+	if queue.Command[0] != "/bin/sh" || !strings.Contains(queue.Command[2], " 'php' "+shellQuote(filepath.Join(filepath.Dir(here), "artisan"))+" ") ||
+		!strings.Contains(queue.Command[2], `export WORKER="$(printf '%d' "$((SUPERVISE_INSTANCE + 1))")"; `) || queue.Instances != 4 ||
+		queue.Env["TZ"] != "UTC" || queue.Env["APP_ROOT"] != "/var/www/html" ||
 		queue.Env["APP_KEY"] != "base64:x$y+z/w==" || queue.Env["QUEUE_NAME"] != "default,high" ||
 		queue.Env["PATH"] != "/usr/local/bin:"+os.Getenv("PATH") || queue.StopTimeout != time.Hour {
 		t.Errorf("queue: %+v\n%s", queue, out)

@@ -87,6 +87,9 @@ type File struct {
 	cleaned bool     // extra rotated files removed; guarded by mu
 	// removals counts what was removed at the name; guarded by mu.
 	removals int
+	// through: the lines go through a symlink root made (see openName),
+	// and nothing is rotated; guarded by mu.
+	through bool
 }
 
 // OpenFile opens (creating it and its directory if needed) the file cfg
@@ -177,7 +180,7 @@ func (f *File) openLocked() error {
 		unix.Close(f.dir)
 		f.dir = dir
 	}
-	fd, was, err := openLog(f.dir, f.base, f.cfg.Perm, f.cfg.Owner, f.cfg.User)
+	fd, was, err := f.openName()
 	if was != "" {
 		// A program that keeps doing it must not flood our log: the 1st,
 		// 2nd, 4th, 8th … time is reported, with the count.
@@ -219,7 +222,7 @@ func (f *File) writeLineLocked(l Line) error {
 	if f.cfg.Timestamps {
 		n += int64(len(stampLayout)) + 1
 	}
-	if f.cfg.MaxSize > 0 && f.size > 0 && f.size+n > f.cfg.MaxSize {
+	if max := f.maxSize(); max > 0 && f.size > 0 && f.size+n > max {
 		errs = append(errs, f.flushLocked(), f.rotateLocked())
 	} else if len(f.buf) > 0 && len(f.buf)+int(n) > f.cfg.BufferSize {
 		errs = append(errs, f.flushLocked())
@@ -261,7 +264,7 @@ func (f *File) flushLocked() error {
 // dropped and accounted.
 func (f *File) writeOutLocked(b []byte) error {
 	var err error
-	if f.f != nil && unlinked(f.f) {
+	if f.f != nil && !f.through && unlinked(f.f) {
 		// Its name was removed (by the program, or a cleanup): writing
 		// on would put the lines where no one can read them.
 		f.f.Close()
@@ -300,7 +303,7 @@ func (f *File) WriteChunk(c *Chunk) error {
 	data := c.Data
 	for len(data) > 0 {
 		part := data
-		if max := f.cfg.MaxSize; max > 0 && f.size+int64(len(part)) > max {
+		if max := f.maxSize(); max > 0 && f.size+int64(len(part)) > max {
 			cut := -1
 			if room := max - f.size; room > 0 {
 				cut = bytes.LastIndexByte(part[:min(room, int64(len(part)))], '\n')

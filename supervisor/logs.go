@@ -23,6 +23,9 @@ type logSet struct {
 	console *logs.Console
 	files   *logs.Files // one writer per log path, shared by instances and programs
 	log     *slog.Logger
+	// refused, when set, hears of a log file that could not be opened
+	// (set once, before the first program starts).
+	refused func(key string, err error)
 
 	// closing holds the routers being closed in the background (replaced
 	// or removed); close waits for them.
@@ -118,6 +121,9 @@ func (l *logSet) forKey(p *config.Program, key string) *instLogs {
 		// A log file that cannot be opened must not keep the program down:
 		// its lines still reach the console and the ring.
 		l.log.Error("opening log files; logging to the console only", "program", key, "err", err)
+		if l.refused != nil {
+			l.refused(key, err)
+		}
 		cfg.Stdout.File, cfg.Stderr.File = logs.FileConfig{}, logs.FileConfig{}
 		cfg.Stdout.Console, cfg.Stderr.Console = true, true
 		prog, _ = logs.NewProgram(cfg)

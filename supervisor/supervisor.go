@@ -182,6 +182,9 @@ func New(opts Options) (*Supervisor, error) {
 		stopReq:   make(chan struct{}),
 	}
 	s.logs = newLogSet(console, opts.Color, opts.Terminal, opts.Timestamps, log, opts.Config.Programs)
+	s.logs.refused = func(key string, err error) {
+		s.events.add(key, "", "LogFileRefused", err.Error()+"; its lines go to the console")
+	}
 	s.apply(opts.Config)
 	return s, nil
 }
