@@ -1,5 +1,5 @@
 // Package supervise_test holds the module-wide checks: the dependency
-// direction of DESIGN.md and the short list of third-party modules.
+// direction of docs/ARCHITECTURE.md and the short list of third-party modules.
 package supervise_test
 
 import (
@@ -29,16 +29,18 @@ var imports = map[string][]string{
 	"internal/promcheck":   {},        // imported by tests only
 	"clock/fakeclock":      {"clock"}, // imported by tests only
 	"backoff":              {"clock", "golang.org/x/time/rate"},
-	"config":               {"internal/size", "internal/unixsig", "github.com/BurntSushi/toml", "watch/glob", "golang.org/x/sys/unix"},
+	"config":               {"internal/consolepath", "internal/size", "internal/unixsig", "github.com/BurntSushi/toml", "watch/glob", "golang.org/x/sys/unix"},
 	"proc":                 {"internal/execpath", "internal/reap", "internal/unixsig", "proc/cgroups", "golang.org/x/sys/unix"},
 	"proc/cgroups":         {"golang.org/x/sys/unix"},
 	"hooks":                {"internal/httpcheck", "proc"},
 	"probe":                {"clock", "internal/httpcheck", "proc"},
 	"notify":               {"clock", "golang.org/x/sys/unix"},
-	"logs":                 {"golang.org/x/sys/unix"},
+	"logs":                 {"internal/consolepath", "golang.org/x/sys/unix"},
 	"ctl":                  {"internal/connlimit", "internal/unixsig", "logs", "golang.org/x/sys/unix"},
 	"internal/connlimit":   {},
-	"metrics":              {"internal/connlimit", "golang.org/x/sys/unix"},
+	"internal/consolepath": {},
+	"internal/sockowner":   {"golang.org/x/sys/unix"},
+	"metrics":              {"internal/connlimit", "internal/sockowner", "golang.org/x/sys/unix"},
 	"ctl/ctlfmt":           {"ctl", "logs"},
 	"watch":                {"github.com/fsnotify/fsnotify", "clock", "watch/glob"},
 	"watch/glob":           {},
@@ -113,7 +115,7 @@ func TestDependencyDirection(t *testing.T) {
 		pkg := short(f[0])
 		allowed, known := imports[pkg]
 		if !known {
-			t.Errorf("package %q has no entry in the dependency table of deps_test.go: add it, keeping DESIGN.md's direction", pkg)
+			t.Errorf("package %q has no entry in the dependency table of deps_test.go: add it, keeping docs/ARCHITECTURE.md's direction", pkg)
 			continue
 		}
 		for _, imp := range f[1:] {
