@@ -431,7 +431,10 @@ func runPrograms(c *cli.Context, only []string) int {
 			switch {
 			case sig != syscall.SIGTERM && sig != syscall.SIGINT && sig != syscall.SIGHUP && sig != syscall.SIGQUIT:
 				log.Debug("signal ignored", "signal", sig.String())
-			case sig == syscall.SIGHUP:
+			case sig == syscall.SIGHUP && !devRunner:
+				// A service's SIGHUP is a reload; a dev runner's comes
+				// from its closed terminal and stops everything, as
+				// Ctrl-C does (reload stays on supervisectl and the watch).
 				if err := sup.Reload(ctx); err != nil {
 					log.Error("reload failed", "err", err)
 				}
