@@ -17,8 +17,11 @@ import (
 // value gives foreman's defaults.
 type ProcfileOptions struct {
 	// BasePort is the PORT of the first process type; 0 means the PORT of
-	// Env if it has one, else 5000.
+	// Env if it has one, else ShellPort, else 5000.
 	BasePort int
+	// ShellPort is the PORT of the environment supervise was started in
+	// ("" for none), as foreman and honcho take it.
+	ShellPort string
 	// PortStep is added per process type, in file order; 0 means 100. Each
 	// instance adds 1 (Program.Port).
 	PortStep int
@@ -40,6 +43,8 @@ type ProcfileOptions struct {
 	Watch bool
 }
 
+// isZero reports whether no option was given; ShellPort does not count,
+// as it is only the environment's PORT.
 func (o *ProcfileOptions) isZero() bool {
 	return o.BasePort == 0 && o.PortStep == 0 && o.Env == nil && o.Formation == nil && o.Restart == "" && !o.KeepRunning &&
 		o.EnvFiles == nil && !o.Watch
@@ -111,7 +116,10 @@ func ParseProcfile(file string, data []byte, opts ProcfileOptions) (*Config, err
 	default:
 		bad(0, "restart", "must be one of always, on-failure, never (got %q)", restart)
 	}
-	base, step := procfilePorts(opts)
+	base, step, portErr := procfilePorts(opts)
+	if portErr != "" {
+		bad(0, "", "%s", portErr)
+	}
 	cfg := &Config{
 		File:     file,
 		Dir:      absDir(file),
@@ -142,27 +150,45 @@ func ParseProcfile(file string, data []byte, opts ProcfileOptions) (*Config, err
 		bad(0, "", `no processes: add lines like "web: ./server"`)
 	}
 	applyFormation(cfg, opts, bad)
+	for _, p := range cfg.Programs {
+		if last := p.Port + max(p.Instances, 1) - 1; portErr == "" && last > maxPort {
+			bad(p.Line, p.Name, "PORT %d is past %d (the first process type's PORT is %d, +%d per type, +1 per instance): choose a lower port with -p", last, maxPort, base, step)
+		}
+	}
 	if err := errs.err(); err != nil {
 		return nil, err
 	}
 	return cfg, nil
 }
 
+// maxPort is the highest TCP port.
+const maxPort = 65535
+
 // procfilePorts is the PORT of the first process type and the step to the
-// next: foreman's 5000 and 100 unless told, or $PORT as the base.
-func procfilePorts(opts ProcfileOptions) (base, step int) {
+// next: foreman's 5000 and 100 unless told, or the PORT of the env files,
+// else of the shell, as the base. msg says what is wrong with the base.
+func procfilePorts(opts ProcfileOptions) (base, step int, msg string) {
 	step = opts.PortStep
 	if step <= 0 {
 		step = 100
 	}
-	base = opts.BasePort
-	if base <= 0 {
-		base = 5000
-		if p, err := strconv.Atoi(opts.Env["PORT"]); err == nil && p > 0 {
-			base = p
+	if opts.BasePort != 0 {
+		if opts.BasePort < 1 || opts.BasePort > maxPort {
+			return 5000, step, fmt.Sprintf("port: must be from 1 to %d (got %d)", maxPort, opts.BasePort)
 		}
+		return opts.BasePort, step, ""
 	}
-	return base, step
+	for _, from := range []struct{ what, v string }{{"PORT of the env files", opts.Env["PORT"]}, {"$PORT", opts.ShellPort}} {
+		if from.v == "" {
+			continue
+		}
+		p, err := strconv.Atoi(strings.TrimSpace(from.v))
+		if err != nil || p < 1 || p > maxPort {
+			return 5000, step, fmt.Sprintf("%s: must be from 1 to %d (got %q)", from.what, maxPort, from.v)
+		}
+		return p, step, ""
+	}
+	return 5000, step, ""
 }
 
 // procfileLine reads one line: a process type's name and command, nothing

@@ -384,3 +384,36 @@ CHAIN=${INT}!
 		}
 	}
 }
+
+// The first PORT comes from -p, else the env files, else the shell, else
+// 5000; a port out of range, given or reached, is refused.
+func TestProcfilePorts(t *testing.T) {
+	src := []byte("web: a\nworker: b\n")
+	for _, c := range []struct {
+		opts ProcfileOptions
+		want int    // web's port when ok
+		err  string // else the error
+	}{
+		{ProcfileOptions{}, 5000, ""},
+		{ProcfileOptions{ShellPort: "9000"}, 9000, ""},
+		{ProcfileOptions{ShellPort: "9000", Env: map[string]string{"PORT": "8000"}}, 8000, ""},
+		{ProcfileOptions{ShellPort: "9000", BasePort: 3000}, 3000, ""},
+		{ProcfileOptions{BasePort: -5}, 0, "Procfile: port: must be from 1 to 65535 (got -5)"},
+		{ProcfileOptions{BasePort: 70000}, 0, "Procfile: port: must be from 1 to 65535 (got 70000)"},
+		{ProcfileOptions{ShellPort: "http"}, 0, `Procfile: $PORT: must be from 1 to 65535 (got "http")`},
+		{ProcfileOptions{Env: map[string]string{"PORT": "0"}}, 0, `Procfile: PORT of the env files: must be from 1 to 65535 (got "0")`},
+		{ProcfileOptions{BasePort: 65436}, 0, "Procfile:2: worker: PORT 65536 is past 65535"},
+		{ProcfileOptions{BasePort: 65435}, 65435, ""},
+		{ProcfileOptions{BasePort: 65000, Formation: map[string]int{"worker": 500}}, 0, "Procfile:2: worker: PORT 65599 is past 65535"},
+	} {
+		cfg, err := ParseProcfile("Procfile", src, c.opts)
+		switch {
+		case c.err == "" && err != nil:
+			t.Errorf("%+v: %v", c.opts, err)
+		case c.err == "" && cfg.Program("web").Port != c.want:
+			t.Errorf("%+v: web's port %d, want %d", c.opts, cfg.Program("web").Port, c.want)
+		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+			t.Errorf("%+v: error %v, want %q", c.opts, err, c.err)
+		}
+	}
+}

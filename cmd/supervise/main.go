@@ -136,7 +136,7 @@ func runFlags() []cli.Flag {
 		&cli.StringFlag{Name: "log-format", Usage: "text or json (overrides [supervisor] log_format)"},
 		&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error"},
 		&cli.StringFlag{Name: "formation", Aliases: []string{"m"}, Usage: "Procfile: instances per process type, e.g. web=2,worker=1 (all=N for the rest)"},
-		&cli.IntFlag{Name: "port", Aliases: []string{"p"}, Usage: "Procfile: PORT of the first process type (default $PORT, else 5000; +100 per type)"},
+		&cli.IntFlag{Name: "port", Aliases: []string{"p"}, Usage: "Procfile: PORT of the first process type (default PORT of .env, else of the shell, else 5000; +100 per type)"},
 		&cli.StringFlag{Name: "restart", Usage: "Procfile: restart policy of every process (default never)"},
 		&cli.BoolFlag{Name: "keep-running", Usage: "Procfile: keep the others running when one process ends"},
 		&cli.StringSliceFlag{Name: "env", Aliases: []string{"e"}, Usage: "Procfile: env files to read instead of ./.env, in order (repeat, or FILE1,FILE2)"},
@@ -169,7 +169,14 @@ func procfileOptions(c *cli.Context) (config.ProcfileOptions, error) {
 		return opts, fmt.Errorf("--formation: %w", err)
 	}
 	opts.Formation = f
-	opts.BasePort = c.Int("port")
+	if c.IsSet("port") {
+		// 0 would mean "not given" below.
+		if p := c.Int("port"); p < 1 || p > 65535 {
+			return opts, fmt.Errorf("--port: must be from 1 to 65535 (got %d)", p)
+		}
+		opts.BasePort = c.Int("port")
+	}
+	opts.ShellPort = os.Getenv("PORT")
 	opts.Restart = config.RestartPolicy(c.String("restart"))
 	opts.KeepRunning = c.Bool("keep-running")
 	opts.Watch = c.Bool("watch")
