@@ -283,6 +283,9 @@ type Watch struct {
 	// any depth, and a matched directory covers its subtree (package
 	// watch/glob). Every one compiles.
 	Include, Exclude []string
+	// GitIgnore also leaves out what the .gitignore at the top of each
+	// watched directory ignores (the dev runner's default).
+	GitIgnore bool
 	// Debounce is how long the files must stay quiet before a change
 	// counts (default 200ms); 0 reacts to the next batch of events.
 	Debounce time.Duration

@@ -65,9 +65,6 @@ func LoadWithOptions(path string, opts ProcfileOptions) (*Config, error) {
 	}
 	for _, p := range cfg.Programs {
 		p.EnvFiles = slices.Clone(envFiles)
-		if opts.Watch {
-			p.Watch = &Watch{Paths: []string{cfg.Dir}, Debounce: DefaultWatchDebounce}
-		}
 	}
 	return cfg, nil
 }

@@ -6,11 +6,14 @@ import (
 	"io/fs"
 	"maps"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/supervise-dev/supervise/watch/glob"
 )
 
 // ProcfileOptions are the dev-runner settings of a Procfile run; the zero
@@ -39,15 +42,58 @@ type ProcfileOptions struct {
 	// the Procfile (foreman's -e).
 	EnvFiles []string
 	// Watch restarts every process when a file under the Procfile's
-	// directory changes (.git and editor files aside).
+	// directory changes; see devWatch for what is left out.
 	Watch bool
+	// WatchPaths, when set, are watched instead of the Procfile's folder
+	// (relative ones from that folder); they imply Watch.
+	WatchPaths []string
+	// WatchIgnore are globs (package watch/glob) left out of the watch on
+	// top of the dev runner's defaults and the folder's .gitignore.
+	WatchIgnore []string
+}
+
+// devWatchExcludes are what a developer never edits and a running app
+// writes all the time: dependencies, and the log and tmp folders at the
+// top of the project (Rails, Phoenix, Django and Node keep theirs there).
+// .git and editor files are left out by package watch itself.
+var devWatchExcludes = []string{"node_modules", "/log", "/tmp"}
+
+// devWatch is the watch every process of a Procfile run gets from opts
+// (nil without one): the folder of the Procfile, or WatchPaths, less
+// devWatchExcludes, WatchIgnore and what the .gitignore ignores.
+func devWatch(opts ProcfileOptions, dir string, bad func(line int, key, format string, args ...any)) *Watch {
+	if !opts.Watch && len(opts.WatchPaths) == 0 {
+		return nil
+	}
+	w := &Watch{Paths: []string{dir}, Exclude: slices.Clone(devWatchExcludes), GitIgnore: true, Debounce: DefaultWatchDebounce}
+	if len(opts.WatchPaths) > 0 {
+		w.Paths = nil
+		for _, p := range opts.WatchPaths {
+			if p == "" || strings.ContainsRune(p, 0) {
+				bad(0, "watch_paths", "must be non-empty paths")
+				continue
+			}
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(dir, p)
+			}
+			w.Paths = append(w.Paths, filepath.Clean(p))
+		}
+	}
+	for _, g := range opts.WatchIgnore {
+		if _, err := glob.Compile(g); err != nil {
+			bad(0, "watch_ignore", "%q: %v", g, err)
+			continue
+		}
+		w.Exclude = append(w.Exclude, g)
+	}
+	return w
 }
 
 // isZero reports whether no option was given; ShellPort does not count,
 // as it is only the environment's PORT.
 func (o *ProcfileOptions) isZero() bool {
 	return o.BasePort == 0 && o.PortStep == 0 && o.Env == nil && o.Formation == nil && o.Restart == "" && !o.KeepRunning &&
-		o.EnvFiles == nil && !o.Watch
+		o.EnvFiles == nil && !o.Watch && o.WatchPaths == nil && o.WatchIgnore == nil
 }
 
 // ParseFormation reads a formation as foreman's -m takes it:
@@ -150,6 +196,12 @@ func ParseProcfile(file string, data []byte, opts ProcfileOptions) (*Config, err
 		bad(0, "", `no processes: add lines like "web: ./server"`)
 	}
 	applyFormation(cfg, opts, bad)
+	if w := devWatch(opts, cfg.Dir, bad); w != nil {
+		for _, p := range cfg.Programs {
+			pw := *w
+			p.Watch = &pw
+		}
+	}
 	for _, p := range cfg.Programs {
 		if last := p.Port + max(p.Instances, 1) - 1; portErr == "" && last > maxPort {
 			bad(p.Line, p.Name, "PORT %d is past %d (the first process type's PORT is %d, +%d per type, +1 per instance): choose a lower port with -p", last, maxPort, base, step)

@@ -417,3 +417,32 @@ func TestProcfilePorts(t *testing.T) {
 		}
 	}
 }
+
+// --watch leaves out the dev runner's defaults and the .gitignore; paths
+// and ignores add to it; a bad glob is refused.
+func TestProcfileWatch(t *testing.T) {
+	src := []byte("web: a\n")
+	cfg, err := ParseProcfile("/p/Procfile", src, ProcfileOptions{})
+	if err != nil || cfg.Program("web").Watch != nil {
+		t.Fatalf("no watch asked: %v, %+v", err, cfg.Program("web").Watch)
+	}
+	cfg, err = ParseProcfile("/p/Procfile", src, ProcfileOptions{Watch: true, WatchIgnore: []string{"*.gen"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Watch{Paths: []string{"/p"}, Exclude: []string{"node_modules", "/log", "/tmp", "*.gen"}, GitIgnore: true, Debounce: DefaultWatchDebounce}
+	if got := cfg.Program("web").Watch; !reflect.DeepEqual(got, want) {
+		t.Errorf("watch = %+v, want %+v", got, want)
+	}
+	cfg, err = ParseProcfile("/p/Procfile", src, ProcfileOptions{WatchPaths: []string{"app", "/etc/x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Program("web").Watch.Paths; !reflect.DeepEqual(got, []string{"/p/app", "/etc/x"}) {
+		t.Errorf("paths = %q", got)
+	}
+	_, err = ParseProcfile("/p/Procfile", src, ProcfileOptions{Watch: true, WatchIgnore: []string{"../x"}})
+	if err == nil || !strings.Contains(err.Error(), `/p/Procfile: watch_ignore: "../x":`) {
+		t.Errorf("a bad glob: %v", err)
+	}
+}

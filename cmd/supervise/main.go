@@ -141,7 +141,9 @@ func runFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "keep-running", Usage: "Procfile: keep the others running when one process ends"},
 		&cli.StringSliceFlag{Name: "env", Aliases: []string{"e"}, Usage: "Procfile: env files to read instead of ./.env, in order (repeat, or FILE1,FILE2)"},
 		&cli.BoolFlag{Name: "timestamps", Aliases: []string{"t"}, Usage: "start each console line with the time, as foreman does"},
-		&cli.BoolFlag{Name: "watch", Usage: "Procfile: restart every process when a file under the Procfile's folder changes"},
+		&cli.BoolFlag{Name: "watch", Usage: "Procfile: restart every process when a file under the Procfile's folder changes (not node_modules, log/, tmp/, .git or what .gitignore ignores)"},
+		&cli.StringSliceFlag{Name: "watch-path", Usage: "Procfile: watch this path instead of the whole folder (repeat; implies --watch)"},
+		&cli.StringSliceFlag{Name: "watch-ignore", Usage: "Procfile: leave out of the watch what matches this glob (repeat; \"**\" spans folders)"},
 		rootFlag(),
 	}
 }
@@ -180,6 +182,8 @@ func procfileOptions(c *cli.Context) (config.ProcfileOptions, error) {
 	opts.Restart = config.RestartPolicy(c.String("restart"))
 	opts.KeepRunning = c.Bool("keep-running")
 	opts.Watch = c.Bool("watch")
+	opts.WatchPaths = c.StringSlice("watch-path")
+	opts.WatchIgnore = c.StringSlice("watch-ignore")
 	for _, f := range c.StringSlice("env") {
 		for _, x := range strings.Split(f, ",") {
 			if x != "" {
