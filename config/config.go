@@ -39,8 +39,12 @@ type Config struct {
 	// Dir is the absolute directory of File; relative paths in the file
 	// (dir, env_file, stdout.file, socket) were resolved against it.
 	Dir string
-	// Procfile is set when File was a Procfile (dev-runner defaults).
-	Procfile   bool
+	// Procfile is set when File was a Procfile (dev-runner defaults), or
+	// a TOML file with a [procfile] table naming one.
+	Procfile bool
+	// Sources are the other files the config was read from (the Procfile
+	// a [procfile] table names), for a reload to watch.
+	Sources    []string
 	Supervisor Supervisor
 	// Programs in the order they first appear in the file (a Procfile's line
 	// order), so status and console colours follow the file. Names are

@@ -35,11 +35,34 @@ func LoadWithOptions(path string, opts ProcfileOptions) (*Config, error) {
 		return nil, fmt.Errorf("load config: %w", err)
 	}
 	if !IsProcfile(path) {
-		if !opts.isZero() {
-			return nil, ErrorList{{File: path, Msg: "Procfile options (formation, ports, restart, keep running) apply to a Procfile only; set instances and env in the TOML file"}}
+		t, err := readProcfileTable(path, data)
+		if err != nil {
+			return nil, err
 		}
-		return Parse(path, data)
+		if t == nil {
+			if !opts.isZero() {
+				return nil, ErrorList{{File: path, Msg: "Procfile options (formation, ports, restart, keep running, watch) apply to a Procfile only (or a [procfile] table); set instances and env in the TOML file"}}
+			}
+			return Parse(path, data)
+		}
+		// A [procfile] table: its Procfile's processes, with its settings
+		// under the flags. A reload reads this file again.
+		pdata, err := readFile(t.file)
+		if err != nil {
+			return nil, fmt.Errorf("load the Procfile named in %s: %w", path, err)
+		}
+		cfg, err := loadProcfile(t.file, pdata, opts.under(t.opts))
+		if err != nil {
+			return nil, err
+		}
+		cfg.File, cfg.Sources = path, []string{t.file}
+		return cfg, nil
 	}
+	return loadProcfile(path, data, opts)
+}
+
+// loadProcfile is LoadWithOptions of a Procfile whose text is data.
+func loadProcfile(path string, data []byte, opts ProcfileOptions) (*Config, error) {
 	var envFiles []string
 	if opts.EnvFiles != nil {
 		envFiles = opts.EnvFiles

@@ -400,7 +400,7 @@ func runPrograms(c *cli.Context, only []string) int {
 	// write and rename and ConfigMap symlink swaps are seen.
 	// env_file and a Procfile's .env count as part of the config.
 	if cfg.Supervisor.WatchConfig {
-		files := []string{file}
+		files := append([]string{file}, cfg.Sources...)
 		for _, p := range cfg.Programs {
 			for _, f := range p.EnvFiles {
 				if !slices.Contains(files, f) {
