@@ -23,6 +23,9 @@ type logSet struct {
 	console *logs.Console
 	files   *logs.Files // one writer per log path, shared by instances and programs
 	log     *slog.Logger
+	// oneStream: console-only programs get one pipe for both streams
+	// (Options.OneStream). Set before any program starts.
+	oneStream bool
 
 	// closing holds the routers being closed in the background (replaced
 	// or removed); close waits for them.
@@ -40,6 +43,7 @@ type instLogs struct {
 	outputs [2]config.Output
 	prog    *logs.Program
 	ring    *logs.Ring
+	merged  bool // one pipe for stdout and stderr
 }
 
 type programLogs = *instLogs
@@ -122,7 +126,9 @@ func (l *logSet) forKey(p *config.Program, key string) *instLogs {
 		cfg.Stdout.Console, cfg.Stderr.Console = true, true
 		prog, _ = logs.NewProgram(cfg)
 	}
-	il := &instLogs{key: key, outputs: outputs, prog: prog, ring: ring}
+	consoleOnly := func(o config.Output) bool { return o.Console && o.File == "" }
+	merged := l.oneStream && consoleOnly(p.Stdout) && consoleOnly(p.Stderr)
+	il := &instLogs{key: key, outputs: outputs, prog: prog, ring: ring, merged: merged}
 	l.progs[key] = il
 	if old != nil {
 		l.closing.Go(old.close)
@@ -130,10 +136,14 @@ func (l *logSet) forKey(p *config.Program, key string) *instLogs {
 	return il
 }
 
-// pipes makes the stdout and stderr pipes of a process about to start.
+// pipes makes the stdout and stderr pipes of a process about to start:
+// the same file twice when the streams are merged.
 func (il *instLogs) pipes() (stdout, stderr *os.File, err error) {
 	if stdout, err = il.prog.NewPipe(logs.Stdout); err != nil {
 		return nil, nil, err
+	}
+	if il.merged {
+		return stdout, stdout, nil
 	}
 	if stderr, err = il.prog.NewPipe(logs.Stderr); err != nil {
 		stdout.Close()

@@ -80,6 +80,12 @@ type Options struct {
 	// Timestamps starts each console line with the time (the dev
 	// runner's --timestamps).
 	Timestamps bool
+	// OneStream gives a program whose stdout and stderr both go to the
+	// console and to no file one pipe for both, as foreman does, so its
+	// lines keep the order it wrote them in; they are all logged as
+	// stdout. Two pipes cannot keep that order: each has its own reader.
+	// The dev runner's; a service keeps its streams apart.
+	OneStream bool
 }
 
 // Supervisor runs a set of programs.
@@ -182,6 +188,7 @@ func New(opts Options) (*Supervisor, error) {
 		stopReq:   make(chan struct{}),
 	}
 	s.logs = newLogSet(console, opts.Color, opts.Terminal, opts.Timestamps, log, opts.Config.Programs)
+	s.logs.oneStream = opts.OneStream
 	s.apply(opts.Config)
 	return s, nil
 }

@@ -340,6 +340,7 @@ func runPrograms(c *cli.Context, only []string) int {
 		Color:      isTerminal(os.Stdout) && os.Getenv("NO_COLOR") == "",
 		Terminal:   isTerminal(os.Stdout),
 		Timestamps: c.Bool("timestamps"),
+		OneStream:  devRunner,
 	})
 	if err != nil {
 		log.Error("starting the supervisor", "err", err)
