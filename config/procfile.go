@@ -50,6 +50,12 @@ type ProcfileOptions struct {
 	// WatchIgnore are globs (package watch/glob) left out of the watch on
 	// top of the dev runner's defaults and the folder's .gitignore.
 	WatchIgnore []string
+	// CanDie names process types whose end does not end the set (the
+	// others' still does, unless KeepRunning).
+	CanDie []string
+	// AutoRestart names process types restarted whenever they exit
+	// (restart always, with the crash backoff); their exit ends nothing.
+	AutoRestart []string
 }
 
 // devWatchExcludes are what a developer never edits and a running app
@@ -93,7 +99,7 @@ func devWatch(opts ProcfileOptions, dir string, bad func(line int, key, format s
 // as it is only the environment's PORT.
 func (o *ProcfileOptions) isZero() bool {
 	return o.BasePort == 0 && o.PortStep == 0 && o.Env == nil && o.Formation == nil && o.Restart == "" && !o.KeepRunning &&
-		o.EnvFiles == nil && !o.Watch && o.WatchPaths == nil && o.WatchIgnore == nil
+		o.EnvFiles == nil && !o.Watch && o.WatchPaths == nil && o.WatchIgnore == nil && o.CanDie == nil && o.AutoRestart == nil
 }
 
 // ParseFormation reads a formation as foreman's -m takes it:
@@ -293,6 +299,16 @@ func applyFormation(cfg *Config, opts ProcfileOptions, bad func(line int, key, f
 			bad(0, "formation."+name, "no such process type in the Procfile")
 		}
 	}
+	for _, list := range []struct {
+		key   string
+		names []string
+	}{{"can_die", opts.CanDie}, {"auto_restart", opts.AutoRestart}} {
+		for _, name := range list.names {
+			if cfg.Program(name) == nil {
+				bad(0, list.key, "no process type %q in the Procfile", name)
+			}
+		}
+	}
 	for _, p := range cfg.Programs {
 		n, ok := opts.Formation[p.Name]
 		if !ok {
@@ -305,7 +321,10 @@ func applyFormation(cfg *Config, opts ProcfileOptions, bad func(line int, key, f
 		default:
 			p.Instances = n
 		}
-		if !opts.KeepRunning && p.Autostart {
+		if slices.Contains(opts.AutoRestart, p.Name) {
+			p.Restart = RestartAlways
+		}
+		if !opts.KeepRunning && p.Autostart && !slices.Contains(opts.CanDie, p.Name) {
 			cfg.Supervisor.ExitOn = append(cfg.Supervisor.ExitOn, p.Name)
 		}
 	}

@@ -446,3 +446,23 @@ func TestProcfileWatch(t *testing.T) {
 		t.Errorf("a bad glob: %v", err)
 	}
 }
+
+// --can-die leaves a process type out of exit_on; --auto-restart restarts
+// it always; a name not in the Procfile is refused.
+func TestProcfileCanDieAutoRestart(t *testing.T) {
+	src := []byte("migrate: a\nworker: b\nweb: c\n")
+	cfg, err := ParseProcfile("Procfile", src, ProcfileOptions{CanDie: []string{"migrate"}, AutoRestart: []string{"worker"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Supervisor.ExitOn; !reflect.DeepEqual(got, []string{"worker", "web"}) {
+		t.Errorf("exit_on = %q, want worker, web", got)
+	}
+	if cfg.Program("worker").Restart != RestartAlways || cfg.Program("web").Restart != RestartNever {
+		t.Errorf("restart: worker %q, web %q", cfg.Program("worker").Restart, cfg.Program("web").Restart)
+	}
+	_, err = ParseProcfile("Procfile", src, ProcfileOptions{CanDie: []string{"nope"}, AutoRestart: []string{"gone"}})
+	if err == nil || !strings.Contains(err.Error(), `Procfile: can_die: no process type "nope"`) || !strings.Contains(err.Error(), `Procfile: auto_restart: no process type "gone"`) {
+		t.Errorf("unknown names: %v", err)
+	}
+}

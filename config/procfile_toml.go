@@ -52,6 +52,8 @@ var procfileKeys = []key[*procfileTable]{
 	{"watch", func(d *decoder, t *procfileTable, v *node) { setBool(d, v, &t.opts.Watch) }},
 	{"watch_paths", func(d *decoder, t *procfileTable, v *node) { t.opts.WatchPaths = d.paths(v) }},
 	{"watch_ignore", func(d *decoder, t *procfileTable, v *node) { t.opts.WatchIgnore = d.globs(v) }},
+	{"can_die", func(d *decoder, t *procfileTable, v *node) { t.opts.CanDie, _ = d.strs(v) }},
+	{"auto_restart", func(d *decoder, t *procfileTable, v *node) { t.opts.AutoRestart, _ = d.strs(v) }},
 }
 
 // procfileTable is a decoded [procfile]: the Procfile to run (absolute)
@@ -127,6 +129,8 @@ func (o ProcfileOptions) under(file ProcfileOptions) ProcfileOptions {
 		out.WatchPaths = file.WatchPaths
 	}
 	out.WatchIgnore = slices.Concat(file.WatchIgnore, o.WatchIgnore)
+	out.CanDie = slices.Concat(file.CanDie, o.CanDie)
+	out.AutoRestart = slices.Concat(file.AutoRestart, o.AutoRestart)
 	if file.Formation != nil {
 		out.Formation = maps.Clone(file.Formation)
 		maps.Copy(out.Formation, o.Formation)

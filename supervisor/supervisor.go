@@ -86,6 +86,11 @@ type Options struct {
 	// stdout. Two pipes cannot keep that order: each has its own reader.
 	// The dev runner's; a service keeps its streams apart.
 	OneStream bool
+	// StartupGrace is how long after its start a process may still print
+	// its first line when an exit_on program's end stops the set (the
+	// dev runner's: a fast one-shot must not silence its neighbours); 0
+	// stops at once.
+	StartupGrace time.Duration
 }
 
 // Supervisor runs a set of programs.
@@ -99,8 +104,9 @@ type Supervisor struct {
 	logs   *logSet
 	events *eventLog
 
-	bootedAt  time.Time      // for the spread of first probes
-	randFloat func() float64 // [0, 1); tests replace it
+	bootedAt     time.Time      // for the spread of first probes
+	startupGrace time.Duration  // Options.StartupGrace
+	randFloat    func() float64 // [0, 1); tests replace it
 
 	ctx    context.Context // cancelled by Kill: aborts every blocking call
 	cancel context.CancelFunc
@@ -173,19 +179,20 @@ func New(opts Options) (*Supervisor, error) {
 			Clock:       clk,
 			RateLimiter: backoff.DefaultControllerRateLimiter[string](clk),
 		}),
-		hooks:     &hooks.Runner{Exec: opts.Runtime, Logger: log},
-		bootedAt:  clk.Now(),
-		randFloat: rand.Float64,
-		events:    newEventLog(clk, 1000),
-		streams:   newStreamSet(),
-		ctx:       ctx,
-		cancel:    cancel,
-		instances: map[string]*instance{},
-		rollouts:  map[string]*rolloutRun{},
-		scaled:    map[string]int{},
-		changed:   make(chan struct{}),
-		done:      make(chan struct{}),
-		stopReq:   make(chan struct{}),
+		hooks:        &hooks.Runner{Exec: opts.Runtime, Logger: log},
+		bootedAt:     clk.Now(),
+		startupGrace: opts.StartupGrace,
+		randFloat:    rand.Float64,
+		events:       newEventLog(clk, 1000),
+		streams:      newStreamSet(),
+		ctx:          ctx,
+		cancel:       cancel,
+		instances:    map[string]*instance{},
+		rollouts:     map[string]*rolloutRun{},
+		scaled:       map[string]int{},
+		changed:      make(chan struct{}),
+		done:         make(chan struct{}),
+		stopReq:      make(chan struct{}),
 	}
 	s.logs = newLogSet(console, opts.Color, opts.Terminal, opts.Timestamps, log, opts.Config.Programs)
 	s.logs.oneStream = opts.OneStream
@@ -283,6 +290,7 @@ func (s *Supervisor) Run(ctx context.Context) int {
 	case <-ctx.Done():
 	case <-s.done:
 	case <-s.stopReq:
+		s.awaitStartupOutput()
 	}
 	s.stopWatchers()
 	s.shutdownAll()

@@ -139,6 +139,8 @@ func runFlags() []cli.Flag {
 		&cli.IntFlag{Name: "port", Aliases: []string{"p"}, Usage: "Procfile: PORT of the first process type (default PORT of .env, else of the shell, else 5000; +100 per type)"},
 		&cli.StringFlag{Name: "restart", Usage: "Procfile: restart policy of every process (default never)"},
 		&cli.BoolFlag{Name: "keep-running", Usage: "Procfile: keep the others running when one process ends"},
+		&cli.StringSliceFlag{Name: "can-die", Usage: "Procfile: these process types may end without ending the set (repeat, or NAME1,NAME2)"},
+		&cli.StringSliceFlag{Name: "auto-restart", Usage: "Procfile: restart these process types whenever they exit (repeat, or NAME1,NAME2)"},
 		&cli.StringSliceFlag{Name: "env", Aliases: []string{"e"}, Usage: "Procfile: env files to read instead of ./.env, in order (repeat, or FILE1,FILE2)"},
 		&cli.BoolFlag{Name: "timestamps", Aliases: []string{"t"}, Usage: "start each console line with the time, as foreman does"},
 		&cli.BoolFlag{Name: "watch", Usage: "Procfile: restart every process when a file under the Procfile's folder changes (not node_modules, log/, tmp/, .git or what .gitignore ignores)"},
@@ -184,14 +186,24 @@ func procfileOptions(c *cli.Context) (config.ProcfileOptions, error) {
 	opts.Watch = c.Bool("watch")
 	opts.WatchPaths = c.StringSlice("watch-path")
 	opts.WatchIgnore = c.StringSlice("watch-ignore")
-	for _, f := range c.StringSlice("env") {
-		for _, x := range strings.Split(f, ",") {
-			if x != "" {
-				opts.EnvFiles = append(opts.EnvFiles, x)
+	opts.EnvFiles = commaList(c.StringSlice("env"))
+	opts.CanDie = commaList(c.StringSlice("can-die"))
+	opts.AutoRestart = commaList(c.StringSlice("auto-restart"))
+	return opts, nil
+}
+
+// commaList is the values of a repeatable flag, each also split at
+// commas; nil for none.
+func commaList(values []string) []string {
+	var out []string
+	for _, v := range values {
+		for x := range strings.SplitSeq(v, ",") {
+			if x = strings.TrimSpace(x); x != "" {
+				out = append(out, x)
 			}
 		}
 	}
-	return opts, nil
+	return out
 }
 
 // findConfig picks the file to run: -c, else the first argument (when
@@ -341,6 +353,9 @@ func runPrograms(c *cli.Context, only []string) int {
 		Terminal:   isTerminal(os.Stdout),
 		Timestamps: c.Bool("timestamps"),
 		OneStream:  devRunner,
+		// A process gets this long to say something when a neighbour's
+		// end stops the set.
+		StartupGrace: devRunnerStartupGrace(devRunner),
 	})
 	if err != nil {
 		log.Error("starting the supervisor", "err", err)
@@ -465,6 +480,15 @@ func runPrograms(c *cli.Context, only []string) int {
 	code := sup.Run(ctx)
 	log.Info("supervise exiting", "code", code)
 	return code
+}
+
+// devRunnerStartupGrace is Options.StartupGrace: a second in the dev
+// runner, none for a service.
+func devRunnerStartupGrace(devRunner bool) time.Duration {
+	if devRunner {
+		return time.Second
+	}
+	return 0
 }
 
 // catchable lists the signals supervise run takes, so that as PID 1 none
