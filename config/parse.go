@@ -34,7 +34,8 @@ func LoadWithOptions(path string, opts ProcfileOptions) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load config: %w", err)
 	}
-	if !IsProcfile(path) {
+	procfile, why := fileFormat(path, data)
+	if !procfile {
 		t, err := readProcfileTable(path, data)
 		if err != nil {
 			return nil, err
@@ -43,7 +44,11 @@ func LoadWithOptions(path string, opts ProcfileOptions) (*Config, error) {
 			if !opts.isZero() {
 				return nil, ErrorList{{File: path, Msg: "Procfile options (formation, ports, restart, keep running, watch) apply to a Procfile only (or a [procfile] table); set instances and env in the TOML file"}}
 			}
-			return Parse(path, data)
+			cfg, err := Parse(path, data)
+			if err != nil && !validTOML(data) {
+				err = triedAs(err, "TOML", why)
+			}
+			return cfg, err
 		}
 		// A [procfile] table: its Procfile's processes, with its settings
 		// under the flags. A reload reads this file again.
@@ -58,7 +63,11 @@ func LoadWithOptions(path string, opts ProcfileOptions) (*Config, error) {
 		cfg.File, cfg.Sources = path, []string{t.file}
 		return cfg, nil
 	}
-	return loadProcfile(path, data, opts)
+	cfg, err := loadProcfile(path, data, opts)
+	if err != nil && !strings.HasPrefix(why, "its name") { // taken for a Procfile by its content
+		err = triedAs(err, "a Procfile", why)
+	}
+	return cfg, err
 }
 
 // loadProcfile is LoadWithOptions of a Procfile whose text is data.
@@ -92,7 +101,9 @@ func loadProcfile(path string, data []byte, opts ProcfileOptions) (*Config, erro
 	return cfg, nil
 }
 
-// IsProcfile reports whether Load reads path as a Procfile.
+// IsProcfile reports whether path's name makes it a Procfile ("Procfile"
+// or "Procfile.*"); Load also reads other names as Procfiles by their
+// content (fileFormat).
 func IsProcfile(path string) bool {
 	base := filepath.Base(path)
 	return base == "Procfile" || strings.HasPrefix(base, "Procfile.")

@@ -188,7 +188,8 @@ func ParseProcfile(file string, data []byte, opts ProcfileOptions) (*Config, err
 		line := i + 1
 		name, cmd, msg := procfileLine(text)
 		if msg == "" && cfg.Program(name) != nil {
-			msg = fmt.Sprintf("defined twice (first on line %d)", cfg.Program(name).Line)
+			first := cfg.Program(name).Line
+			msg = fmt.Sprintf("process type %s is given twice: here and on %s:%d (names must be unique; rename one, e.g. %s2)", name, file, first, name)
 		}
 		switch {
 		case msg != "":

@@ -95,7 +95,7 @@ func TestParseProcfileErrors(t *testing.T) {
 		`Procfile: formation.web: must be between 0 and 10000 (got -1)`,
 		`Procfile: restart: must be one of always, on-failure, never (got "sometimes")`,
 		`Procfile:2: want "name: command" (no ":" on this line)`,
-		`Procfile:3: web: defined twice (first on line 1)`,
+		`Procfile:3: web: process type web is given twice: here and on Procfile:1 (names must be unique; rename one, e.g. web2)`,
 		`Procfile:4: bad name!: invalid process type name: up to 63 letters, digits, '_' or '-', starting with a letter or digit`,
 		`Procfile:5: empty: empty command`,
 	}
@@ -464,5 +464,28 @@ func TestProcfileCanDieAutoRestart(t *testing.T) {
 	_, err = ParseProcfile("Procfile", src, ProcfileOptions{CanDie: []string{"nope"}, AutoRestart: []string{"gone"}})
 	if err == nil || !strings.Contains(err.Error(), `Procfile: can_die: no process type "nope"`) || !strings.Contains(err.Error(), `Procfile: auto_restart: no process type "gone"`) {
 		t.Errorf("unknown names: %v", err)
+	}
+}
+
+// A file's format comes from its name, else from its first line.
+func TestFileFormat(t *testing.T) {
+	for _, c := range []struct {
+		name, text string
+		procfile   bool
+	}{
+		{"Procfile", "", true},
+		{"Procfile.dev", "[x]\n", true},
+		{"Procfile-dev", "", true},
+		{"dev.procfile", "", true},
+		{"procfile.toml", "web: a\n", false},
+		{"supervise.toml", "", false},
+		{"Devfile", "# c\n\n  web: ./run\n", true},
+		{"Devfile", "[program.web]\n", false},
+		{"Devfile", "key = \"a: b\"\n", false},
+		{"Devfile", "", false},
+	} {
+		if got, why := fileFormat(c.name, []byte(c.text)); got != c.procfile || why == "" {
+			t.Errorf("%s %q: procfile %v (%s), want %v", c.name, c.text, got, why, c.procfile)
+		}
 	}
 }

@@ -271,6 +271,12 @@ func isTerminal(f *os.File) bool {
 	return err == nil
 }
 
+// wantColor: colour on a terminal, unless NO_COLOR is set or TERM says
+// the terminal takes none.
+func wantColor(terminal bool) bool {
+	return terminal && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
+}
+
 func runCommand(c *cli.Context) int { return runPrograms(c, nil) }
 
 // runPrograms is `supervise run`, or `supervise start NAME…` when only
@@ -349,7 +355,7 @@ func runPrograms(c *cli.Context, only []string) int {
 		Runtime:    rt,
 		Logger:     log,
 		Console:    os.Stdout,
-		Color:      isTerminal(os.Stdout) && os.Getenv("NO_COLOR") == "",
+		Color:      wantColor(isTerminal(os.Stdout)),
 		Terminal:   isTerminal(os.Stdout),
 		Timestamps: c.Bool("timestamps"),
 		OneStream:  devRunner,
