@@ -60,7 +60,9 @@ func LoadWithOptions(path string, opts ProcfileOptions) (*Config, error) {
 		if err != nil {
 			return nil, err
 		}
-		cfg.File, cfg.Sources = path, []string{t.file}
+		// The project is the TOML file's folder (its dev runner's socket
+		// is found from there), wherever the Procfile is.
+		cfg.File, cfg.Dir, cfg.Sources = path, absDir(path), []string{t.file}
 		return cfg, nil
 	}
 	cfg, err := loadProcfile(path, data, opts)

@@ -35,8 +35,8 @@ watch_ignore = ["*.gen"]
 		t.Fatal(err)
 	}
 	web, css := cfg.Program("web"), cfg.Program("css")
-	if !cfg.Procfile || cfg.File != toml || !reflect.DeepEqual(cfg.Sources, []string{filepath.Join(dir, "Procfile.dev")}) {
-		t.Errorf("File %q, Sources %q, Procfile %v", cfg.File, cfg.Sources, cfg.Procfile)
+	if !cfg.Procfile || cfg.File != toml || cfg.Dir != dir || !reflect.DeepEqual(cfg.Sources, []string{filepath.Join(dir, "Procfile.dev")}) {
+		t.Errorf("File %q, Dir %q, Sources %q, Procfile %v", cfg.File, cfg.Dir, cfg.Sources, cfg.Procfile)
 	}
 	if web.Port != 3000 || web.Instances != 2 || css.Autostart || web.Restart != RestartOnFailure || web.Env["GREETING"] != "hi" {
 		t.Errorf("web = %+v, css autostart %v", web, css.Autostart)

@@ -101,31 +101,15 @@ func head(s []string, n int) []string { return s[:min(n, len(s))] }
 // "done", stops it with SIGTERM, and returns each process's stand-in lines.
 func runUntilDone(t *testing.T, dir string, env, types []string, argv ...string) map[string][]string {
 	t.Helper()
-	var out syncBuffer
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir, cmd.Env = dir, env
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
+	r := startRunner(t, dir, env, argv...)
 	defer func() {
-		if t.Failed() {
-			t.Logf("%s:\n%s", argv[0], tail(out.String(), 20))
-		}
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			t.Errorf("%s did not stop on SIGTERM", argv[0])
-		}
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // stragglers of a runner that left them
+		r.cmd.Process.Signal(syscall.SIGTERM)
+		r.wait(30 * time.Second)
+		syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL) // stragglers of a runner that left them
 	}()
 	lines := func() map[string][]string {
 		m := map[string][]string{}
-		for _, l := range strings.Split(out.String(), "\n") {
+		for _, l := range strings.Split(r.out.String(), "\n") {
 			if g := foremanLine.FindStringSubmatch(strings.TrimRight(l, "\r")); g != nil {
 				if text := g[2]; strings.HasPrefix(text, "seen ") || strings.HasPrefix(text, "out ") || strings.HasPrefix(text, "err ") || text == "done" {
 					m[g[1]] = append(m[g[1]], text)

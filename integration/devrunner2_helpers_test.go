@@ -39,8 +39,15 @@ func writeFiles(t *testing.T, dir string, files map[string]string) {
 // devEnv plus extra), in its own process group; cleanup stops it.
 func startDev(t *testing.T, dir string, env []string, args ...string) *devRun {
 	t.Helper()
+	return startRunner(t, dir, env, append([]string{binary}, args...)...)
+}
+
+// startRunner is startDev for any runner's argv (foreman's too).
+func startRunner(t *testing.T, dir string, env []string, argv ...string) *devRun {
+	t.Helper()
+	args := argv[1:]
 	r := &devRun{t: t, out: &syncBuffer{}, done: make(chan struct{})}
-	r.cmd = exec.Command(binary, args...)
+	r.cmd = exec.Command(argv[0], args...)
 	r.cmd.Dir, r.cmd.Env = dir, env
 	r.cmd.Stdout, r.cmd.Stderr = r.out, r.out
 	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -61,7 +68,7 @@ func startDev(t *testing.T, dir string, env []string, args ...string) *devRun {
 			}
 		}
 		if t.Failed() {
-			t.Logf("supervise %v in %s:\n%s", args, dir, tail(r.out.String(), 40))
+			t.Logf("%s %v in %s:\n%s", filepath.Base(argv[0]), args, dir, tail(r.out.String(), 40))
 		}
 	})
 	return r

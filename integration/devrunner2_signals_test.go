@@ -9,8 +9,8 @@ import (
 )
 
 // A closed terminal sends the dev runner SIGHUP: like Ctrl-C it stops
-// every process and supervise exits (a service's SIGHUP reloads; see the
-// reload tests).
+// every process and supervise exits (a service's SIGHUP reloads:
+// TestReloadOnSIGHUPAndCtl).
 func TestDevRunnerStopsOnSIGHUP(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{
@@ -38,22 +38,5 @@ func TestDevRunnerStopsOnSIGHUP(t *testing.T) {
 	}
 	if !strings.Contains(r.out.String(), "stopping") {
 		t.Errorf("no word of stopping on the console (exit %d):\n%s", code, r.out.String())
-	}
-}
-
-// A service (`supervise run -c FILE`) keeps SIGHUP as a reload.
-func TestServiceKeepsSIGHUPAsReload(t *testing.T) {
-	dir, file := writeConfig(t, "[program.web]\ncommand = [\"sleep\", \"1000\"]\n")
-	d := startDaemon(t, dir, file)
-	eventually(t, "web running", 30*time.Second, func() bool { return d.status()["web"].State == "Running" })
-	d.signal(syscall.SIGHUP)
-	eventually(t, "a reload", 30*time.Second, func() bool { return strings.Contains(d.stderr.String(), "reloaded") })
-	select {
-	case <-d.done:
-		t.Fatalf("supervise run -c exited on SIGHUP")
-	case <-time.After(500 * time.Millisecond):
-	}
-	if d.status()["web"].State != "Running" {
-		t.Errorf("web after SIGHUP: %+v", d.status()["web"])
 	}
 }
