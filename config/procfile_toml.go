@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"maps"
 	"os"
 	"path/filepath"
@@ -80,6 +81,9 @@ func (d *decoder) paths(n *node) []string {
 // readProcfileTable decodes the [procfile] table of the TOML file, or
 // returns nil when it has none (or is not valid TOML: Parse says why).
 func readProcfileTable(file string, data []byte) (*procfileTable, error) {
+	if !bytes.Contains(data, []byte("procfile")) {
+		return nil, nil // no such table: decode the file once, in Parse
+	}
 	if err := checkSize(file, data); err != nil {
 		return nil, err
 	}

@@ -26,6 +26,7 @@ type logSet struct {
 	// oneStream: console-only programs get one pipe for both streams
 	// (Options.OneStream). Set before any program starts.
 	oneStream bool
+	tty       bool // and a pseudo-terminal instead of the pipe (Options.Tty)
 
 	// closing holds the routers being closed in the background (replaced
 	// or removed); close waits for them.
@@ -44,6 +45,7 @@ type instLogs struct {
 	prog    *logs.Program
 	ring    *logs.Ring
 	merged  bool // one pipe for stdout and stderr
+	tty     bool // a pseudo-terminal for both
 }
 
 type programLogs = *instLogs
@@ -128,7 +130,7 @@ func (l *logSet) forKey(p *config.Program, key string) *instLogs {
 	}
 	consoleOnly := func(o config.Output) bool { return o.Console && o.File == "" }
 	merged := l.oneStream && consoleOnly(p.Stdout) && consoleOnly(p.Stderr)
-	il := &instLogs{key: key, outputs: outputs, prog: prog, ring: ring, merged: merged}
+	il := &instLogs{key: key, outputs: outputs, prog: prog, ring: ring, merged: merged, tty: merged && l.tty}
 	l.progs[key] = il
 	if old != nil {
 		l.closing.Go(old.close)
@@ -139,6 +141,12 @@ func (l *logSet) forKey(p *config.Program, key string) *instLogs {
 // pipes makes the stdout and stderr pipes of a process about to start:
 // the same file twice when the streams are merged.
 func (il *instLogs) pipes() (stdout, stderr *os.File, err error) {
+	if il.tty {
+		if stdout, err = il.prog.NewPty(logs.Stdout); err != nil {
+			return nil, nil, err
+		}
+		return stdout, stdout, nil
+	}
 	if stdout, err = il.prog.NewPipe(logs.Stdout); err != nil {
 		return nil, nil, err
 	}

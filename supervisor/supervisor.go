@@ -86,6 +86,10 @@ type Options struct {
 	// stdout. Two pipes cannot keep that order: each has its own reader.
 	// The dev runner's; a service keeps its streams apart.
 	OneStream bool
+	// Tty, with OneStream, gives such a program a pseudo-terminal instead
+	// of the pipe, as overmind does: it sees a terminal and prints its
+	// colours.
+	Tty bool
 	// StartupGrace is how long after its start a process may still print
 	// its first line when an exit_on program's end stops the set (the
 	// dev runner's: a fast one-shot must not silence its neighbours); 0
@@ -195,7 +199,7 @@ func New(opts Options) (*Supervisor, error) {
 		stopReq:      make(chan struct{}),
 	}
 	s.logs = newLogSet(console, opts.Color, opts.Terminal, opts.Timestamps, log, opts.Config.Programs)
-	s.logs.oneStream = opts.OneStream
+	s.logs.oneStream, s.logs.tty = opts.OneStream, opts.OneStream && opts.Tty
 	s.apply(opts.Config)
 	return s, nil
 }

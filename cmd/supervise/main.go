@@ -143,6 +143,7 @@ func runFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "auto-restart", Usage: "Procfile: restart these process types whenever they exit (repeat, or NAME1,NAME2)"},
 		&cli.StringSliceFlag{Name: "env", Aliases: []string{"e"}, Usage: "Procfile: env files to read instead of ./.env, in order (repeat, or FILE1,FILE2)"},
 		&cli.BoolFlag{Name: "timestamps", Aliases: []string{"t"}, Usage: "start each console line with the time, as foreman does"},
+		&cli.BoolFlag{Name: "tty", Usage: "dev runner: give each process a pseudo-terminal for its output, as overmind does (programs print their colours)"},
 		&cli.BoolFlag{Name: "watch", Usage: "Procfile: restart every process when a file under the Procfile's folder changes (not node_modules, log/, tmp/, .git or what .gitignore ignores)"},
 		&cli.StringSliceFlag{Name: "watch-path", Usage: "Procfile: watch this path instead of the whole folder (repeat; implies --watch)"},
 		&cli.StringSliceFlag{Name: "watch-ignore", Usage: "Procfile: leave out of the watch what matches this glob (repeat; \"**\" spans folders)"},
@@ -359,6 +360,7 @@ func runPrograms(c *cli.Context, only []string) int {
 		Terminal:   isTerminal(os.Stdout),
 		Timestamps: c.Bool("timestamps"),
 		OneStream:  devRunner,
+		Tty:        c.Bool("tty"),
 		// A process gets this long to say something when a neighbour's
 		// end stops the set.
 		StartupGrace: devRunnerStartupGrace(devRunner),
