@@ -108,9 +108,10 @@ type Supervisor struct {
 	logs   *logSet
 	events *eventLog
 
-	bootedAt     time.Time      // for the spread of first probes
-	startupGrace time.Duration  // Options.StartupGrace
-	randFloat    func() float64 // [0, 1); tests replace it
+	bootedAt  time.Time      // for the spread of first probes
+	randFloat func() float64 // [0, 1); tests replace it
+
+	startupGrace time.Duration // Options.StartupGrace
 
 	ctx    context.Context // cancelled by Kill: aborts every blocking call
 	cancel context.CancelFunc
@@ -183,21 +184,21 @@ func New(opts Options) (*Supervisor, error) {
 			Clock:       clk,
 			RateLimiter: backoff.DefaultControllerRateLimiter[string](clk),
 		}),
-		hooks:        &hooks.Runner{Exec: opts.Runtime, Logger: log},
-		bootedAt:     clk.Now(),
-		startupGrace: opts.StartupGrace,
-		randFloat:    rand.Float64,
-		events:       newEventLog(clk, 1000),
-		streams:      newStreamSet(),
-		ctx:          ctx,
-		cancel:       cancel,
-		instances:    map[string]*instance{},
-		rollouts:     map[string]*rolloutRun{},
-		scaled:       map[string]int{},
-		changed:      make(chan struct{}),
-		done:         make(chan struct{}),
-		stopReq:      make(chan struct{}),
+		hooks:     &hooks.Runner{Exec: opts.Runtime, Logger: log},
+		bootedAt:  clk.Now(),
+		randFloat: rand.Float64,
+		events:    newEventLog(clk, 1000),
+		streams:   newStreamSet(),
+		ctx:       ctx,
+		cancel:    cancel,
+		instances: map[string]*instance{},
+		rollouts:  map[string]*rolloutRun{},
+		scaled:    map[string]int{},
+		changed:   make(chan struct{}),
+		done:      make(chan struct{}),
+		stopReq:   make(chan struct{}),
 	}
+	s.startupGrace = opts.StartupGrace
 	s.logs = newLogSet(console, opts.Color, opts.Terminal, opts.Timestamps, log, opts.Config.Programs)
 	s.logs.oneStream, s.logs.tty = opts.OneStream, opts.OneStream && opts.Tty
 	s.apply(opts.Config)
