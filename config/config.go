@@ -39,8 +39,12 @@ type Config struct {
 	// Dir is the absolute directory of File; relative paths in the file
 	// (dir, env_file, stdout.file, socket) were resolved against it.
 	Dir string
-	// Procfile is set when File was a Procfile (dev-runner defaults).
-	Procfile   bool
+	// Procfile is set when File was a Procfile (dev-runner defaults), or
+	// a TOML file with a [procfile] table naming one.
+	Procfile bool
+	// Sources are the other files the config was read from (the Procfile
+	// a [procfile] table names), for a reload to watch.
+	Sources    []string
 	Supervisor Supervisor
 	// Programs in the order they first appear in the file (a Procfile's line
 	// order), so status and console colours follow the file. Names are
@@ -284,6 +288,9 @@ type Watch struct {
 	// any depth, and a matched directory covers its subtree (package
 	// watch/glob). Every one compiles.
 	Include, Exclude []string
+	// GitIgnore also leaves out what the .gitignore at the top of each
+	// watched directory ignores (the dev runner's default).
+	GitIgnore bool
 	// Debounce is how long the files must stay quiet before a change
 	// counts (default 200ms); 0 reacts to the next batch of events.
 	Debounce time.Duration

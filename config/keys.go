@@ -315,6 +315,7 @@ func setBool(d *decoder, v *node, dst *bool) bool {
 func keyTables() map[string][]string {
 	return map[string][]string{
 		"supervisor":       keyNames(supervisorKeys),
+		"procfile":         keyNames(procfileKeys),
 		"program":          keyNames(programKeys),
 		"program.sandbox":  keyNames(sandboxKeys),
 		"program.backoff":  backoffKeys,

@@ -34,12 +34,46 @@ func LoadWithOptions(path string, opts ProcfileOptions) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load config: %w", err)
 	}
-	if !IsProcfile(path) {
-		if !opts.isZero() {
-			return nil, ErrorList{{File: path, Msg: "Procfile options (formation, ports, restart, keep running) apply to a Procfile only; set instances and env in the TOML file"}}
+	procfile, why := fileFormat(path, data)
+	if !procfile {
+		t, err := readProcfileTable(path, data)
+		if err != nil {
+			return nil, err
 		}
-		return Parse(path, data)
+		if t == nil {
+			if !opts.isZero() {
+				return nil, ErrorList{{File: path, Msg: "Procfile options (formation, ports, restart, keep running, watch) apply to a Procfile only (or a [procfile] table); set instances and env in the TOML file"}}
+			}
+			cfg, err := Parse(path, data)
+			if err != nil && !validTOML(data) {
+				err = triedAs(err, "TOML", why)
+			}
+			return cfg, err
+		}
+		// A [procfile] table: its Procfile's processes, with its settings
+		// under the flags. A reload reads this file again.
+		pdata, err := readFile(t.file)
+		if err != nil {
+			return nil, fmt.Errorf("load the Procfile named in %s: %w", path, err)
+		}
+		cfg, err := loadProcfile(t.file, pdata, opts.under(t.opts))
+		if err != nil {
+			return nil, err
+		}
+		// The project is the TOML file's folder (its dev runner's socket
+		// is found from there), wherever the Procfile is.
+		cfg.File, cfg.Dir, cfg.Sources = path, absDir(path), []string{t.file}
+		return cfg, nil
 	}
+	cfg, err := loadProcfile(path, data, opts)
+	if err != nil && !strings.HasPrefix(why, "its name") { // taken for a Procfile by its content
+		err = triedAs(err, "a Procfile", why)
+	}
+	return cfg, err
+}
+
+// loadProcfile is LoadWithOptions of a Procfile whose text is data.
+func loadProcfile(path string, data []byte, opts ProcfileOptions) (*Config, error) {
 	var envFiles []string
 	if opts.EnvFiles != nil {
 		envFiles = opts.EnvFiles
@@ -65,14 +99,13 @@ func LoadWithOptions(path string, opts ProcfileOptions) (*Config, error) {
 	}
 	for _, p := range cfg.Programs {
 		p.EnvFiles = slices.Clone(envFiles)
-		if opts.Watch {
-			p.Watch = &Watch{Paths: []string{cfg.Dir}, Debounce: DefaultWatchDebounce}
-		}
 	}
 	return cfg, nil
 }
 
-// IsProcfile reports whether Load reads path as a Procfile.
+// IsProcfile reports whether path's name makes it a Procfile ("Procfile"
+// or "Procfile.*"); Load also reads other names as Procfiles by their
+// content (fileFormat).
 func IsProcfile(path string) bool {
 	base := filepath.Base(path)
 	return base == "Procfile" || strings.HasPrefix(base, "Procfile.")

@@ -474,7 +474,7 @@ watch = { paths = ["", "a"], debounce = 5 }
 				`test.toml:8: program.web.watch.exclude[1]: "../up": ".." cannot match a path inside the watched directory`,
 				`test.toml:9: program.web.watch.debounce: must not be negative (got "-1s")`,
 				`test.toml:10: program.web.watch.signal: unknown signal "HANGUP" (want a name like TERM, INT, QUIT, HUP, USR1, or a number 1-64)`,
-				`test.toml:11: program.web.watch.recursive: unknown key (known: paths, include, exclude, debounce, signal)`,
+				`test.toml:11: program.web.watch.recursive: unknown key (known: paths, include, exclude, gitignore, debounce, signal)`,
 				`test.toml:14: program.api.watch: must be a table like { paths = ["src"], include = ["**/*.go"] } (got "src")`,
 				`test.toml:17: program.b.watch.debounce: must be a duration string like "10s" (got integer 5)`,
 				`test.toml:17: program.b.watch.paths[0]: must be a non-empty path`,

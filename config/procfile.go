@@ -6,19 +6,25 @@ import (
 	"io/fs"
 	"maps"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/supervise-dev/supervise/watch/glob"
 )
 
 // ProcfileOptions are the dev-runner settings of a Procfile run; the zero
 // value gives foreman's defaults.
 type ProcfileOptions struct {
 	// BasePort is the PORT of the first process type; 0 means the PORT of
-	// Env if it has one, else 5000.
+	// Env if it has one, else ShellPort, else 5000.
 	BasePort int
+	// ShellPort is the PORT of the environment supervise was started in
+	// ("" for none), as foreman and honcho take it.
+	ShellPort string
 	// PortStep is added per process type, in file order; 0 means 100. Each
 	// instance adds 1 (Program.Port).
 	PortStep int
@@ -36,13 +42,64 @@ type ProcfileOptions struct {
 	// the Procfile (foreman's -e).
 	EnvFiles []string
 	// Watch restarts every process when a file under the Procfile's
-	// directory changes (.git and editor files aside).
+	// directory changes; see devWatch for what is left out.
 	Watch bool
+	// WatchPaths, when set, are watched instead of the Procfile's folder
+	// (relative ones from that folder); they imply Watch.
+	WatchPaths []string
+	// WatchIgnore are globs (package watch/glob) left out of the watch on
+	// top of the dev runner's defaults and the folder's .gitignore.
+	WatchIgnore []string
+	// CanDie names process types whose end does not end the set (the
+	// others' still does, unless KeepRunning).
+	CanDie []string
+	// AutoRestart names process types restarted whenever they exit
+	// (restart always, with the crash backoff); their exit ends nothing.
+	AutoRestart []string
 }
 
+// devWatchExcludes are what a developer never edits and a running app
+// writes all the time: dependencies, and the log and tmp folders at the
+// top of the project (Rails, Phoenix, Django and Node keep theirs there).
+// .git and editor files are left out by package watch itself.
+var devWatchExcludes = []string{"node_modules", "/log", "/tmp"}
+
+// devWatch is the watch every process of a Procfile run gets from opts
+// (nil without one): the folder of the Procfile, or WatchPaths, less
+// devWatchExcludes, WatchIgnore and what the .gitignore ignores.
+func devWatch(opts ProcfileOptions, dir string, bad func(line int, key, format string, args ...any)) *Watch {
+	if !opts.Watch && len(opts.WatchPaths) == 0 {
+		return nil
+	}
+	w := &Watch{Paths: []string{dir}, Exclude: slices.Clone(devWatchExcludes), GitIgnore: true, Debounce: DefaultWatchDebounce}
+	if len(opts.WatchPaths) > 0 {
+		w.Paths = nil
+		for _, p := range opts.WatchPaths {
+			if p == "" || strings.ContainsRune(p, 0) {
+				bad(0, "watch_paths", "must be non-empty paths")
+				continue
+			}
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(dir, p)
+			}
+			w.Paths = append(w.Paths, filepath.Clean(p))
+		}
+	}
+	for _, g := range opts.WatchIgnore {
+		if _, err := glob.Compile(g); err != nil {
+			bad(0, "watch_ignore", "%q: %v", g, err)
+			continue
+		}
+		w.Exclude = append(w.Exclude, g)
+	}
+	return w
+}
+
+// isZero reports whether no option was given; ShellPort does not count,
+// as it is only the environment's PORT.
 func (o *ProcfileOptions) isZero() bool {
 	return o.BasePort == 0 && o.PortStep == 0 && o.Env == nil && o.Formation == nil && o.Restart == "" && !o.KeepRunning &&
-		o.EnvFiles == nil && !o.Watch
+		o.EnvFiles == nil && !o.Watch && o.WatchPaths == nil && o.WatchIgnore == nil && o.CanDie == nil && o.AutoRestart == nil
 }
 
 // ParseFormation reads a formation as foreman's -m takes it:
@@ -111,7 +168,10 @@ func ParseProcfile(file string, data []byte, opts ProcfileOptions) (*Config, err
 	default:
 		bad(0, "restart", "must be one of always, on-failure, never (got %q)", restart)
 	}
-	base, step := procfilePorts(opts)
+	base, step, portErr := procfilePorts(opts)
+	if portErr != "" {
+		bad(0, "", "%s", portErr)
+	}
 	cfg := &Config{
 		File:     file,
 		Dir:      absDir(file),
@@ -128,7 +188,8 @@ func ParseProcfile(file string, data []byte, opts ProcfileOptions) (*Config, err
 		line := i + 1
 		name, cmd, msg := procfileLine(text)
 		if msg == "" && cfg.Program(name) != nil {
-			msg = fmt.Sprintf("defined twice (first on line %d)", cfg.Program(name).Line)
+			first := cfg.Program(name).Line
+			msg = fmt.Sprintf("process type %s is given twice: here and on %s:%d (names must be unique; rename one, e.g. %s2)", name, file, first, name)
 		}
 		switch {
 		case msg != "":
@@ -142,27 +203,51 @@ func ParseProcfile(file string, data []byte, opts ProcfileOptions) (*Config, err
 		bad(0, "", `no processes: add lines like "web: ./server"`)
 	}
 	applyFormation(cfg, opts, bad)
+	if w := devWatch(opts, cfg.Dir, bad); w != nil {
+		for _, p := range cfg.Programs {
+			pw := *w
+			p.Watch = &pw
+		}
+	}
+	for _, p := range cfg.Programs {
+		if last := p.Port + max(p.Instances, 1) - 1; portErr == "" && last > maxPort {
+			bad(p.Line, p.Name, "PORT %d is past %d (the first process type's PORT is %d, +%d per type, +1 per instance): choose a lower port with -p", last, maxPort, base, step)
+		}
+	}
 	if err := errs.err(); err != nil {
 		return nil, err
 	}
 	return cfg, nil
 }
 
+// maxPort is the highest TCP port.
+const maxPort = 65535
+
 // procfilePorts is the PORT of the first process type and the step to the
-// next: foreman's 5000 and 100 unless told, or $PORT as the base.
-func procfilePorts(opts ProcfileOptions) (base, step int) {
+// next: foreman's 5000 and 100 unless told, or the PORT of the env files,
+// else of the shell, as the base. msg says what is wrong with the base.
+func procfilePorts(opts ProcfileOptions) (base, step int, msg string) {
 	step = opts.PortStep
 	if step <= 0 {
 		step = 100
 	}
-	base = opts.BasePort
-	if base <= 0 {
-		base = 5000
-		if p, err := strconv.Atoi(opts.Env["PORT"]); err == nil && p > 0 {
-			base = p
+	if opts.BasePort != 0 {
+		if opts.BasePort < 1 || opts.BasePort > maxPort {
+			return 5000, step, fmt.Sprintf("port: must be from 1 to %d (got %d)", maxPort, opts.BasePort)
 		}
+		return opts.BasePort, step, ""
 	}
-	return base, step
+	for _, from := range []struct{ what, v string }{{"PORT of the env files", opts.Env["PORT"]}, {"$PORT", opts.ShellPort}} {
+		if from.v == "" {
+			continue
+		}
+		p, err := strconv.Atoi(strings.TrimSpace(from.v))
+		if err != nil || p < 1 || p > maxPort {
+			return 5000, step, fmt.Sprintf("%s: must be from 1 to %d (got %q)", from.what, maxPort, from.v)
+		}
+		return p, step, ""
+	}
+	return 5000, step, ""
 }
 
 // procfileLine reads one line: a process type's name and command, nothing
@@ -215,6 +300,16 @@ func applyFormation(cfg *Config, opts ProcfileOptions, bad func(line int, key, f
 			bad(0, "formation."+name, "no such process type in the Procfile")
 		}
 	}
+	for _, list := range []struct {
+		key   string
+		names []string
+	}{{"can_die", opts.CanDie}, {"auto_restart", opts.AutoRestart}} {
+		for _, name := range list.names {
+			if cfg.Program(name) == nil {
+				bad(0, list.key, "no process type %q in the Procfile", name)
+			}
+		}
+	}
 	for _, p := range cfg.Programs {
 		n, ok := opts.Formation[p.Name]
 		if !ok {
@@ -227,7 +322,10 @@ func applyFormation(cfg *Config, opts ProcfileOptions, bad func(line int, key, f
 		default:
 			p.Instances = n
 		}
-		if !opts.KeepRunning && p.Autostart {
+		if slices.Contains(opts.AutoRestart, p.Name) {
+			p.Restart = RestartAlways
+		}
+		if !opts.KeepRunning && p.Autostart && !slices.Contains(opts.CanDie, p.Name) {
 			cfg.Supervisor.ExitOn = append(cfg.Supervisor.ExitOn, p.Name)
 		}
 	}

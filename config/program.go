@@ -223,7 +223,7 @@ var (
 	rlimitKeys           = []string{"soft", "hard"}
 	hookKeys             = []string{"command", "http", "timeout"}
 	httpHookKeys         = []string{"url", "method", "headers", "expect_status"}
-	watchKeys            = []string{"paths", "include", "exclude", "debounce", "signal"}
+	watchKeys            = []string{"paths", "include", "exclude", "gitignore", "debounce", "signal"}
 	outputKeys           = []string{"console", "file", "max_size", "max_files", "timestamps"}
 	restartRuleKeys      = []string{"action", "exit_codes"}
 	restartRuleMatchKeys = []string{"operator", "values"}
@@ -594,6 +594,9 @@ func (d *decoder) watch(n *node, dir string) *Watch {
 	}
 	if v := t["exclude"]; v != nil {
 		w.Exclude = d.globs(v)
+	}
+	if v := t["gitignore"]; v != nil {
+		setBool(d, v, &w.GitIgnore)
 	}
 	if v := t["debounce"]; v != nil {
 		if dur, ok := d.duration(v); ok {

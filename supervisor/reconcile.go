@@ -189,8 +189,9 @@ func programEnv(spec *config.Program, in *instance, last *exitInfo) []string {
 	for k, v := range spec.Env {
 		set(k, v)
 	}
-	if spec.Port != 0 { // Procfile mode: foreman's PORT, one per instance
+	if spec.Port != 0 { // Procfile mode: foreman's PORT, one per instance, and PS=web.1
 		set("PORT", strconv.Itoa(spec.Port+in.index))
+		set("PS", spec.Name+"."+strconv.Itoa(in.index+1))
 	}
 	set("SUPERVISE_PROGRAM", spec.Name)
 	set("SUPERVISE_INSTANCE", strconv.Itoa(in.index))

@@ -128,7 +128,9 @@ func (s *Supervisor) launch(ctx context.Context, in *instance, sid string, env [
 	// The child has its copies now; ours must go, or the pumps (and the
 	// notification fd's reader) never see EOF.
 	stdout.Close()
-	stderr.Close()
+	if stderr != stdout {
+		stderr.Close()
+	}
 	h.started()
 	if err != nil {
 		s.mu.Lock()

@@ -80,6 +80,21 @@ type Options struct {
 	// Timestamps starts each console line with the time (the dev
 	// runner's --timestamps).
 	Timestamps bool
+	// OneStream gives a program whose stdout and stderr both go to the
+	// console and to no file one pipe for both, as foreman does, so its
+	// lines keep the order it wrote them in; they are all logged as
+	// stdout. Two pipes cannot keep that order: each has its own reader.
+	// The dev runner's; a service keeps its streams apart.
+	OneStream bool
+	// Tty, with OneStream, gives such a program a pseudo-terminal instead
+	// of the pipe, as overmind does: it sees a terminal and prints its
+	// colours.
+	Tty bool
+	// StartupGrace is how long after its start a process may still print
+	// its first line when an exit_on program's end stops the set (the
+	// dev runner's: a fast one-shot must not silence its neighbours); 0
+	// stops at once.
+	StartupGrace time.Duration
 }
 
 // Supervisor runs a set of programs.
@@ -95,6 +110,8 @@ type Supervisor struct {
 
 	bootedAt  time.Time      // for the spread of first probes
 	randFloat func() float64 // [0, 1); tests replace it
+
+	startupGrace time.Duration // Options.StartupGrace
 
 	ctx    context.Context // cancelled by Kill: aborts every blocking call
 	cancel context.CancelFunc
@@ -181,10 +198,12 @@ func New(opts Options) (*Supervisor, error) {
 		done:      make(chan struct{}),
 		stopReq:   make(chan struct{}),
 	}
+	s.startupGrace = opts.StartupGrace
 	s.logs = newLogSet(console, opts.Color, opts.Terminal, opts.Timestamps, log, opts.Config.Programs)
 	s.logs.refused = func(key string, err error) {
 		s.events.add(key, "", "LogFileRefused", err.Error()+"; its lines go to the console")
 	}
+	s.logs.oneStream, s.logs.tty = opts.OneStream, opts.OneStream && opts.Tty
 	s.apply(opts.Config)
 	return s, nil
 }
@@ -279,6 +298,7 @@ func (s *Supervisor) Run(ctx context.Context) int {
 	case <-ctx.Done():
 	case <-s.done:
 	case <-s.stopReq:
+		s.awaitStartupOutput()
 	}
 	s.stopWatchers()
 	s.shutdownAll()

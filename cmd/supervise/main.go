@@ -146,12 +146,17 @@ func runFlags() []cli.Flag {
 		&cli.StringFlag{Name: "log-format", Usage: "text or json (overrides [supervisor] log_format)"},
 		&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error"},
 		&cli.StringFlag{Name: "formation", Aliases: []string{"m"}, Usage: "Procfile: instances per process type, e.g. web=2,worker=1 (all=N for the rest)"},
-		&cli.IntFlag{Name: "port", Aliases: []string{"p"}, Usage: "Procfile: PORT of the first process type (default $PORT, else 5000; +100 per type)"},
+		&cli.IntFlag{Name: "port", Aliases: []string{"p"}, Usage: "Procfile: PORT of the first process type (default PORT of .env, else of the shell, else 5000; +100 per type)"},
 		&cli.StringFlag{Name: "restart", Usage: "Procfile: restart policy of every process (default never)"},
 		&cli.BoolFlag{Name: "keep-running", Usage: "Procfile: keep the others running when one process ends"},
+		&cli.StringSliceFlag{Name: "can-die", Usage: "Procfile: these process types may end without ending the set (repeat, or NAME1,NAME2)"},
+		&cli.StringSliceFlag{Name: "auto-restart", Usage: "Procfile: restart these process types whenever they exit (repeat, or NAME1,NAME2)"},
 		&cli.StringSliceFlag{Name: "env", Aliases: []string{"e"}, Usage: "Procfile: env files to read instead of ./.env, in order (repeat, or FILE1,FILE2)"},
 		&cli.BoolFlag{Name: "timestamps", Aliases: []string{"t"}, Usage: "start each console line with the time, as foreman does"},
-		&cli.BoolFlag{Name: "watch", Usage: "Procfile: restart every process when a file under the Procfile's folder changes"},
+		&cli.BoolFlag{Name: "tty", Usage: "dev runner: give each process a pseudo-terminal for its output, as overmind does (programs print their colours)"},
+		&cli.BoolFlag{Name: "watch", Usage: "Procfile: restart every process when a file under the Procfile's folder changes (not node_modules, log/, tmp/, .git or what .gitignore ignores)"},
+		&cli.StringSliceFlag{Name: "watch-path", Usage: "Procfile: watch this path instead of the whole folder (repeat; implies --watch)"},
+		&cli.StringSliceFlag{Name: "watch-ignore", Usage: "Procfile: leave out of the watch what matches this glob (repeat; \"**\" spans folders)"},
 		rootFlag(),
 	}
 }
@@ -179,18 +184,37 @@ func procfileOptions(c *cli.Context) (config.ProcfileOptions, error) {
 		return opts, fmt.Errorf("--formation: %w", err)
 	}
 	opts.Formation = f
-	opts.BasePort = c.Int("port")
+	if c.IsSet("port") {
+		// 0 would mean "not given" below.
+		if p := c.Int("port"); p < 1 || p > 65535 {
+			return opts, fmt.Errorf("--port: must be from 1 to 65535 (got %d)", p)
+		}
+		opts.BasePort = c.Int("port")
+	}
+	opts.ShellPort = os.Getenv("PORT")
 	opts.Restart = config.RestartPolicy(c.String("restart"))
 	opts.KeepRunning = c.Bool("keep-running")
 	opts.Watch = c.Bool("watch")
-	for _, f := range c.StringSlice("env") {
-		for _, x := range strings.Split(f, ",") {
-			if x != "" {
-				opts.EnvFiles = append(opts.EnvFiles, x)
+	opts.WatchPaths = c.StringSlice("watch-path")
+	opts.WatchIgnore = c.StringSlice("watch-ignore")
+	opts.EnvFiles = commaList(c.StringSlice("env"))
+	opts.CanDie = commaList(c.StringSlice("can-die"))
+	opts.AutoRestart = commaList(c.StringSlice("auto-restart"))
+	return opts, nil
+}
+
+// commaList is the values of a repeatable flag, each also split at
+// commas; nil for none.
+func commaList(values []string) []string {
+	var out []string
+	for _, v := range values {
+		for x := range strings.SplitSeq(v, ",") {
+			if x = strings.TrimSpace(x); x != "" {
+				out = append(out, x)
 			}
 		}
 	}
-	return opts, nil
+	return out
 }
 
 // findConfig picks the file to run: -c, else the first argument (when
@@ -256,6 +280,12 @@ func newLogger(w io.Writer, format, level string) *slog.Logger {
 func isTerminal(f *os.File) bool {
 	_, err := unix.IoctlGetTermios(int(f.Fd()), ioctlGetTermios)
 	return err == nil
+}
+
+// wantColor: colour on a terminal, unless NO_COLOR is set or TERM says
+// the terminal takes none.
+func wantColor(terminal bool) bool {
+	return terminal && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
 }
 
 func runCommand(c *cli.Context) int { return runPrograms(c, nil) }
@@ -336,9 +366,14 @@ func runPrograms(c *cli.Context, only []string) int {
 		Runtime:    rt,
 		Logger:     log,
 		Console:    os.Stdout,
-		Color:      isTerminal(os.Stdout) && os.Getenv("NO_COLOR") == "",
+		Color:      wantColor(isTerminal(os.Stdout)),
 		Terminal:   isTerminal(os.Stdout),
 		Timestamps: c.Bool("timestamps"),
+		OneStream:  devRunner,
+		Tty:        c.Bool("tty"),
+		// A process gets this long to say something when a neighbour's
+		// end stops the set.
+		StartupGrace: devRunnerStartupGrace(devRunner),
 	})
 	if err != nil {
 		log.Error("starting the supervisor", "err", err)
@@ -402,7 +437,7 @@ func runPrograms(c *cli.Context, only []string) int {
 	// write and rename and ConfigMap symlink swaps are seen.
 	// env_file and a Procfile's .env count as part of the config.
 	if cfg.Supervisor.WatchConfig {
-		files := []string{file}
+		files := append([]string{file}, cfg.Sources...)
 		for _, p := range cfg.Programs {
 			for _, f := range p.EnvFiles {
 				if !slices.Contains(files, f) {
@@ -444,7 +479,10 @@ func runPrograms(c *cli.Context, only []string) int {
 			switch {
 			case sig != syscall.SIGTERM && sig != syscall.SIGINT && sig != syscall.SIGHUP && sig != syscall.SIGQUIT:
 				log.Debug("signal ignored", "signal", sig.String())
-			case sig == syscall.SIGHUP:
+			case sig == syscall.SIGHUP && !devRunner:
+				// A service's SIGHUP is a reload; a dev runner's comes
+				// from its closed terminal and stops everything, as
+				// Ctrl-C does (reload stays on supervisectl and the watch).
 				if err := sup.Reload(ctx); err != nil {
 					log.Error("reload failed", "err", err)
 				}
@@ -463,6 +501,15 @@ func runPrograms(c *cli.Context, only []string) int {
 	code := sup.Run(ctx)
 	log.Info("supervise exiting", "code", code)
 	return code
+}
+
+// devRunnerStartupGrace is Options.StartupGrace: a second in the dev
+// runner, none for a service.
+func devRunnerStartupGrace(devRunner bool) time.Duration {
+	if devRunner {
+		return time.Second
+	}
+	return 0
 }
 
 // catchable lists the signals supervise run takes, so that as PID 1 none
