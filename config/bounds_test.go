@@ -214,3 +214,32 @@ func TestTooManyProgramsAreRefused(t *testing.T) {
 		t.Fatalf("got %v, want %s", err, want)
 	}
 }
+
+// Each program decodes [defaults] anew: values times programs is bounded,
+// and so are the environments of all programs together.
+func TestDefaultsOverManyProgramsAreBounded(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("[defaults.env]\n")
+	for i := range 100 {
+		fmt.Fprintf(&b, "D%d = '1'\n", i)
+	}
+	for i := range maxDefaultsApplied / 100 {
+		fmt.Fprintf(&b, "[program.p%d]\ncommand = 'x'\n", i)
+	}
+	_, err := Parse("d.toml", []byte(b.String()))
+	if err == nil || !strings.HasPrefix(err.Error(), "d.toml:1: defaults: 102 values applied to 2000 programs") {
+		t.Fatalf("got %.200v", err)
+	}
+	dir := t.TempDir()
+	env := filepath.Join(dir, "a.env")
+	must(t, os.WriteFile(env, []byte("BIG="+strings.Repeat("x", 60<<10)+"\n"), 0o644))
+	b.Reset()
+	fmt.Fprintf(&b, "[defaults]\nenv_file = %q\n", env)
+	for i := range 300 {
+		fmt.Fprintf(&b, "[program.p%d]\ncommand = 'x'\n", i)
+	}
+	_, err = Parse(filepath.Join(dir, "e.toml"), []byte(b.String()))
+	if err == nil || !strings.Contains(err.Error(), "e.toml:2: defaults.env_file: makes the environments of all programs (times their instances) larger than 16777216 bytes together") {
+		t.Fatalf("got %.300v", err)
+	}
+}

@@ -256,8 +256,17 @@ func (d *decoder) envFiles(p *programDecoding, v *node) {
 		p.EnvFiles = append(p.EnvFiles, abs)
 		read, ok := d.envFileCache[abs]
 		if !ok {
+			read = &envFileRead{reported: map[string]bool{}}
 			read.vars, read.err = LoadEnvFile(abs)
 			d.envFileCache[abs] = read
+		}
+		if read.err != nil {
+			// [defaults] names it for every program: report it once.
+			if k := keyString(path); read.reported[k] {
+				continue
+			} else {
+				read.reported[k] = true
+			}
 		}
 		if list, ok := read.err.(ErrorList); ok {
 			for _, e := range list {
@@ -296,8 +305,9 @@ func (d *decoder) countInstances(p *Program, n *node) {
 
 // envFileRead is one env_file as LoadEnvFile read it.
 type envFileRead struct {
-	vars map[string]string
-	err  error
+	vars     map[string]string
+	err      error
+	reported map[string]bool // the key paths its error was reported at
 }
 
 // setEnv sets a variable of p's environment within maxEnvSize, and within

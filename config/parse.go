@@ -133,7 +133,7 @@ func parse(file string, data []byte, lookup func(string) (string, bool)) (*Confi
 		deps:    map[*Program][][]string{},
 		refused: map[string]bool{},
 
-		envFileCache: map[string]envFileRead{},
+		envFileCache: map[string]*envFileRead{},
 	}
 	cfg := d.config(toNode(nil, raw), md.Keys())
 	if err := d.errs.err(); err != nil {
@@ -277,7 +277,7 @@ type decoder struct {
 	refused map[string]bool
 	// envFileCache holds each env_file read so far; envVars and envBytes
 	// count the variables of every program's environment (setEnv).
-	envFileCache      map[string]envFileRead
+	envFileCache      map[string]*envFileRead
 	envVars, envBytes int
 }
 

@@ -107,7 +107,7 @@ func TestWorstShapesStayBounded(t *testing.T) {
 			if size > maxFileSize {
 				t.Errorf("the shape is %d bytes", size)
 			}
-			if peak > 100<<10 {
+			if peak > 100<<10 && !raceEnabled { // the race detector's shadow memory triples it
 				t.Errorf("peak RSS %d MiB", peak>>10)
 			}
 		})
