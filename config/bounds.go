@@ -20,21 +20,79 @@ const (
 	// maxLines and maxLineLen bound a Procfile or .env file.
 	maxLines   = 10000
 	maxLineLen = 64 << 10
+	// maxKeyParts bounds the parts of a key's path: a table header's,
+	// its dotted keys' and those of the inline tables around them.
+	maxKeyParts = 8
+	// maxValues bounds the key/value pairs, the parts of dotted keys and
+	// headers past the first, the inline tables and the array elements of
+	// a file.
+	maxValues = 50000
+	// maxPrograms bounds the programs of a file, and maxDefaultsApplied
+	// the values of [defaults] times the programs they apply to (each
+	// program decodes them anew).
+	maxPrograms        = 10000
+	maxDefaultsApplied = 200000
+	// maxValueSize and maxEnvSize bound a variable once expanded and a
+	// program's whole environment (each variable as KEY=VALUE, its NUL
+	// and a pointer, as the kernel counts it).
+	maxValueSize = 128 << 10
+	maxEnvSize   = 1 << 20
+	// maxConfigEnvSize and maxConfigEnvVars bound the environments of all
+	// programs together (each instance counted in the size): a variable
+	// of [defaults] is one for each program.
+	maxConfigEnvSize = 16 << 20
+	maxConfigEnvVars = 100000
+	// maxRefDepth bounds how deep ${A:-${B:-…}} nests.
+	maxRefDepth = 16
 )
 
 // checkTOMLBounds scans data as TOML's lexer would (strings, multi-line
-// strings, comments) and refuses nesting deeper than maxNesting or more
-// than maxTables headers, naming the line where the bound was crossed. It
-// reads each byte once and keeps no state but a few counters, so any
-// input is cheap to refuse.
+// strings, comments) and refuses, naming the line where the bound was
+// crossed: nesting deeper than maxNesting, more than maxTables headers,
+// more than maxValues keys and array elements, or a key path of more than
+// maxKeyParts parts (a header's parts, and a key's with those of the
+// inline tables around it). The decoder copies a key's whole path for each
+// of its parts, so a key of thousands of parts costs it gigabytes. The
+// scan reads each byte once and keeps no state but counters and a stack of
+// at most maxNesting entries, so any input is cheap to refuse.
 func checkTOMLBounds(file string, data []byte) error {
-	depth, tables, line := 0, 0, 1
+	b := boundsScan{file: file, line: 1}
+	return b.scan(data)
+}
+
+// boundsScan is the state of checkTOMLBounds.
+type boundsScan struct {
+	file           string
+	line, depth    int
+	tables, values int
+	header, inKey  bool // reading a table header; reading a key
+	parts          int  // parts of the header or key being read
+	table          int  // parts of the current table's header
+	pending        int  // parts of the key whose value comes next
+	open           int  // parts of the keys of the open inline tables
+	kinds          [maxNesting]byte
+	keyParts       [maxNesting]int
+}
+
+func (b *boundsScan) fail(format string, args ...any) error {
+	return ErrorList{{File: b.file, Line: b.line, Msg: fmt.Sprintf(format, args...)}}
+}
+
+// path is the number of parts of the key being read, with its context.
+func (b *boundsScan) path() int {
+	if b.header {
+		return b.parts
+	}
+	return b.table + b.open + b.parts
+}
+
+func (b *boundsScan) scan(data []byte) error {
 	lineStart := true // only blanks seen on this line so far
 	for i := 0; i < len(data); i++ {
 		c := data[i]
 		switch c {
 		case '\n':
-			line++
+			b.line++
 			lineStart = true
 			continue
 		case ' ', '\t', '\r':
@@ -44,27 +102,76 @@ func checkTOMLBounds(file string, data []byte) error {
 				i++
 			}
 			continue
-		case '"', '\'':
-			var n int
-			i, n = skipString(data, i)
-			line += n
-		case '[', '{':
-			if c == '[' && lineStart && depth == 0 {
-				tables++
-				if tables > maxTables {
-					return ErrorList{{File: file, Line: line, Msg: fmt.Sprintf("more than %d table headers", maxTables)}}
+		}
+		if lineStart && b.depth == 0 {
+			// A line at the top level is a header or a key/value.
+			b.parts = 1
+			b.header, b.inKey = c == '[', c != '['
+			if b.header {
+				b.tables++
+				if b.tables > maxTables {
+					return b.fail("more than %d table headers", maxTables)
 				}
-			}
-			depth++
-			if depth > maxNesting {
-				return ErrorList{{File: file, Line: line, Msg: fmt.Sprintf("arrays and inline tables nested more than %d deep", maxNesting)}}
-			}
-		case ']', '}':
-			if depth > 0 {
-				depth--
 			}
 		}
 		lineStart = false
+		switch c {
+		case '"', '\'':
+			var n int
+			i, n = skipString(data, i)
+			b.line += n
+			b.pending = 0
+		case '.':
+			if b.header || b.inKey {
+				// Each part costs the decoder a table: it counts as a value.
+				if b.values++; b.values > maxValues {
+					return b.fail("more than %d keys, key parts and array elements", maxValues)
+				}
+				b.parts++
+				if b.path() > maxKeyParts {
+					return b.fail("a key path of more than %d parts (a table header's, or a key's with its table and inline tables)", maxKeyParts)
+				}
+			}
+		case '=', ',':
+			b.values++
+			if b.values > maxValues {
+				return b.fail("more than %d keys, key parts and array elements", maxValues)
+			}
+			b.pending = 0
+			if c == '=' && b.inKey {
+				b.inKey, b.pending = false, b.parts
+			}
+			if c == ',' && b.depth > 0 && b.kinds[b.depth-1] == '{' {
+				b.inKey, b.parts = true, 1
+			}
+		case '[', '{':
+			if c == '{' { // an inline table costs the decoder a map
+				if b.values++; b.values > maxValues {
+					return b.fail("more than %d keys, key parts and array elements", maxValues)
+				}
+			}
+			if b.depth == maxNesting {
+				return b.fail("arrays and inline tables nested more than %d deep", maxNesting)
+			}
+			b.kinds[b.depth], b.keyParts[b.depth] = c, b.pending
+			b.open += b.pending
+			b.depth++
+			b.pending = 0
+			if c == '{' {
+				b.inKey, b.parts = true, 1
+			}
+		case ']', '}':
+			if b.depth > 0 {
+				b.depth--
+				b.open -= b.keyParts[b.depth]
+			}
+			if b.header && b.depth == 0 {
+				b.header, b.table = false, b.parts
+			}
+			b.pending = 0
+		default:
+			b.pending = 0
+		}
 	}
 	return nil
 }

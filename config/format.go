@@ -52,8 +52,14 @@ func triedAs(err error, format, why string) error {
 	return out
 }
 
-// validTOML reports whether data is TOML at all (whatever its keys).
-func validTOML(data []byte) bool {
+// validTOML reports whether data is TOML at all (whatever its keys). A
+// file past the bounds counts as TOML: Parse has refused it for that
+// already, and it must never reach the decoder, whose cost past them is
+// gigabytes.
+func validTOML(file string, data []byte) bool {
+	if checkSize(file, data) != nil || checkTOMLBounds(file, data) != nil {
+		return true
+	}
 	var raw map[string]any
 	_, err := toml.Decode(string(data), &raw)
 	return err == nil

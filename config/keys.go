@@ -1,9 +1,10 @@
 package config
 
 import (
-	"maps"
+	"fmt"
 	"os/user"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -107,10 +108,10 @@ var supervisorKeys = []key[*Supervisor]{
 // what its keys leave for the checks that involve several of them.
 type programDecoding struct {
 	*Program
-	isDefaults bool              // [defaults] alone: values only, no cross-key checks
-	env        map[string]string // env_file entries in order, then env over them
-	notify     *node             // notify, when it asks for a readiness signal
-	logLine    *node             // ready_log_line, when valid
+	isDefaults bool      // [defaults] alone: values only, no cross-key checks
+	env        envBudget // env_file entries in order, then env over them
+	notify     *node     // notify, when it asks for a readiness signal
+	logLine    *node     // ready_log_line, when valid
 }
 
 // programKeys are the keys of [program.NAME] and [defaults]. Order matters
@@ -120,7 +121,7 @@ var programKeys = []key[*programDecoding]{
 	{"command", func(d *decoder, p *programDecoding, v *node) { p.Command, _ = d.command(v) }},
 	{"dir", func(d *decoder, p *programDecoding, v *node) { p.Dir, _ = d.path(v) }},
 	{"env_file", (*decoder).envFiles},
-	{"env", func(d *decoder, p *programDecoding, v *node) { d.env(v, p.env) }},
+	{"env", func(d *decoder, p *programDecoding, v *node) { d.env(v, p) }},
 	{"user", func(d *decoder, p *programDecoding, v *node) { p.User, _ = d.identity(v) }},
 	{"group", func(d *decoder, p *programDecoding, v *node) { p.Group, _ = d.identity(v) }},
 	{"groups", func(d *decoder, p *programDecoding, v *node) {
@@ -241,7 +242,8 @@ func (d *decoder) rollout(n *node) Rollout {
 }
 
 // envFiles reads env_file (a path or an array of them) into p.env, in
-// order.
+// order. A file named by several programs (or by [defaults]) is read once
+// per load, and its strings are shared.
 func (d *decoder) envFiles(p *programDecoding, v *node) {
 	files, _ := d.strs(v)
 	for i, f := range files {
@@ -252,18 +254,78 @@ func (d *decoder) envFiles(p *programDecoding, v *node) {
 		}
 		abs := d.abs(f)
 		p.EnvFiles = append(p.EnvFiles, abs)
-		vars, err := LoadEnvFile(abs)
-		if list, ok := err.(ErrorList); ok {
+		read, ok := d.envFileCache[abs]
+		if !ok {
+			read = &envFileRead{reported: map[string]bool{}}
+			read.vars, read.err = LoadEnvFile(abs)
+			d.envFileCache[abs] = read
+		}
+		if read.err != nil {
+			// [defaults] names it for every program: report it once.
+			if k := keyString(path); read.reported[k] {
+				continue
+			} else {
+				read.reported[k] = true
+			}
+		}
+		if list, ok := read.err.(ErrorList); ok {
 			for _, e := range list {
 				d.errorf(path, "%v", e)
 			}
 			continue
-		} else if err != nil {
-			d.errorf(path, "%v", err)
+		} else if read.err != nil {
+			d.errorf(path, "%v", read.err)
 			continue
 		}
-		maps.Copy(p.env, vars)
+		for k, val := range read.vars {
+			if err := d.setEnv(p, k, val); err != nil {
+				d.errorf(path, "%v", err)
+				break
+			}
+		}
 	}
+}
+
+// countInstances counts the environment of each instance of p past the
+// first (setEnv counted one) against maxConfigEnvSize: each instance's
+// process is given a copy.
+func (d *decoder) countInstances(p *Program, n *node) {
+	if p.Instances <= 1 || len(p.Env) == 0 {
+		return
+	}
+	size := 0
+	for k, v := range p.Env {
+		size += envCost(k, v)
+	}
+	d.envBytes += size * (p.Instances - 1)
+	if d.envBytes > maxConfigEnvSize {
+		d.errorf(append(slices.Clip(n.path), "instances"), "%v", errConfigEnvTooLarge)
+	}
+}
+
+// envFileRead is one env_file as LoadEnvFile read it.
+type envFileRead struct {
+	vars     map[string]string
+	err      error
+	reported map[string]bool // the key paths its error was reported at
+}
+
+// setEnv sets a variable of p's environment within maxEnvSize, and within
+// what all the programs' environments may hold together: a variable set
+// for each of thousands of programs costs each of them a map entry.
+func (d *decoder) setEnv(p *programDecoding, k, v string) error {
+	if d.envVars+1 > maxConfigEnvVars {
+		return fmt.Errorf("more than %d variables in the environments of all programs together", maxConfigEnvVars)
+	}
+	if d.envBytes+envCost(k, v) > maxConfigEnvSize {
+		return errConfigEnvTooLarge
+	}
+	if err := p.env.set(k, v); err != nil {
+		return err
+	}
+	d.envVars++
+	d.envBytes += envCost(k, v)
+	return nil
 }
 
 // elemOf is the key path of the i-th value of v: v's own for a single

@@ -441,7 +441,7 @@ stderr = { file = "a.log" }
 			want: []string{
 				`test.toml:3: program.a.env."C=D": invalid variable name: must be non-empty, without '=' or NUL`,
 				`test.toml:3: program.a.env.A: unterminated "${" in "${" (write $$ for a literal $)`,
-				`test.toml:3: program.a.env.B: invalid variable name "1X" in "${1X}"`,
+				`test.toml:3: program.a.env.B: invalid variable reference "${1X}": want ${NAME}, ${NAME:-default} or another form of docker compose's (write $$ for a literal $)`,
 				`test.toml:3: program.a.env.E: must be a string (got an array)`,
 			},
 		},

@@ -76,14 +76,14 @@ func validHostname(h string) bool {
 // not what a complete program needs.
 func (d *decoder) program(name string, n *node, isDefaults bool) *Program {
 	p := newProgram(name, d.ix.line(n.path), d.dir)
-	pd := &programDecoding{Program: p, isDefaults: isDefaults, env: map[string]string{}}
+	pd := &programDecoding{Program: p, isDefaults: isDefaults, env: envBudget{env: map[string]string{}}}
 	t := d.table(n, "a table")
 	decodeKeys(d, t, pd, programKeys)
 	if t["command"] == nil && !isDefaults {
 		d.errorf(append(slices.Clip(n.path), "command"), "required: give the program a command (a string or an array)")
 	}
-	if len(pd.env) > 0 {
-		p.Env = pd.env
+	if len(pd.env.env) > 0 {
+		p.Env = pd.env.env
 	}
 	d.checkHealth(pd, n)
 	return p
@@ -113,9 +113,10 @@ func defaultOutput() Output {
 	return Output{Console: true, MaxSize: DefaultLogMaxSize, MaxFiles: DefaultLogMaxFiles}
 }
 
-// env reads the env table into env, expanding ${VAR} in values. Numbers
-// and booleans are taken as their TOML spelling (PORT = 8080).
-func (d *decoder) env(n *node, env map[string]string) {
+// env reads the env table into p's environment, expanding ${VAR} in
+// values. Numbers and booleans are taken as their TOML spelling (PORT =
+// 8080).
+func (d *decoder) env(n *node, p *programDecoding) {
 	t := d.table(n, `a table of variables, like { PORT = "8080" }`)
 	for _, k := range slices.Sorted(maps.Keys(t)) {
 		v := t[k]
@@ -146,7 +147,10 @@ func (d *decoder) env(n *node, env map[string]string) {
 			d.errorf(v.path, "%v", err)
 			continue
 		}
-		env[k] = exp
+		if err := d.setEnv(p, k, exp); err != nil {
+			d.errorf(v.path, "%v", err)
+			return // every further variable would cross it too
+		}
 	}
 }
 
