@@ -77,11 +77,11 @@ func ImportProcessComposeFile(path, envFrom string) ([]byte, []Warning, error) {
 	return ImportProcessCompose(path, data, opts)
 }
 
-// maxAliasWork bounds the nodes reached through YAML aliases and merge
-// keys: yaml.v3 keeps an alias as a reference in its node tree, so a
-// file of nested aliases ("billion laughs") is only expensive to whoever
-// follows them, here.
-const maxAliasWork = 100000
+// maxAliasWork bounds the nodes the importer reads, aliases followed:
+// yaml.v3 keeps an alias as a reference in its node tree, so a file of
+// nested aliases ("billion laughs") is only expensive to whoever follows
+// them, here. A 1 MiB file has at most some 250,000 keys of its own.
+const maxAliasWork = 1 << 20
 
 // pcDefaultShell is process-compose's on Linux (its COMPOSE_SHELL
 // variable aside).
@@ -132,7 +132,8 @@ type pcImport struct {
 	global map[string]string // the file's environment
 	shell  []string
 	vars   map[string]string
-	procs  []*pcProcess
+	procs   []*pcProcess
+	headers int // [table] headers written
 	byName map[string]*pcProcess
 }
 
@@ -175,7 +176,7 @@ func (p *pcProcess) in(err error) error {
 // resolve follows an alias to the node it names.
 func (im *pcImport) resolve(n *yaml.Node) (*yaml.Node, error) {
 	for depth := 0; n != nil && n.Kind == yaml.AliasNode; depth++ {
-		if im.work++; im.work > maxAliasWork || depth > 100 {
+		if err := im.spend(1, n.Line); err != nil || depth > 100 {
 			return nil, pcError(n.Line, "more than %d nodes reached through aliases", maxAliasWork)
 		}
 		n = n.Alias
@@ -192,6 +193,14 @@ func (im *pcImport) resolve(n *yaml.Node) (*yaml.Node, error) {
 	return n, nil
 }
 
+// spend counts n nodes read against maxAliasWork.
+func (im *pcImport) spend(n, line int) error {
+	if im.work += n; im.work > maxAliasWork {
+		return pcError(line, "more than %d nodes reached through aliases", maxAliasWork)
+	}
+	return nil
+}
+
 // mapping reads a mapping's keys in order, merge keys (<<) applied as
 // YAML says: the mapping's own keys win over merged ones. A key written
 // twice is an error, as it is to process-compose's YAML reader.
@@ -206,8 +215,12 @@ func (im *pcImport) mapping(n *yaml.Node, what string) ([]pcKV, error) {
 	if n.Kind != yaml.MappingNode {
 		return nil, pcError(n.Line, "%s: must be a mapping", what)
 	}
+	if err := im.spend(len(n.Content)/2, n.Line); err != nil {
+		return nil, err
+	}
 	var own, merged []pcKV
 	seen := map[string]int{}
+	mergedKeys := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, err := im.resolve(n.Content[i])
 		if err != nil {
@@ -217,7 +230,7 @@ func (im *pcImport) mapping(n *yaml.Node, what string) ([]pcKV, error) {
 			return nil, pcError(k.Line, "%s: a key must be a string", what)
 		}
 		if k.Tag == "!!merge" {
-			if err := im.merge(n.Content[i+1], what, &merged); err != nil {
+			if err := im.merge(n.Content[i+1], what, &merged, mergedKeys); err != nil {
 				return nil, err
 			}
 			continue
@@ -239,7 +252,7 @@ func (im *pcImport) mapping(n *yaml.Node, what string) ([]pcKV, error) {
 
 // merge adds the keys of a merge key's mapping (or list of them, the
 // first winning) to into.
-func (im *pcImport) merge(v *yaml.Node, what string, into *[]pcKV) error {
+func (im *pcImport) merge(v *yaml.Node, what string, into *[]pcKV, have map[string]bool) error {
 	v, err := im.resolve(v)
 	if err != nil {
 		return err
@@ -253,17 +266,11 @@ func (im *pcImport) merge(v *yaml.Node, what string, into *[]pcKV) error {
 		if err != nil {
 			return err
 		}
-		if im.work += len(kvs); im.work > maxAliasWork {
-			return pcError(v.Line, "more than %d nodes reached through aliases", maxAliasWork)
-		}
-	next:
 		for _, kv := range kvs {
-			for _, have := range *into {
-				if have.key == kv.key {
-					continue next
-				}
+			if !have[kv.key] {
+				have[kv.key] = true
+				*into = append(*into, kv)
 			}
-			*into = append(*into, kv)
 		}
 	}
 	return nil
@@ -298,6 +305,9 @@ func (im *pcImport) list(n *yaml.Node, what string) ([]string, error) {
 	}
 	if n.Kind != yaml.SequenceNode {
 		return nil, pcError(n.Line, "%s: must be a list", what)
+	}
+	if err := im.spend(len(n.Content), n.Line); err != nil {
+		return nil, err
 	}
 	var out []string
 	for _, e := range n.Content {
@@ -383,6 +393,7 @@ func (im *pcImport) run(root *yaml.Node) ([]byte, error) {
 		defaults = append(defaults, "env = { "+strings.Join(genv, ", ")+" }")
 	}
 	if len(defaults) > 0 {
+		im.headers++
 		b.WriteString("\n[defaults]\n" + strings.Join(defaults, "\n") + "\n")
 	}
 	for _, p := range im.procs {
@@ -391,6 +402,9 @@ func (im *pcImport) run(root *yaml.Node) ([]byte, error) {
 		}
 		if b.Len() > maxImportSize {
 			return nil, fmt.Errorf("%d: the supervise.toml written would be %w", p.line, errTooLarge)
+		}
+		if im.headers > maxImportPrograms {
+			return nil, pcError(p.line, "the supervise.toml written would have more than %d tables, the most a config holds", maxImportPrograms)
 		}
 	}
 	return []byte(b.String()), nil
@@ -598,6 +612,7 @@ func (im *pcImport) write(b *strings.Builder, p *pcProcess) error {
 	} else if ok && d != "" {
 		fmt.Fprintf(b, "\n# %s", tomlQuote(w.template("description", im.fixed(p, "description", d), false)))
 	}
+	im.headers++
 	fmt.Fprintf(b, "\n[program.%s]\n", tomlKey(p.toml))
 	cmd, hasCmd, err := str("command")
 	if err != nil {
@@ -967,6 +982,7 @@ func (w *prog) shutdown(k pcKV) error {
 			timeout = 10 // process-compose's default wait for the command
 		}
 		w.warn("shutdown.command", "runs as the pre_stop hook; supervise then sends stop_signal to what is left, where process-compose sent no signal after its command")
+		w.im.headers++
 		fmt.Fprintf(&w.tables, "\n[program.%s.hooks.pre_stop]\ncommand = %s\ntimeout = %s\n",
 			tomlKey(w.p.toml), tomlArray(w.shellCommand("shutdown.command", command)), strconv.Quote(strconv.Itoa(timeout)+"s"))
 	}
@@ -1060,6 +1076,7 @@ func (w *prog) probe(k pcKV, kind string) error {
 	if kind == "readiness" {
 		w.warn(k.key, "failing, it marks the program not ready and does not restart it, where process-compose restarted it by its availability: add a liveness_probe for that")
 	}
+	w.im.headers++
 	fmt.Fprintf(&w.tables, "\n[program.%s.probes.%s]\n%s\n", tomlKey(w.p.toml), kind, check)
 	for _, t := range timing {
 		w.tables.WriteString(t + "\n")
@@ -1174,7 +1191,7 @@ func (im *pcImport) environment(kvs []pcKV, key, program string) ([]string, map[
 		} else {
 			items, err := im.list(n, key)
 			if err != nil {
-				return nil, nil, pcError(k.line, "%v", err)
+				return nil, nil, err
 			}
 			for _, it := range items {
 				name, v, ok := strings.Cut(it, "=")
@@ -1397,7 +1414,7 @@ func (w *prog) template(key, s string, shell bool) string {
 		if i < 0 {
 			break
 		}
-		j := strings.Index(s[i+2:], "}}")
+		j := actionEnd(s[i+2:])
 		if j < 0 {
 			kept = append(kept, s[i:])
 			break
@@ -1433,6 +1450,27 @@ func (w *prog) template(key, s string, shell bool) string {
 		w.warn(key, "%s kept as written: only {{.NAME}} of vars is replaced", strings.Join(kept, " "))
 	}
 	return b.String()
+}
+
+// actionEnd is where the "}}" closing a template action starts, past any
+// quoted string in it (where "}}" is text), or -1.
+func actionEnd(s string) int {
+	var quote byte
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case quote != 0:
+			if c == '\\' && quote == '"' {
+				i++
+			} else if c == quote {
+				quote = 0
+			}
+		case c == '"' || c == '`':
+			quote = c
+		case c == '}' && i+1 < len(s) && s[i+1] == '}':
+			return i
+		}
+	}
+	return -1
 }
 
 func tomlArray(words []string) string {
