@@ -124,17 +124,17 @@ func ImportProcessCompose(name string, data []byte, opts ProcessComposeOptions) 
 }
 
 type pcImport struct {
-	file   string
-	opts   ProcessComposeOptions
-	ws     warnings
-	work   int
-	expand bool              // env substitution is on (disable_env_expansion unset)
-	global map[string]string // the file's environment
-	shell  []string
-	vars   map[string]string
+	file    string
+	opts    ProcessComposeOptions
+	ws      warnings
+	work    int
+	expand  bool              // env substitution is on (disable_env_expansion unset)
+	global  map[string]string // the file's environment
+	shell   []string
+	vars    map[string]string
 	procs   []*pcProcess
 	headers int // [table] headers written
-	byName map[string]*pcProcess
+	byName  map[string]*pcProcess
 }
 
 type pcProcess struct {
