@@ -83,6 +83,9 @@ func ImportProcessComposeFile(path, envFrom string) ([]byte, []Warning, error) {
 // them, here. A 1 MiB file has at most some 250,000 keys of its own.
 const maxAliasWork = 1 << 20
 
+// maxMergeDepth bounds merge keys (<<) within merged mappings.
+const maxMergeDepth = 64
+
 // pcDefaultShell is process-compose's on Linux (its COMPOSE_SHELL
 // variable aside).
 var pcDefaultShell = []string{"bash", "-c"}
@@ -134,6 +137,7 @@ type pcImport struct {
 	vars    map[string]string
 	procs   []*pcProcess
 	headers int // [table] headers written
+	merging int // merge keys being followed, nested
 	byName  map[string]*pcProcess
 }
 
@@ -253,6 +257,12 @@ func (im *pcImport) mapping(n *yaml.Node, what string) ([]pcKV, error) {
 // merge adds the keys of a merge key's mapping (or list of them, the
 // first winning) to into.
 func (im *pcImport) merge(v *yaml.Node, what string, into *[]pcKV, have map[string]bool) error {
+	// an anchor may merge itself: without a bound this recursed until the
+	// stack overflowed
+	if im.merging++; im.merging > maxMergeDepth {
+		return pcError(v.Line, "%s: merge keys nested more than %d deep (does an anchor merge itself?)", what, maxMergeDepth)
+	}
+	defer func() { im.merging-- }()
 	v, err := im.resolve(v)
 	if err != nil {
 		return err
@@ -1366,13 +1376,16 @@ func (im *pcImport) envValue(program, key, s string) string {
 // shellCommand is a command line as process-compose runs it: its shell,
 // with the line after process-compose's substitution. A $VAR is left to
 // the shell, which finds it at run time in the program's environment
-// (supervise's, the .env, env): where the program's own env sets it,
+// (supervise's, the .env, env): where the file's environment sets it,
 // process-compose had put its own environment's value instead, so that is
 // warned.
 func (w *prog) shellCommand(key, s string) []string {
 	im := w.im
 	if im.expand {
 		own := map[string]bool{}
+		for k := range im.global {
+			own[k] = true
+		}
 		for _, k := range w.p.keys {
 			if k.key == "environment" {
 				if items, err := im.list(k.v, k.key); err == nil {
@@ -1391,7 +1404,7 @@ func (w *prog) shellCommand(key, s string) []string {
 			return r.raw
 		})
 		if len(differ) > 0 {
-			w.warn(key, "%s is now expanded by the shell from the program's environment, where process-compose substituted its own environment's value when it loaded the file (write $$ for the program's)", strings.Join(differ, ", "))
+			w.warn(key, "%s is now expanded by the shell from the program's environment, which sets it, where process-compose substituted its own environment's value when it loaded the file", strings.Join(differ, ", "))
 		}
 	}
 	s = w.template(key, s, true)

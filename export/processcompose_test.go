@@ -467,3 +467,29 @@ func (m *runtimeMem) read() {
 	runtime.ReadMemStats(&s)
 	m.alloc = s.TotalAlloc
 }
+
+// An anchor whose mapping merges itself (found by the fuzz target; it
+// recursed until the stack overflowed) and other self-references are
+// refused with an error.
+func TestImportProcessComposeAliasCycle(t *testing.T) {
+	for src, wantErr := range map[string]string{
+		"x: &a {<<: *a}\nprocesses: {p: *a}\n":                        "merge keys nested more than",
+		"x: &a {<<: [*a, *a]}\nprocesses: {p: {<<: *a, command: b}}\n": "merge keys nested more than",
+		"processes: &a {p: {command: a, depends_on: *a}}\n":           "",
+		"processes:\n  p: &a\n    command: a\n    environment: [*a]\n": "environment: must be a single value",
+	} {
+		done := make(chan error, 1)
+		go func() {
+			_, _, err := ImportProcessCompose("cycle.yaml", []byte(src), ProcessComposeOptions{Lookup: noLookup})
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if wantErr != "" && (err == nil || !strings.Contains(err.Error(), wantErr)) {
+				t.Errorf("%q: %v, want an error saying %q", src, err, wantErr)
+			}
+		case <-time.After(60 * time.Second):
+			t.Fatalf("%q: no answer in 60s", src)
+		}
+	}
+}
