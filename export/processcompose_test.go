@@ -473,9 +473,9 @@ func (m *runtimeMem) read() {
 // refused with an error.
 func TestImportProcessComposeAliasCycle(t *testing.T) {
 	for src, wantErr := range map[string]string{
-		"x: &a {<<: *a}\nprocesses: {p: *a}\n":                        "merge keys nested more than",
+		"x: &a {<<: *a}\nprocesses: {p: *a}\n":                         "merge keys nested more than",
 		"x: &a {<<: [*a, *a]}\nprocesses: {p: {<<: *a, command: b}}\n": "merge keys nested more than",
-		"processes: &a {p: {command: a, depends_on: *a}}\n":           "",
+		"processes: &a {p: {command: a, depends_on: *a}}\n":            "",
 		"processes:\n  p: &a\n    command: a\n    environment: [*a]\n": "environment: must be a single value",
 	} {
 		done := make(chan error, 1)
