@@ -1085,6 +1085,8 @@ func (w *prog) probe(k pcKV, kind string) error {
 	}
 	if kind == "readiness" {
 		w.warn(k.key, "failing, it marks the program not ready and does not restart it, where process-compose restarted it by its availability: add a liveness_probe for that")
+	} else {
+		w.warn(k.key, "failing, it restarts the program (counted as a crash), where process-compose acted on it only for a daemon (is_daemon)")
 	}
 	w.im.headers++
 	fmt.Fprintf(&w.tables, "\n[program.%s.probes.%s]\n%s\n", tomlKey(w.p.toml), kind, check)

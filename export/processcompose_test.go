@@ -176,6 +176,13 @@ func TestImportProcessComposeKeys(t *testing.T) {
 			}
 			return want([]any{l.HTTP.URL, l.HTTP.ExpectStatus, l.HTTP.Headers["X-A"], l.SuccessThreshold}, []any{"https://localhost:8443/health", 204, "b", 1})
 		}, "liveness_probe.success_threshold: not imported"},
+		{"a liveness probe restarts", "p:\n  command: a\n  liveness_probe: {exec: {command: 'true'}}\n", func(c *config.Config) string {
+			l := program(c, "p").Probes.Liveness
+			if l == nil {
+				return "no liveness probe"
+			}
+			return want(l.Command, []string{"bash", "-c", "true"})
+		}, "liveness_probe: failing, it restarts the program"},
 		{"http_get defaults", "p:\n  command: a\n  readiness_probe: {http_get: {port: 80}}\n", func(c *config.Config) string {
 			r := program(c, "p").Probes.Readiness
 			if r == nil || r.HTTP == nil {
