@@ -475,8 +475,8 @@ func (m *runtimeMem) read() {
 	m.alloc = s.TotalAlloc
 }
 
-// An anchor whose mapping merges itself (found by the fuzz target; it
-// recursed until the stack overflowed) and other self-references are
+// An anchor whose mapping merges itself (it recursed until the stack
+// overflowed, which kills the process) and other self-references are
 // refused with an error.
 func TestImportProcessComposeAliasCycle(t *testing.T) {
 	for src, wantErr := range map[string]string{
