@@ -49,7 +49,7 @@ var imports = map[string][]string{
 	"supervisor/wait":      {"clock"},
 	"supervisor": {"internal/unixsig", "backoff", "clock", "config", "ctl", "hooks", "logs", "metrics", "notify", "probe", "proc",
 		"supervisor/wait", "supervisor/workqueue", "watch", "golang.org/x/sys/unix"},
-	"export":             {"config", "internal/execpath", "internal/unixsig"},
+	"export":             {"config", "internal/execpath", "internal/unixsig", "gopkg.in/yaml.v3"},
 	"cmd/supervise-init": {"internal/execcmd", "pid1", "proc"},
 	"cmd/supervise": {"internal/execcmd", "internal/unixsig", "internal/version", "internal/execpath", "export", "backoff", "clock", "config", "ctl", "ctl/ctlfmt", "logs", "metrics", "pid1", "proc", "supervisor", "watch",
 		"github.com/urfave/cli/v2", "golang.org/x/sys/unix"},
@@ -80,6 +80,7 @@ var transitive = map[string]map[string]string{
 		"net/http":                           "nothing of the control socket in the init",
 		"config":                             "the init reads flags only",
 		"github.com/russross/blackfriday/v2": "urfave/cli's docs, 0.5 ms of package initialisation",
+		"gopkg.in/yaml.v3":                   "the process-compose importer's, 0.1 ms of package initialisation",
 	},
 }
 
@@ -144,7 +145,9 @@ func TestModules(t *testing.T) {
 		"github.com/fsnotify/fsnotify", "golang.org/x/time",
 		// indirect, through urfave/cli's docs: dropped with -tags urfave_cli_no_docs
 		"github.com/cpuguy83/go-md2man/v2", "github.com/russross/blackfriday/v2",
-		"github.com/xrash/smetrics"}
+		"github.com/xrash/smetrics",
+		// export: the process-compose importer's YAML reader (kept out of supervise-init)
+		"gopkg.in/yaml.v3"}
 	// The modules of every package our packages and tests build with.
 	out := goList(t, "-deps", "-test", "-f", `{{with .Module}}{{if not .Main}}{{.Path}}{{end}}{{end}}`, "./...")
 	seen := map[string]bool{}
