@@ -85,6 +85,7 @@ func (d *decoder) program(name string, n *node, isDefaults bool) *Program {
 	if len(pd.env.env) > 0 {
 		p.Env = pd.env.env
 	}
+	d.checkListen(pd, n)
 	d.checkHealth(pd, n)
 	return p
 }
@@ -712,6 +713,7 @@ func (d *decoder) crossCheck(cfg *Config) {
 		}
 	}
 	d.checkCompleted(cfg)
+	d.checkListenUnique(cfg)
 	for _, cycle := range findCycles(cfg.Programs) {
 		first := byName[cycle[0]]
 		path := []string{"program", first.Name, "depends_on"}
