@@ -1,0 +1,372 @@
+package integration
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// buildFD3Server builds testdata/fd3server, the server that serves the
+// socket it inherits at descriptor 3, once per run.
+var buildFD3Server = sync.OnceValues(func() (string, error) {
+	out := filepath.Join(filepath.Dir(binary), "fd3server")
+	cmd := exec.Command("go", "build", "-o", out, "./testdata/fd3server")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building fd3server: %v\n%s", err, b)
+	}
+	return out, nil
+})
+
+func fd3server(t *testing.T) string {
+	t.Helper()
+	p, err := buildFD3Server()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// answer is one reply of fd3server, parsed.
+type answer struct {
+	pid, version, listenPID, fds, names, uid string
+}
+
+func parseAnswer(body string) (answer, bool) {
+	var a answer
+	fields := map[string]*string{"pid": &a.pid, "version": &a.version, "listen_pid": &a.listenPID, "fds": &a.fds, "names": &a.names, "uid": &a.uid}
+	for _, f := range strings.Fields(body) {
+		k, v, ok := strings.Cut(f, "=")
+		if p := fields[k]; ok && p != nil {
+			*p = v
+		}
+	}
+	return a, a.pid != ""
+}
+
+// clients is a loop of HTTP clients, each request on a new connection,
+// that counts what failed (a refused or reset connection above all) and
+// which server pids answered. gate is held around each request: a SIGKILL
+// sent under it lands between requests, since nothing can save a request
+// the killed process had already taken; what the test shows is that the
+// connections made while the server is down wait for the next one.
+type clients struct {
+	addr     string
+	gate     sync.RWMutex
+	mu       sync.Mutex
+	ok       int
+	failures []string
+	pids     map[string]bool
+	last     answer
+	bad      []string // answers whose LISTEN_* variables were wrong
+	stop     chan struct{}
+	wg       sync.WaitGroup
+	oks      atomic.Int64
+}
+
+func startClients(addr string, n int, wantNames string) *clients {
+	c := &clients{addr: addr, pids: map[string]bool{}, stop: make(chan struct{})}
+	for range n {
+		c.wg.Go(func() {
+			tr := &http.Transport{DisableKeepAlives: true}
+			hc := &http.Client{Transport: tr, Timeout: 60 * time.Second}
+			for {
+				select {
+				case <-c.stop:
+					return
+				default:
+				}
+				c.gate.RLock()
+				body, err := fetch(hc, "http://"+addr+"/")
+				c.gate.RUnlock()
+				c.mu.Lock()
+				if err != nil {
+					c.failures = append(c.failures, err.Error())
+				} else if a, ok := parseAnswer(body); !ok {
+					c.failures = append(c.failures, "unexpected answer: "+body)
+				} else {
+					c.ok++
+					c.pids[a.pid] = true
+					c.last = a
+					if a.listenPID != a.pid || a.fds != "1" || a.names != wantNames {
+						c.bad = append(c.bad, body)
+					}
+				}
+				c.mu.Unlock()
+				c.oks.Add(1)
+				time.Sleep(2 * time.Millisecond)
+			}
+		})
+	}
+	return c
+}
+
+func fetch(hc *http.Client, url string) (string, error) {
+	resp, err := hc.Get(url)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != 200 {
+		return "", fmt.Errorf("status %d", resp.StatusCode)
+	}
+	return string(b), nil
+}
+
+func (c *clients) lastAnswer() answer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.last
+}
+
+func (c *clients) seen(pid int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pids[fmt.Sprint(pid)]
+}
+
+func (c *clients) end() {
+	close(c.stop)
+	c.wg.Wait()
+}
+
+func srvConfig(srv string, port int, version, extra string) string {
+	return fmt.Sprintf(`
+[program.srv]
+command = [%q]
+listen = ["tcp://127.0.0.1:%d?name=http"]
+env = { VERSION = %q, START_DELAY = "300ms" }
+stop_signal = "TERM"
+stop_timeout = "10s"
+[program.srv.backoff]
+max = "1s"
+%s`, srv, port, version, extra)
+}
+
+// The single-instance server behind a held socket: under a client loop,
+// 5 restarts, 3 SIGKILLs and a reload that changes its environment cost
+// no connection (none refused, none reset), and every new process
+// answers: LISTEN_PID is its own pid, LISTEN_FDS 1, LISTEN_FDNAMES its
+// socket's name.
+func TestListenSingleInstanceZeroDowntime(t *testing.T) {
+	needRoot(t)
+	srv := fd3server(t)
+	port := freePort(t)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	dir, file := writeConfig(t, srvConfig(srv, port, "1", ""))
+	d := startDaemon(t, dir, file)
+	eventually(t, "srv running", 30*time.Second, func() bool { return d.status()["srv"].State == "Running" })
+
+	c := startClients(addr, 1, "http")
+	defer c.end()
+	// waitServed waits until a process other than old answers.
+	waitServed := func(what string, old int) int {
+		var pid int
+		eventually(t, what, 60*time.Second, func() bool {
+			pid = d.status()["srv"].Pid
+			return pid != 0 && pid != old && c.seen(pid)
+		})
+		return pid
+	}
+	pid := waitServed("the first answer", 0)
+	for i := range 5 {
+		if out, code := d.ctl("restart", "srv"); code != 0 {
+			t.Fatalf("restart %d: %s", i, out)
+		}
+		pid = waitServed(fmt.Sprintf("an answer after restart %d", i+1), pid)
+	}
+	for i := range 3 {
+		c.gate.Lock()
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		c.gate.Unlock()
+		pid = waitServed(fmt.Sprintf("an answer after SIGKILL %d", i+1), pid)
+	}
+	if err := os.WriteFile(file, []byte(srvConfig(srv, port, "2", "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, code := d.ctl("reload"); code != 0 {
+		t.Fatalf("reload: %s", out)
+	}
+	eventually(t, "version 2 answering", 60*time.Second, func() bool { return c.lastAnswer().version == "2" })
+	c.end()
+	c.stop = make(chan struct{}) // the deferred end finds nothing to stop
+	t.Logf("%d requests answered by %d server processes; %d failed", c.ok, len(c.pids), len(c.failures))
+	if len(c.failures) > 0 {
+		t.Errorf("%d requests failed, first: %s", len(c.failures), c.failures[0])
+	}
+	if len(c.pids) < 6 {
+		t.Errorf("%d distinct server pids answered, want at least 6", len(c.pids))
+	}
+	if len(c.bad) > 0 {
+		t.Errorf("wrong socket-activation variables: %q", c.bad[0])
+	}
+}
+
+// Two instances share the socket (the kernel spreads the accepts): a
+// rolling restart, with no proxy in front, fails no request.
+func TestListenRollingTwoInstances(t *testing.T) {
+	needRoot(t)
+	srv := fd3server(t)
+	port := freePort(t)
+	dir, file := writeConfig(t, srvConfig(srv, port, "1", "")+"\n")
+	cfg := strings.Replace(srvConfig(srv, port, "1", ""), `stop_signal = "TERM"`, "stop_signal = \"TERM\"\ninstances = 2", 1)
+	os.WriteFile(file, []byte(cfg), 0o644)
+	d := startDaemon(t, dir, file)
+	eventually(t, "both running", 30*time.Second, func() bool {
+		st := d.status()
+		return st["srv:0"].State == "Running" && st["srv:1"].State == "Running"
+	})
+	c := startClients(fmt.Sprintf("127.0.0.1:%d", port), 4, "http")
+	defer c.end()
+	eventually(t, "both first instances answering", 60*time.Second, func() bool {
+		st := d.status()
+		return c.seen(st["srv:0"].Pid) && c.seen(st["srv:1"].Pid)
+	})
+	for i := range 3 {
+		before := d.status()
+		if out, code := d.ctl("restart", "srv"); code != 0 {
+			t.Fatalf("restart %d: %s", i, out)
+		}
+		eventually(t, "both new instances answering", 60*time.Second, func() bool {
+			st := d.status()
+			for _, k := range []string{"srv:0", "srv:1"} {
+				if st[k].Pid == 0 || st[k].Pid == before[k].Pid || !c.seen(st[k].Pid) {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	c.end()
+	c.stop = make(chan struct{})
+	t.Logf("%d requests answered by %d server processes; %d failed", c.ok, len(c.pids), len(c.failures))
+	if len(c.failures) > 0 {
+		t.Errorf("%d requests failed, first: %s", len(c.failures), c.failures[0])
+	}
+	if len(c.pids) < 8 {
+		t.Errorf("%d distinct pids answered, want 8 (2 instances, 3 restarts)", len(c.pids))
+	}
+}
+
+// A program running as nobody serves a privileged port: supervise binds it
+// as root and hands it over.
+func TestListenNobodyPrivilegedPort(t *testing.T) {
+	needRoot(t)
+	srv := fd3server(t)
+	port := 0
+	for p := 900; p < 1000; p++ {
+		if ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p)); err == nil {
+			ln.Close()
+			port = p
+			break
+		}
+	}
+	if port == 0 {
+		t.Skip("no free port between 900 and 999")
+	}
+	os.Chmod(srv, 0o755)
+	dir, file := writeConfig(t, srvConfig(srv, port, "1", "")+"\n")
+	cfg := strings.Replace(srvConfig(srv, port, "1", ""), `stop_signal = "TERM"`, "stop_signal = \"TERM\"\nuser = \"nobody\"\ndir = \"/\"", 1)
+	os.WriteFile(file, []byte(cfg), 0o644)
+	d := startDaemon(t, dir, file)
+	hc := &http.Client{Timeout: 30 * time.Second}
+	var body string
+	eventually(t, "an answer on the privileged port", 30*time.Second, func() bool {
+		b, err := fetch(hc, fmt.Sprintf("http://127.0.0.1:%d/", port))
+		body = b
+		return err == nil
+	})
+	a, _ := parseAnswer(body)
+	if a.uid != "65534" || a.listenPID != a.pid || a.pid != fmt.Sprint(d.status()["srv"].Pid) {
+		t.Errorf("answer %q: want uid 65534 and LISTEN_PID = the program's pid %d", body, d.status()["srv"].Pid)
+	}
+}
+
+// Bad input: a malformed URL and a world-writable directory at check
+// (file:line); an address in use at start; a reload needing an
+// impossible bind is refused and the running config keeps serving;
+// removing the program closes its socket.
+func TestListenBadInput(t *testing.T) {
+	needRoot(t)
+	srv := fd3server(t)
+	open := filepath.Join(t.TempDir(), "open")
+	os.Mkdir(open, 0o777)
+	os.Chmod(open, 0o777)
+	_, file := writeConfig(t, fmt.Sprintf(`
+[program.srv]
+command = [%q]
+listen = ["tcp://localhost:80", "unix://%s/a.sock"]
+`, srv, open))
+	out, code := runCheck(t, file)
+	for _, want := range []string{
+		`supervise.toml:4: program.srv.listen[0]: "tcp://localhost:80": "localhost" is not an IP address`,
+		`supervise.toml:4: program.srv.listen[1]: the socket's directory ` + open + ` is writable by others`,
+	} {
+		if code == 0 || !strings.Contains(out, want) {
+			t.Errorf("check: exit %d, output:\n%s\nwant %s", code, out, want)
+		}
+	}
+
+	// In use at start: supervise says where, and exits.
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	busyPort := busy.Addr().(*net.TCPAddr).Port
+	dir, file := writeConfig(t, srvConfig(srv, busyPort, "1", ""))
+	d := startDaemon(t, dir, file)
+	if code := d.wait(30 * time.Second); code == 0 {
+		t.Error("supervise started with its listen address in use")
+	}
+	if want := fmt.Sprintf("supervise.toml:2: program.srv.listen[0]: binding tcp://127.0.0.1:%d?name=http: address already in use", busyPort); !strings.Contains(d.stderr.String(), want) {
+		t.Errorf("stderr:\n%s\nwant %s", tail(d.stderr.String(), 10), want)
+	}
+
+	// A reload to an address in use is refused; the old socket serves on.
+	port := freePort(t)
+	dir, file = writeConfig(t, srvConfig(srv, port, "1", ""))
+	d = startDaemon(t, dir, file)
+	hc := &http.Client{Timeout: 30 * time.Second}
+	url := fmt.Sprintf("http://127.0.0.1:%d/", port)
+	eventually(t, "an answer", 30*time.Second, func() bool { _, err := fetch(hc, url); return err == nil })
+	pid := d.status()["srv"].Pid
+	os.WriteFile(file, []byte(srvConfig(srv, busyPort, "2", "")), 0o644)
+	out, code = d.ctl("reload")
+	if code == 0 || !strings.Contains(out, "address already in use") || !strings.Contains(out, "the running config stays") {
+		t.Errorf("reload to a busy port: exit %d, %s", code, out)
+	}
+	if b, err := fetch(hc, url); err != nil || !strings.Contains(b, "version=1") || d.status()["srv"].Pid != pid {
+		t.Errorf("after the refused reload: %q, %v, pid %d (was %d)", b, err, d.status()["srv"].Pid, pid)
+	}
+
+	// Removing the program closes its socket.
+	os.WriteFile(file, []byte("[program.other]\ncommand = [\"sleep\", \"1000\"]\n"), 0o644)
+	if out, code := d.ctl("reload"); code != 0 {
+		t.Fatalf("reload: %s", out)
+	}
+	eventually(t, "the socket closed", 30*time.Second, func() bool {
+		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 5*time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return errors.Is(err, syscall.ECONNREFUSED)
+	})
+}
