@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os/user"
 	"strconv"
+	"strings"
 
 	"github.com/supervise-dev/supervise/internal/sockets"
 )
@@ -89,4 +90,32 @@ func (d *decoder) checkListenUnique(cfg *Config) {
 			owner[s.Key()] = p.Name
 		}
 	}
+}
+
+// holdPorts is the dev runner's --hold-ports: each process type's PORT
+// becomes a socket supervise holds, on every address as dev servers bind
+// it. Its instances (PORT+1 …) share instance 0's socket: the kernel
+// spreads the connections, and a server that takes its socket from
+// LISTEN_FDS never reads PORT.
+//
+// LISTEN_PID must name the server, not the /bin/sh running the line
+// (dash forks even a line's only command): a simple line is run with
+// exec; any other must exec its server itself ("cd app && exec puma").
+func holdPorts(cfg *Config) {
+	for _, p := range cfg.Programs {
+		if p.Port == 0 {
+			continue
+		}
+		p.Listen = []sockets.Spec{{Network: "tcp", Address: ":" + strconv.Itoa(p.Port), Name: p.Name}}
+		if n := len(p.Command); n == 3 && p.Command[0] == "/bin/sh" && simpleCommand(p.Command[2]) {
+			p.Command = []string{"/bin/sh", "-c", "exec " + p.Command[2]}
+		}
+	}
+}
+
+// simpleCommand: one command, which exec can run in the shell's place (no
+// list, pipeline or subshell, no leading assignment, no exec already).
+func simpleCommand(line string) bool {
+	f := strings.Fields(line)
+	return len(f) > 0 && f[0] != "exec" && !strings.Contains(f[0], "=") && !strings.ContainsAny(line, ";&|()`\n{}")
 }

@@ -63,3 +63,21 @@ listen = ["tcp4://127.0.0.1:18080?backlog=5"]
 		t.Errorf("got %v\nwant %s", err, want)
 	}
 }
+
+func TestHoldPorts(t *testing.T) {
+	cfg, err := ParseProcfile("Procfile", []byte("web: ./srv -p $PORT\nworker: cd app && exec ./w\nplain: FOO=1 ./x\n"), ProcfileOptions{HoldPorts: true, BasePort: 6000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]struct{ listen, cmd string }{
+		"web":    {":6000", "exec ./srv -p $PORT"},
+		"worker": {":6100", "cd app && exec ./w"},
+		"plain":  {":6200", "FOO=1 ./x"},
+	}
+	for _, p := range cfg.Programs {
+		w := want[p.Name]
+		if len(p.Listen) != 1 || p.Listen[0].Address != w.listen || p.Listen[0].Name != p.Name || p.Command[2] != w.cmd {
+			t.Errorf("%s: listen %+v, command %q; want %s and %q", p.Name, p.Listen, p.Command, w.listen, w.cmd)
+		}
+	}
+}

@@ -370,3 +370,39 @@ listen = ["tcp://localhost:80", "unix://%s/a.sock"]
 		return errors.Is(err, syscall.ECONNREFUSED)
 	})
 }
+
+// The dev runner's --hold-ports: a Procfile server that takes its socket
+// from LISTEN_FDS keeps answering while --watch restarts it, and a
+// connection made during a restart waits instead of being refused.
+func TestListenHoldPortsWatch(t *testing.T) {
+	needRoot(t)
+	srv := fd3server(t)
+	port := freePort(t)
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"Procfile": "web: " + srv + "\n",
+		".env":     "START_DELAY=300ms\n",
+		"app.txt":  "0\n",
+	})
+	r := startDev(t, dir, append(devEnv(t.TempDir()), "NO_COLOR=1"), "--hold-ports", "--watch", "-p", fmt.Sprint(port))
+	eventually(t, "web started", 30*time.Second, func() bool { return strings.Contains(r.out.String(), "web | started") })
+	c := startClients(fmt.Sprintf("127.0.0.1:%d", port), 1, "web")
+	defer c.end()
+	pids := func() int { c.mu.Lock(); defer c.mu.Unlock(); return len(c.pids) }
+	eventually(t, "the first answer", 30*time.Second, func() bool { return pids() == 1 })
+	for i := range 3 {
+		if err := os.WriteFile(filepath.Join(dir, "app.txt"), []byte(fmt.Sprint(i+1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, fmt.Sprintf("an answer after change %d", i+1), 60*time.Second, func() bool { return pids() == i+2 })
+	}
+	c.end()
+	c.stop = make(chan struct{})
+	t.Logf("%d requests answered by %d server processes; %d failed", c.ok, len(c.pids), len(c.failures))
+	if len(c.failures) > 0 {
+		t.Errorf("%d requests failed, first: %s\n%s", len(c.failures), c.failures[0], tail(r.out.String(), 20))
+	}
+	if len(c.bad) > 0 {
+		t.Errorf("wrong socket-activation variables: %q", c.bad[0])
+	}
+}
