@@ -406,3 +406,127 @@ func TestListenHoldPortsWatch(t *testing.T) {
 		t.Errorf("wrong socket-activation variables: %q", c.bad[0])
 	}
 }
+
+// readmeBlock returns the first ```lang block of README.md's
+// "Zero-downtime restarts" section.
+func readmeBlock(t *testing.T, lang string) string {
+	t.Helper()
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(b), "\n## Zero-downtime restarts\n")
+	if !ok {
+		t.Fatal("README.md has no Zero-downtime restarts section")
+	}
+	sec, _, _ = strings.Cut(sec, "\n## ")
+	_, code, ok := strings.Cut(sec, "\n```"+lang+"\n")
+	if !ok {
+		t.Fatalf("no %s example in the section", lang)
+	}
+	code, _, _ = strings.Cut(code, "\n```\n")
+	return code + "\n"
+}
+
+// The README's two example servers, run as written: under a client loop,
+// three restarts and a SIGKILL (between requests) cost no request.
+func TestListenReadmeExamples(t *testing.T) {
+	needRoot(t)
+	dir := t.TempDir()
+	goSrc := filepath.Join(dir, "server.go")
+	if err := os.WriteFile(goSrc, []byte(readmeBlock(t, "go")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	goBin := filepath.Join(filepath.Dir(binary), "readme-server")
+	build := exec.Command("go", "build", "-o", goBin, goSrc)
+	build.Dir, build.Env = dir, append(os.Environ(), "CGO_ENABLED=0", "GO111MODULE=off")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the README's Go server: %v\n%s", err, out)
+	}
+	pySrc := filepath.Join(dir, "server.py")
+	if err := os.WriteFile(pySrc, []byte(readmeBlock(t, "python")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatal("python3 is missing")
+	}
+	for _, tc := range []struct {
+		name string
+		argv []string
+	}{{"go", []string{goBin}}, {"python", []string{python, pySrc}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			port := freePort(t)
+			argv := fmt.Sprintf("%q", tc.argv[0])
+			for _, a := range tc.argv[1:] {
+				argv += fmt.Sprintf(", %q", a)
+			}
+			cdir, file := writeConfig(t, fmt.Sprintf(`
+[program.web]
+command = [%s]
+listen = ["tcp://127.0.0.1:%d"]
+stop_signal = "TERM"
+[program.web.backoff]
+max = "1s"
+`, argv, port))
+			d := startDaemon(t, cdir, file)
+			eventually(t, "web running", 30*time.Second, func() bool { return d.status()["web"].State == "Running" })
+			var mu sync.Mutex
+			pids := map[string]bool{}
+			var failures []string
+			stop := make(chan struct{})
+			var gate sync.RWMutex
+			var wg sync.WaitGroup
+			wg.Go(func() {
+				hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 60 * time.Second}
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					gate.RLock()
+					body, err := fetch(hc, fmt.Sprintf("http://127.0.0.1:%d/", port))
+					gate.RUnlock()
+					mu.Lock()
+					if err != nil {
+						failures = append(failures, err.Error())
+					} else if pid, ok := strings.CutPrefix(strings.TrimSpace(body), "hello from "); ok {
+						pids[pid] = true
+					} else {
+						failures = append(failures, "unexpected answer "+body)
+					}
+					mu.Unlock()
+					time.Sleep(5 * time.Millisecond)
+				}
+			})
+			served := func(old int) int {
+				var pid int
+				eventually(t, "a new process answering", 60*time.Second, func() bool {
+					pid = d.status()["web"].Pid
+					mu.Lock()
+					defer mu.Unlock()
+					return pid != 0 && pid != old && pids[fmt.Sprint(pid)]
+				})
+				return pid
+			}
+			pid := served(0)
+			for range 3 {
+				if out, code := d.ctl("restart", "web"); code != 0 {
+					t.Fatalf("restart: %s", out)
+				}
+				pid = served(pid)
+			}
+			gate.Lock()
+			syscall.Kill(pid, syscall.SIGKILL)
+			gate.Unlock()
+			served(pid)
+			close(stop)
+			wg.Wait()
+			t.Logf("%d server processes answered; %d requests failed", len(pids), len(failures))
+			if len(failures) > 0 {
+				t.Errorf("%d requests failed, first: %s", len(failures), failures[0])
+			}
+		})
+	}
+}
