@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -529,4 +530,60 @@ max = "1s"
 			}
 		})
 	}
+}
+
+// A reload that changes listen binds only what changed: the socket it
+// keeps serves throughout (a client loop on it sees no failure while the
+// program restarts for its new sockets), the dropped one is closed, the
+// new one (a unix socket, with its mode) serves; LISTEN_FDNAMES follows.
+func TestListenReloadChangesOnlyWhatChanged(t *testing.T) {
+	needRoot(t)
+	srv := fd3server(t)
+	kept, dropped := freePort(t), freePort(t)
+	cfgText := func(second string) string {
+		return fmt.Sprintf(`
+[program.srv]
+command = [%q]
+listen = ["tcp://127.0.0.1:%d?name=http", %q]
+env = { START_DELAY = "300ms" }
+stop_signal = "TERM"
+`, srv, kept, second)
+	}
+	dir, file := writeConfig(t, cfgText(fmt.Sprintf("tcp://127.0.0.1:%d?name=old", dropped)))
+	d := startDaemon(t, dir, file)
+	eventually(t, "srv running", 30*time.Second, func() bool { return d.status()["srv"].State == "Running" })
+	c := startClients(fmt.Sprintf("127.0.0.1:%d", kept), 1, "")
+	defer c.end()
+	eventually(t, "an answer", 30*time.Second, func() bool { return c.lastAnswer().names == "http:old" })
+	sock := filepath.Join(dir, "run", "srv.sock")
+	os.Mkdir(filepath.Dir(sock), 0o755)
+	os.WriteFile(file, []byte(cfgText("unix://"+sock+"?name=admin&mode=0600")), 0o644)
+	if out, code := d.ctl("reload"); code != 0 {
+		t.Fatalf("reload: %s", out)
+	}
+	eventually(t, "the new process answering", 60*time.Second, func() bool { return c.lastAnswer().names == "http:admin" })
+	c.end()
+	c.stop = make(chan struct{})
+	if len(c.failures) > 0 {
+		t.Errorf("%d requests on the kept socket failed, first: %s", len(c.failures), c.failures[0])
+	}
+	if conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", dropped)); err == nil {
+		conn.Close()
+		t.Error("the dropped socket still accepts")
+	}
+	if fi, err := os.Lstat(sock); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("unix socket: %v, %v", fi, err)
+	}
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+	}}, Timeout: 30 * time.Second}
+	if body, err := fetch(hc, "http://srv/"); err != nil || !strings.Contains(body, "names=http:admin") {
+		t.Errorf("through the unix socket: %q, %v", body, err)
+	}
+	// Removing the program removes its unix socket's file.
+	os.WriteFile(file, []byte("[program.other]\ncommand = [\"sleep\", \"1000\"]\n"), 0o644)
+	if out, code := d.ctl("reload"); code != 0 {
+		t.Fatalf("reload: %s", out)
+	}
+	eventually(t, "the socket file removed", 30*time.Second, func() bool { _, err := os.Lstat(sock); return os.IsNotExist(err) })
 }

@@ -1,5 +1,5 @@
 // fd3server is a single-instance HTTP server that binds nothing: it
-// serves the socket it inherits at descriptor 3 (socket activation) and
+// serves the sockets it inherits at descriptors 3… (socket activation) and
 // answers each request, one per connection, with its pid, VERSION and the
 // socket-activation variables it got. It refuses to start when LISTEN_PID
 // is not its own pid, as sd_listen_fds(3) would. START_DELAY delays its
@@ -27,10 +27,15 @@ func main() {
 		fmt.Fprintf(os.Stderr, "fd3server: LISTEN_PID=%q LISTEN_FDS=%q, and my pid is %d\n", os.Getenv("LISTEN_PID"), os.Getenv("LISTEN_FDS"), os.Getpid())
 		os.Exit(3)
 	}
-	ln, err := net.FileListener(os.NewFile(3, "listen"))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "fd3server:", err)
-		os.Exit(1)
+	n, _ := strconv.Atoi(os.Getenv("LISTEN_FDS"))
+	var lns []net.Listener
+	for fd := 3; fd < 3+n; fd++ {
+		ln, err := net.FileListener(os.NewFile(uintptr(fd), "listen"))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "fd3server:", err)
+			os.Exit(1)
+		}
+		lns = append(lns, ln)
 	}
 	if d, err := time.ParseDuration(os.Getenv("START_DELAY")); err == nil {
 		time.Sleep(d)
@@ -41,17 +46,24 @@ func main() {
 	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
 	go func() {
 		<-stop
-		ln.Close() // ours only: supervise holds the socket, the backlog stays
+		for _, ln := range lns {
+			ln.Close() // ours only: supervise holds the socket, the backlog stays
+		}
 	}()
 	fmt.Println("serving on fd 3")
-	var conns sync.WaitGroup
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			break
-		}
-		conns.Go(func() { answer(c, body) })
+	var conns, loops sync.WaitGroup
+	for _, ln := range lns {
+		loops.Go(func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				conns.Go(func() { answer(c, body) })
+			}
+		})
 	}
+	loops.Wait()
 	conns.Wait()
 }
 
