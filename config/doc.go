@@ -65,7 +65,6 @@
 //     refused with the "net" namespace (they could not reach the program). Notify, notify_fd and
 //     watchdog change what the process is given (NeedsNewProcess); probes
 //     and ready_log_line do not.
-//
 //   - Listen (listen.go): URLs parsed by internal/sockets; a unix
 //     socket's directory must be writable by its owner only, a port below
 //     ip_unprivileged_port_start needs root or CAP_NET_BIND_SERVICE, and
