@@ -325,6 +325,22 @@ listen = ["tcp://localhost:80", "unix://%s/a.sock"]
 		}
 	}
 
+	// A privileged port, checked by a user who could not bind it.
+	pub, err := os.MkdirTemp("", "listen-pub-") // t.TempDir's parent is private
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(pub)
+	os.Chmod(pub, 0o755)
+	privFile := filepath.Join(pub, "supervise.toml")
+	os.WriteFile(privFile, []byte("[program.srv]\ncommand = [\"srv\"]\nlisten = [\"tcp://127.0.0.1:80\"]\n"), 0o644)
+	check := exec.Command(binary, "check", "-c", privFile)
+	check.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	b, err := check.CombinedOutput()
+	if want := "supervise.toml:3: program.srv.listen[0]: port 127.0.0.1:80 is privileged: binding it needs root or CAP_NET_BIND_SERVICE"; err == nil || !strings.Contains(string(b), want) {
+		t.Errorf("check as nobody: %v\n%s\nwant %s", err, b, want)
+	}
+
 	// In use at start: supervise says where, and exits.
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
