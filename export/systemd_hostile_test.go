@@ -256,6 +256,9 @@ func hookField(key, directive string) hostileField {
 		func(v string) string { return key + " = { command = [\"/bin/echo\", " + tomlQuote(v) + "] }\n" },
 		execCheck(directive, func(p *config.Program) []string {
 			h := map[string]*config.Hook{"hooks.pre_start": p.Hooks.PreStart, "hooks.post_start": p.Hooks.PostStart, "hooks.pre_stop": p.Hooks.PreStop, "hooks.post_stop": p.Hooks.PostStop}[key]
+			if directive == "ExecStop" { // behind the guard that skips it after a crash
+				return append([]string{"/bin/sh", "-c", stopGuard, "sh"}, h.Command...)
+			}
 			return h.Command
 		})}
 }
