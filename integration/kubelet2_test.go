@@ -3,6 +3,7 @@ package integration
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -37,5 +38,48 @@ failure_threshold = 1
 	})
 	if st := d.status()["slowstart"]; st.State != "Running" || st.Restarts != 0 {
 		t.Fatalf("status = %+v, want Running with 0 restarts", st)
+	}
+}
+
+// A run ended by a signal shows its exit as the kubelet and shells do,
+// 128+N (143 for TERM, 137 for KILL), with the signal's name beside it:
+// in status --json (code, and signal kept), status's LAST EXIT and the
+// exit's event.
+func TestKubeletSignalExitIs128PlusN(t *testing.T) {
+	dir, file := writeConfig(t, `
+[program.termed]
+command = ["sh", "-c", "kill -TERM $$; sleep 1000"]
+restart = "never"
+[program.killed]
+command = ["sh", "-c", "kill -KILL $$; sleep 1000"]
+restart = "never"
+[program.keep]
+command = ["sleep", "1000"]
+`)
+	d := startDaemon(t, dir, file)
+	eventually(t, "both programs ended", 60*time.Second, func() bool {
+		st := d.status()
+		return st["termed"].LastExit != nil && st["killed"].LastExit != nil
+	})
+	st := d.status()
+	for name, want := range map[string]struct {
+		code int
+		sig  string
+	}{"termed": {143, "TERM"}, "killed": {137, "KILL"}} {
+		if e := st[name].LastExit; e.Code != want.code || e.Signal != want.sig {
+			t.Errorf("%s: status --json last_exit = %+v, want code %d with signal %s", name, *e, want.code, want.sig)
+		}
+	}
+	out, _ := d.ctl("status")
+	for _, want := range []string{"exit 143 (SIGTERM)", "exit 137 (SIGKILL)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status lacks %q:\n%s", want, out)
+		}
+	}
+	events, _ := d.ctl("events", "--json")
+	for _, want := range []string{`"exit 143 (SIGTERM)"`, `"exit 137 (SIGKILL)"`} {
+		if !strings.Contains(events, want) {
+			t.Errorf("events lack %s:\n%s", want, events)
+		}
 	}
 }
