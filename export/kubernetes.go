@@ -138,9 +138,12 @@ func (k *kubeWriter) podSpec() obj {
 	pod := obj{}
 	var inits []any
 	if h := p.Hooks.PreStart; h != nil {
-		if h.HTTP != nil {
+		switch {
+		case h.HTTP != nil:
 			k.warn("hooks.pre_start", "an HTTP pre_start has no Kubernetes equivalent: make it an init container with curl by hand")
-		} else {
+		case h.Sleep > 0:
+			k.warn("hooks.pre_start", "a sleep before the start is not exported: a Pod has no such pause")
+		default:
 			c := obj{{"name", "pre-start"}, {"image", k.opts.Image}, {"command", expandedStrs(h.Command)}}
 			c.set("workingDir", k.workingDir())
 			c.set("env", k.env())
@@ -417,6 +420,14 @@ func (k *kubeWriter) lifecycle() obj {
 		h         *config.Hook
 	}{{"hooks.post_start", "postStart", p.Hooks.PostStart}, {"hooks.pre_stop", "preStop", p.Hooks.PreStop}} {
 		if x.h == nil {
+			continue
+		}
+		if x.h.Sleep > 0 {
+			secs := ceilSeconds(x.h.Sleep)
+			if time.Duration(secs)*time.Second != x.h.Sleep {
+				k.warn(x.key+".sleep", "%v is rounded up to %ds: the kubelet's sleep action counts whole seconds", x.h.Sleep, secs)
+			}
+			l.set(x.name, obj{{"sleep", obj{{"seconds", secs}}}})
 			continue
 		}
 		if x.h.HTTP != nil {

@@ -373,7 +373,11 @@ func (e *unitWriter) hooks() {
 			e.warn(x.key, "an HTTP hook has no systemd equivalent: run curl from a command hook instead")
 			continue
 		}
-		argv := e.command(x.hook.Command, x.key)
+		cmd := x.hook.Command
+		if x.hook.Sleep > 0 { // systemd has no sleep action: sleep(1) does it
+			cmd = []string{"sleep", strconv.FormatFloat(x.hook.Sleep.Seconds(), 'f', -1, 64)}
+		}
+		argv := e.command(cmd, x.key)
 		switch x.directive {
 		case "ExecStop":
 			// systemd runs ExecStop= whenever a started service stops, after

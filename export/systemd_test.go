@@ -252,6 +252,8 @@ restart = "never"
 [program.proxy]
 command = ["sleep", "1000"]
 sidecar = true
+[program.proxy.hooks.pre_stop]
+sleep = "1.5s"
 `)
 	files, warns, err := Systemd(cfg, SystemdOptions{Prefix: "box"})
 	if err != nil {
@@ -264,6 +266,9 @@ sidecar = true
 		if !strings.Contains(unitSection, "\nStartLimitIntervalSec=0\n") {
 			t.Errorf("%s: no StartLimitIntervalSec=0 in [Unit]: systemd gives up after 5 starts in 10s, supervise keeps backing off\n%s", name, u)
 		}
+	}
+	if u := unit(t, files, "box-proxy.service"); !strings.Contains(u, " sh /usr/bin/sleep 1.5\n") {
+		t.Errorf("proxy: pre_stop sleep 1.5s is not sleep(1) behind the guard:\n%s", u)
 	}
 	api := unit(t, files, "box-api.service")
 	var stop string

@@ -83,3 +83,62 @@ command = ["sleep", "1000"]
 		}
 	}
 }
+
+// pre_stop = { sleep = "2s" } is the kubelet's sleep action: no process,
+// the program keeps serving for the sleep, then gets its stop signal. A
+// sleep longer than the stop's grace is cut short by it.
+func TestKubeletSleepPreStop(t *testing.T) {
+	dir, file := writeConfig(t, "")
+	termed := filepath.Join(dir, "termed")
+	if err := os.WriteFile(file, []byte(`
+[program.lb]
+command = ["sh", "-c", "trap 'echo term >> `+termed+`; exit 0' TERM; while :; do sleep 0.05; done"]
+stop_timeout = "20s"
+[program.lb.hooks.pre_stop]
+sleep = "2s"
+
+[program.short]
+command = ["sh", "-c", "trap 'exit 0' TERM; while :; do sleep 0.05; done"]
+stop_timeout = "3s"
+[program.short.hooks.pre_stop]
+sleep = "25s"
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, dir, file)
+	eventually(t, "both running", 60*time.Second, func() bool {
+		st := d.status()
+		return st["lb"].State == "Running" && st["short"].State == "Running"
+	})
+	began := time.Now()
+	stopped := make(chan string, 1)
+	go func() { out, _ := d.ctl("stop", "lb"); stopped <- out }()
+	eventually(t, "lb stopping", 60*time.Second, func() bool { return d.status()["lb"].State == "Stopping" })
+	if lines := readLines(t, termed); len(lines) != 0 {
+		t.Fatalf("the stop signal came before the sleep: %q", lines)
+	}
+	select {
+	case <-stopped:
+	case <-time.After(60 * time.Second):
+		t.Fatal("stop did not return")
+	}
+	if took := time.Since(began); took < 2*time.Second {
+		t.Errorf("stopped after %v, before pre_stop's 2s sleep ended", took)
+	}
+	if lines := readLines(t, termed); len(lines) != 1 {
+		t.Errorf("the program got its stop signal %d times after the sleep, want once: %q", len(lines), lines)
+	}
+	if st := d.status()["lb"]; st.State != "Stopped" || st.LastExit == nil || st.LastExit.Code != 0 {
+		t.Errorf("lb after the stop: %+v", st)
+	}
+
+	// The grace (stop_timeout 3s) bounds the sleep of 25s: the stop ends
+	// long before the sleep would.
+	began = time.Now()
+	if out, code := d.ctl("stop", "short"); code != 0 {
+		t.Fatalf("stop short: %d %s", code, out)
+	}
+	if took := time.Since(began); took >= 20*time.Second {
+		t.Errorf("the stop took %v: the 25s sleep outlived stop_timeout 3s", took)
+	}
+}

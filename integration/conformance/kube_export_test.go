@@ -400,7 +400,7 @@ tcp = 8080
 [program.api.hooks.post_start]
 command = ["echo", "up"]
 [program.api.hooks.pre_stop]
-command = ["sleep", "2"]
+sleep = "5s"
 [program.api.hooks.post_stop]
 command = ["sh", "-c", "echo exit $SUPERVISE_EXIT_CODE"]
 
@@ -457,6 +457,11 @@ func TestKubernetesExportPodFidelity(t *testing.T) {
 	want := map[string]string{"api": "container", "reporter": "container", "migrate": "init", "proxy": "sidecar"}
 	if !maps.Equal(kinds, want) {
 		t.Errorf("programs became %v, want %v", kinds, want)
+	}
+	for _, c := range pod.Spec.Containers {
+		if c.Name == "api" && (c.Lifecycle == nil || c.Lifecycle.PreStop == nil || c.Lifecycle.PreStop.Sleep == nil || c.Lifecycle.PreStop.Sleep.Seconds != 5) {
+			t.Errorf("api: pre_stop sleep 5s is not the kubelet's sleep action: %+v", c.Lifecycle)
+		}
 	}
 	if pod.Spec.RestartPolicy != corev1.RestartPolicyOnFailure {
 		t.Errorf("Pod restartPolicy %q, want OnFailure (every container's restart)", pod.Spec.RestartPolicy)
