@@ -342,11 +342,16 @@ type Hooks struct {
 }
 
 // Hook is a command (run inside the program's sandbox, as its user, in its
-// directory and environment) or an HTTP request: exactly one of Command and
-// HTTP is set.
+// directory and environment), an HTTP request, or a sleep: exactly one of
+// Command, HTTP and Sleep is set.
 type Hook struct {
 	Command []string
 	HTTP    *HTTPHook
+	// Sleep waits, running nothing: the kubelet's sleep action, the
+	// usual pre_stop of a program behind a load balancer (it keeps
+	// serving while the balancer notices it is going). Not longer than
+	// Timeout.
+	Sleep   time.Duration
 	Timeout time.Duration // default 30s
 }
 

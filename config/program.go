@@ -225,7 +225,7 @@ func (d *decoder) dependsOn(p *Program, n *node) {
 var (
 	backoffKeys          = []string{"initial", "max", "reset_after"}
 	rlimitKeys           = []string{"soft", "hard"}
-	hookKeys             = []string{"command", "http", "timeout"}
+	hookKeys             = []string{"command", "http", "sleep", "timeout"}
 	httpHookKeys         = []string{"url", "method", "headers", "expect_status"}
 	watchKeys            = []string{"paths", "include", "exclude", "gitignore", "debounce", "signal"}
 	outputKeys           = []string{"console", "file", "max_size", "max_files", "timestamps"}
@@ -467,12 +467,18 @@ func (d *decoder) hook(n *node, isDefaults bool) *Hook {
 	}
 	d.known(t, hookKeys...)
 	h := &Hook{Timeout: DefaultHookTimeout}
-	cmd, http := t["command"], t["http"]
+	cmd, http, sleep := t["command"], t["http"], t["sleep"]
+	var given []*node
+	for _, v := range []*node{cmd, http, sleep} {
+		if v != nil {
+			given = append(given, v)
+		}
+	}
 	switch {
-	case cmd != nil && http != nil:
-		d.errorf(http.path, "a hook is a command or an http request, not both")
-	case cmd == nil && http == nil && !isDefaults:
-		d.errorf(n.path, "needs a command or an http request")
+	case len(given) > 1:
+		d.errorf(given[1].path, "a hook is one of a command, an http request and a sleep")
+	case len(given) == 0 && !isDefaults:
+		d.errorf(n.path, "needs a command, an http request or a sleep")
 	}
 	if cmd != nil {
 		h.Command, _ = d.command(cmd)
@@ -486,6 +492,17 @@ func (d *decoder) hook(n *node, isDefaults bool) *Hook {
 				d.errorf(v.path, "must be more than 0")
 			}
 			h.Timeout = dur
+		}
+	}
+	if sleep != nil {
+		if dur, ok := d.duration(sleep); ok {
+			switch {
+			case dur <= 0:
+				d.errorf(sleep.path, "must be more than 0")
+			case dur > h.Timeout:
+				d.errorf(sleep.path, "%v is longer than the hook's timeout (%v): raise timeout", dur, h.Timeout)
+			}
+			h.Sleep = dur
 		}
 	}
 	return h

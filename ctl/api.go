@@ -24,6 +24,8 @@ var (
 
 // ExitInfo describes how a program instance last ended.
 type ExitInfo struct {
+	// Code is the exit status; for a signal N, 128+N (137 for KILL), as
+	// the kubelet and shells show it.
 	Code       int       `json:"code"`
 	Signal     string    `json:"signal,omitempty"` // "KILL", without the SIG prefix
 	Reason     string    `json:"reason"`           // Completed, Error, Signaled, OOMKilled, HookError …

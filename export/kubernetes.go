@@ -45,7 +45,10 @@ func Kubernetes(cfg *config.Config, opts KubernetesOptions) ([]byte, []Warning, 
 	}
 	var docs []obj
 	if opts.Pod {
-		docs = podDocs(cfg, opts, &ws)
+		var err error
+		if docs, err = podDocs(cfg, opts, &ws); err != nil {
+			return nil, ws, err
+		}
 	} else {
 		for _, p := range cfg.Programs {
 			k := &kubeWriter{opts: opts, ws: &ws, p: p, cfg: cfg}
@@ -135,11 +138,14 @@ func (k *kubeWriter) podSpec() obj {
 	pod := obj{}
 	var inits []any
 	if h := p.Hooks.PreStart; h != nil {
-		if h.HTTP != nil {
+		switch {
+		case h.HTTP != nil:
 			k.warn("hooks.pre_start", "an HTTP pre_start has no Kubernetes equivalent: make it an init container with curl by hand")
-		} else {
+		case h.Sleep > 0:
+			k.warn("hooks.pre_start", "a sleep before the start is not exported: a Pod has no such pause")
+		default:
 			c := obj{{"name", "pre-start"}, {"image", k.opts.Image}, {"command", expandedStrs(h.Command)}}
-			c.set("workingDir", p.Dir)
+			c.set("workingDir", k.workingDir())
 			c.set("env", k.env())
 			inits = append(inits, c)
 		}
@@ -173,9 +179,10 @@ func (k *kubeWriter) waitFor(d string) obj {
 	cond := k.p.DependsOnCondition(d)
 	if cond == config.DependCompleted {
 		k.warn("depends_on."+d, "%q runs as an init container in each Pod of %q, before it starts (its own Job runs it once more)", d, k.p.Name)
+		quiet := &kubeWriter{opts: k.opts, ws: &warnings{}, p: dp, cfg: k.cfg} // dp's own export warns
 		c := obj{{"name", DNSLabel("run-" + d)}, {"image", k.opts.Image}, {"command", expandedStrs(dp.Command)}}
-		c.set("workingDir", dp.Dir)
-		c.set("env", (&kubeWriter{opts: k.opts, ws: &warnings{}, p: dp, cfg: k.cfg}).env())
+		c.set("workingDir", quiet.workingDir())
+		c.set("env", quiet.env())
 		return c
 	}
 	if len(ports) == 0 {
@@ -191,7 +198,7 @@ func (k *kubeWriter) waitFor(d string) obj {
 func (k *kubeWriter) container() obj {
 	p := k.p
 	c := obj{{"name", DNSLabel(p.Name)}, {"image", k.opts.Image}, {"command", expandedStrs(p.Command)}}
-	c.set("workingDir", p.Dir)
+	c.set("workingDir", k.workingDir())
 	c.set("env", k.env())
 	c.set("resources", k.resources())
 	c.set("securityContext", k.security())
@@ -212,6 +219,22 @@ func (k *kubeWriter) container() obj {
 	}
 	k.unmapped()
 	return c
+}
+
+// workingDir is the container's workingDir: the program's dir when it
+// was given, else "" for the image's own. The config knows only the
+// absolute path: the default is the config file's directory, and a
+// relative dir was resolved against it, paths of the exporting machine
+// the image need not have (warned).
+func (k *kubeWriter) workingDir() string {
+	dir, base := k.p.Dir, k.cfg.Dir
+	switch {
+	case dir == "" || dir == base:
+		return ""
+	case base != "" && strings.HasPrefix(dir, strings.TrimSuffix(base, "/")+"/"):
+		k.warn("dir", "%q is under the config file's directory on this machine (a relative dir is resolved against it): make sure the image has it", dir)
+	}
+	return dir
 }
 
 func (k *kubeWriter) env() []any {
@@ -399,6 +422,14 @@ func (k *kubeWriter) lifecycle() obj {
 		if x.h == nil {
 			continue
 		}
+		if x.h.Sleep > 0 {
+			secs := ceilSeconds(x.h.Sleep)
+			if time.Duration(secs)*time.Second != x.h.Sleep {
+				k.warn(x.key+".sleep", "%v is rounded up to %ds: the kubelet's sleep action counts whole seconds", x.h.Sleep, secs)
+			}
+			l.set(x.name, obj{{"sleep", obj{{"seconds", secs}}}})
+			continue
+		}
 		if x.h.HTTP != nil {
 			if x.h.HTTP.Method != "" && x.h.HTTP.Method != "GET" {
 				k.warn(x.key+".http.method", "the kubelet's httpGet sends GET, not %q", x.h.HTTP.Method)
@@ -461,7 +492,7 @@ func (k *kubeWriter) unmapped() {
 	if p.Critical {
 		k.warn("critical", "each program is its own workload: nothing stops the others when it ends")
 	}
-	if p.Sidecar {
+	if p.Sidecar && !k.opts.Pod {
 		k.warn("sidecar", "exported as its own workload; in one Pod it would be an init container with restartPolicy Always")
 	}
 	if p.Stdout.File != "" || p.Stderr.File != "" {
@@ -533,20 +564,30 @@ func isDNSLabel(s string) bool { return s != "" && DNSLabel(s) == s }
 
 // podDocs is --mode pod: one Pod with every program, and one Service for
 // the ports its probes name. Programs run in dependency order: one-shots
-// as init containers (each runs to its end before the next), programs
-// that others depend on as native sidecars (init containers with
-// restartPolicy Always, up once their startup probe passes), the rest as
-// the Pod's containers.
-func podDocs(cfg *config.Config, opts KubernetesOptions, ws *warnings) []obj {
+// (what others wait for to complete) as init containers, each run to its
+// end before the next; programs that others wait for to run or be ready,
+// and sidecars, as native sidecars (init containers with restartPolicy
+// Always, up once their startup probe passes); the rest, servers whatever
+// their restart, as the Pod's containers.
+func podDocs(cfg *config.Config, opts KubernetesOptions, ws *warnings) ([]obj, error) {
 	needed := map[string]bool{}
+	oneShot := map[string]bool{}
 	for _, p := range cfg.Programs {
 		for _, d := range p.DependsOn {
-			needed[d] = true
+			// Only a dependent waiting for it to complete says a program
+			// ends by itself: a restart of "never" or "on-failure" alone
+			// is as often a server's.
+			if p.DependsOnCondition(d) == config.DependCompleted {
+				oneShot[d] = true
+			} else {
+				needed[d] = true
+			}
 		}
 	}
 	var inits, containers []any
 	var ports []int
 	grace := 0
+	policy := podRestartPolicy(cfg, oneShot, needed)
 	for _, p := range inDependencyOrder(cfg) {
 		k := &kubeWriter{opts: opts, ws: ws, p: p, cfg: cfg}
 		if p.Instances > 1 {
@@ -557,9 +598,12 @@ func podDocs(cfg *config.Config, opts KubernetesOptions, ws *warnings) []obj {
 		}
 		c := k.container()
 		switch {
-		case p.Restart != config.RestartAlways:
-			if p.Restart == config.RestartOnFailure {
-				k.warn("restart", `an init container that fails is retried by the Pod's restart policy (Always here)`)
+		case oneShot[p.Name] && !p.Sidecar:
+			if needed[p.Name] {
+				k.warn("depends_on", "a one-shot runs to its end as an init container: the programs waiting for it to run or be ready start after it ended")
+			}
+			if kubePolicy(p.Restart) != policy {
+				k.warn("restart", "%q: an init container that fails is retried by the Pod's restartPolicy (%s here)", p.Restart, policy)
 			}
 			// A run-to-completion init container takes no probes and no
 			// lifecycle handlers.
@@ -571,7 +615,10 @@ func podDocs(cfg *config.Config, opts KubernetesOptions, ws *warnings) []obj {
 				return drop
 			})
 			inits = append(inits, c)
-		case needed[p.Name] || p.Sidecar:
+		case needed[p.Name] || p.Sidecar || oneShot[p.Name]:
+			if p.Restart != config.RestartAlways {
+				k.warn("restart", "%q: a native sidecar is restarted whenever it exits, until the Pod ends", p.Restart)
+			}
 			c = append(c, kv{"restartPolicy", "Always"})
 			if p.Probes.Startup == nil && p.Probes.Readiness != nil {
 				// A sidecar is up for the next container once its startup
@@ -582,6 +629,9 @@ func podDocs(cfg *config.Config, opts KubernetesOptions, ws *warnings) []obj {
 			}
 			inits = append(inits, c)
 		default:
+			if kubePolicy(p.Restart) != policy {
+				k.warn("restart", "%q: the Pod's restartPolicy (%s) is every container's", p.Restart, policy)
+			}
 			containers = append(containers, c)
 		}
 		for _, port := range k.ports() {
@@ -592,7 +642,7 @@ func podDocs(cfg *config.Config, opts KubernetesOptions, ws *warnings) []obj {
 		grace = max(grace, ceilSeconds(p.StopTimeout))
 	}
 	if len(containers) == 0 {
-		ws.add("", "mode pod", "no long-running program: the Pod ends once its init containers have")
+		return nil, fmt.Errorf("export kubernetes --mode pod: every program is a sidecar or a one-shot, and a Pod needs a container: export without --mode pod")
 	}
 	labels := obj{{"app.kubernetes.io/name", opts.Name}}
 	meta := obj{{"name", opts.Name}}
@@ -601,6 +651,9 @@ func podDocs(cfg *config.Config, opts KubernetesOptions, ws *warnings) []obj {
 	spec := obj{}
 	spec.set("initContainers", inits)
 	spec.set("containers", containers)
+	if policy != "Always" {
+		spec.set("restartPolicy", policy)
+	}
 	if grace > 0 {
 		spec.set("terminationGracePeriodSeconds", grace)
 	}
@@ -612,7 +665,41 @@ func podDocs(cfg *config.Config, opts KubernetesOptions, ws *warnings) []obj {
 		}
 		docs = append(docs, obj{{"apiVersion", "v1"}, {"kind", "Service"}, {"metadata", meta}, {"spec", obj{{"selector", labels}, {"ports", sp}}}})
 	}
-	return docs
+	return docs, nil
+}
+
+// kubePolicy is the Pod restartPolicy of a restart policy.
+func kubePolicy(r config.RestartPolicy) string {
+	switch r {
+	case config.RestartNever:
+		return "Never"
+	case config.RestartOnFailure:
+		return "OnFailure"
+	}
+	return "Always"
+}
+
+// podRestartPolicy is the Pod's restartPolicy: the restart of its
+// containers when they all agree, else Always, which restarts the most
+// and keeps the servers up. It is also what retries a failed init
+// container.
+func podRestartPolicy(cfg *config.Config, oneShot, needed map[string]bool) string {
+	policy := ""
+	for _, p := range cfg.Programs {
+		if oneShot[p.Name] || needed[p.Name] || p.Sidecar {
+			continue
+		}
+		switch kp := kubePolicy(p.Restart); {
+		case policy == "":
+			policy = kp
+		case policy != kp:
+			return "Always"
+		}
+	}
+	if policy == "" {
+		return "Always"
+	}
+	return policy
 }
 
 // inDependencyOrder lists cfg's programs with every dependency before its

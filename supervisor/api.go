@@ -137,7 +137,11 @@ func statusLocked(in *instance, now time.Time) ctl.ProgramStatus {
 		st.StartedAt = &t
 	}
 	if e := in.lastExit; e != nil {
-		st.LastExit = &ctl.ExitInfo{Code: e.Code, Signal: unixsig.Name(e.Signal), Reason: e.Reason, FinishedAt: e.FinishedAt}
+		code := e.Code
+		if e.Signal != 0 {
+			code = 128 + int(e.Signal) // as the kubelet and shells show it; the name stays in Signal
+		}
+		st.LastExit = &ctl.ExitInfo{Code: code, Signal: unixsig.Name(e.Signal), Reason: e.Reason, FinishedAt: e.FinishedAt}
 	}
 	if in.state == CrashLoopBackOff && !in.nextStart.IsZero() {
 		st.NextStartInMs = max(in.nextStart.Sub(now).Milliseconds(), 0)

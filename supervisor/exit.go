@@ -170,7 +170,7 @@ func exitMessage(e *exitInfo) string {
 	case e.Reason == string(proc.ReasonOOMKilled):
 		return string(proc.ReasonOOMKilled)
 	case e.Signal != 0:
-		return "signal " + unixsig.Name(e.Signal)
+		return "exit " + strconv.Itoa(128+int(e.Signal)) + " (SIG" + unixsig.Name(e.Signal) + ")" // the kubelet's and shells' code
 	case e.Code < 0:
 		return e.Reason
 	default:

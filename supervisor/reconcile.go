@@ -143,7 +143,7 @@ func (s *Supervisor) runHook(ctx context.Context, in *instance, phase hooks.Phas
 	sid := in.sandboxID
 	spec, streams := in.spec, in.logs
 	s.mu.Unlock()
-	spec2 := hooks.Spec{Command: h.Command, Timeout: h.Timeout}
+	spec2 := hooks.Spec{Command: h.Command, Sleep: h.Sleep, Timeout: h.Timeout}
 	if h.HTTP != nil {
 		spec2.HTTP = &hooks.HTTP{URL: h.HTTP.URL, Method: h.HTTP.Method, Headers: h.HTTP.Headers, ExpectStatus: h.HTTP.ExpectStatus}
 	}

@@ -184,7 +184,7 @@ func New(opts Options) (*Supervisor, error) {
 			Clock:       clk,
 			RateLimiter: backoff.DefaultControllerRateLimiter[string](clk),
 		}),
-		hooks:     &hooks.Runner{Exec: opts.Runtime, Logger: log},
+		hooks:     &hooks.Runner{Exec: opts.Runtime, Logger: log, Clock: clk},
 		bootedAt:  clk.Now(),
 		randFloat: rand.Float64,
 		events:    newEventLog(clk, 1000),
