@@ -12,6 +12,7 @@ type runView struct {
 	shuttingDown     bool          // the supervisor is stopping everything
 	unmetDep         string        // a dependency not yet as asked; "" when all are
 	afterExit        bool          // the last run ended by itself (not asked to)
+	policyRestart    bool          // its restart rules and policy restart that exit
 	backoffLeft      time.Duration // of its crash backoff, counted from that exit
 }
 
@@ -23,20 +24,23 @@ const (
 	stepStopForRestart                // end the run (pre_stop, signal, grace, KILL), then start
 	stepStopUnhealthy                 // end the run as a crash, for its health's reason
 	stepWaitDependency                // Waiting, until the dependency is as asked
+	stepSettle                        // ended for good: Completed or Failed
 	stepBackOff                       // CrashLoopBackOff until backoffLeft has passed
 	stepStart                         // start a new run now
 )
 
-var stepNames = [...]string{"nothing", "stop for restart", "stop unhealthy", "wait for dependency", "back off", "start"}
+var stepNames = [...]string{"nothing", "stop for restart", "stop unhealthy", "wait for dependency", "settle", "back off", "start"}
 
 func (s runStep) String() string { return stepNames[s] }
 
-// decideRun is the restart rule, as a function of what it looks at. The
-// order matters: a process that runs is dealt with first (a restart asked
-// for, then its health); with none, a program that ended for good stays so
-// unless asked; then the supervisor's shutdown, the dependencies, and the
-// crash backoff after an exit of its own (a restart asked for skips it, as
-// in the kubelet).
+// decideRun is the restart rule, as a function of what it looks at: whether
+// a run ends, whether an exit restarts and when. The order matters: a
+// process that runs is dealt with first (a restart asked for, then its
+// health); with none, an exit of its own that its restart policy (or the
+// shutdown) does not restart ends it for good, and a program that ended
+// for good stays so unless asked; then the supervisor's shutdown, the
+// dependencies, and the crash backoff after an exit of its own (a restart
+// asked for skips it, as in the kubelet).
 func decideRun(v runView) runStep {
 	switch {
 	case v.running && v.restartRequested:
@@ -45,6 +49,8 @@ func decideRun(v runView) runStep {
 		return stepStopUnhealthy
 	case v.running:
 		return stepNothing
+	case v.afterExit && !v.restartRequested && (!v.policyRestart || v.shuttingDown):
+		return stepSettle
 	case v.settled && !v.restartRequested:
 		return stepNothing
 	case v.shuttingDown:

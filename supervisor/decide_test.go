@@ -22,16 +22,20 @@ func TestDecideRun(t *testing.T) {
 		{"running, unhealthy", runView{running: true, unhealthy: true}, stepStopUnhealthy},
 		{"running during the shutdown", runView{running: true, shuttingDown: true}, stepNothing},
 		{"first start", runView{}, stepStart},
-		{"ended for good", runView{settled: true, afterExit: true}, stepNothing},
+		{"ended for good", runView{settled: true}, stepNothing},
+		{"exited, the policy says stay down", runView{afterExit: true}, stepSettle},
+		{"exited, the policy says stay down, restart asked", runView{afterExit: true, restartRequested: true}, stepStart},
+		{"exited during the shutdown", runView{afterExit: true, policyRestart: true, shuttingDown: true}, stepSettle},
+		{"exited, the policy says stay down, dependency unmet", runView{afterExit: true, unmetDep: "db"}, stepSettle},
 		{"ended for good, restart asked", runView{settled: true, restartRequested: true}, stepStart},
 		{"shutting down", runView{shuttingDown: true}, stepNothing},
 		{"shutting down, restart asked", runView{shuttingDown: true, restartRequested: true}, stepNothing},
 		{"dependency unmet", runView{unmetDep: "db"}, stepWaitDependency},
-		{"dependency unmet beats the backoff", runView{unmetDep: "db", afterExit: true, backoffLeft: time.Second}, stepWaitDependency},
+		{"dependency unmet beats the backoff", runView{unmetDep: "db", afterExit: true, policyRestart: true, backoffLeft: time.Second}, stepWaitDependency},
 		{"dependency unmet, restart asked", runView{unmetDep: "db", restartRequested: true}, stepWaitDependency},
-		{"crashed, in backoff", runView{afterExit: true, backoffLeft: 10 * time.Second}, stepBackOff},
-		{"crashed, backoff over", runView{afterExit: true}, stepStart},
-		{"crashed, restart asked skips the backoff", runView{afterExit: true, restartRequested: true, backoffLeft: time.Minute}, stepStart},
+		{"crashed, in backoff", runView{afterExit: true, policyRestart: true, backoffLeft: 10 * time.Second}, stepBackOff},
+		{"crashed, backoff over", runView{afterExit: true, policyRestart: true}, stepStart},
+		{"crashed, restart asked skips the backoff", runView{afterExit: true, policyRestart: true, restartRequested: true, backoffLeft: time.Minute}, stepStart},
 		{"backoff left but no exit of its own", runView{backoffLeft: time.Minute}, stepStart},
 	} {
 		if got := decideRun(tc.v); got != tc.want {
@@ -52,25 +56,33 @@ func TestDecideRunInvariants(t *testing.T) {
 					for _, shutting := range bools {
 						for _, dep := range []string{"", "db"} {
 							for _, afterExit := range bools {
-								for _, left := range []time.Duration{0, time.Second} {
-									v := runView{running, restart, unhealthy, settled, shutting, dep, afterExit, left}
-									got := decideRun(v)
-									n++
-									check := func(ok bool, rule string) {
-										if !ok {
-											t.Errorf("%+v → %v: %s", v, got, rule)
+								for _, policy := range bools {
+									for _, left := range []time.Duration{0, time.Second} {
+										v := runView{running, restart, unhealthy, settled, shutting, dep, afterExit, policy, left}
+										got := decideRun(v)
+										n++
+										check := func(ok bool, rule string) {
+											if !ok {
+												t.Errorf("%+v → %v: %s", v, got, rule)
+											}
 										}
+										check(!running || got == stepNothing || got == stepStopForRestart || got == stepStopUnhealthy,
+											"a running process is only ever stopped or left alone")
+										check(running || (got != stepStopForRestart && got != stepStopUnhealthy),
+											"nothing to stop without a process")
+										check(got != stepStart || (!shutting && dep == ""),
+											"no start during the shutdown or before the dependencies")
+										check(got != stepStart || !settled || restart, "an end for good is lifted only by a restart")
+										check(got != stepStart || !afterExit || left == 0 || restart,
+											"no start inside the crash backoff unless a restart was asked")
+										check(got != stepBackOff || (afterExit && !restart && left > 0), "backoff only after an exit of its own")
+										check(got != stepStart || !afterExit || policy || restart,
+											"an exit of its own restarts only when its policy or a restart asks")
+										check(got != stepSettle || (!running && afterExit && !restart && (!policy || shutting)),
+											"an end for good only after an exit of its own that nothing restarts")
+										check(running || !afterExit || restart || policy && !shutting || got == stepSettle,
+											"an exit of its own that nothing restarts ends it for good")
 									}
-									check(!running || got == stepNothing || got == stepStopForRestart || got == stepStopUnhealthy,
-										"a running process is only ever stopped or left alone")
-									check(running || (got != stepStopForRestart && got != stepStopUnhealthy),
-										"nothing to stop without a process")
-									check(got != stepStart || (!shutting && dep == ""),
-										"no start during the shutdown or before the dependencies")
-									check(got != stepStart || !settled || restart, "an end for good is lifted only by a restart")
-									check(got != stepStart || !afterExit || left == 0 || restart,
-										"no start inside the crash backoff unless a restart was asked")
-									check(got != stepBackOff || (afterExit && !restart && left > 0), "backoff only after an exit of its own")
 								}
 							}
 						}
@@ -79,7 +91,7 @@ func TestDecideRunInvariants(t *testing.T) {
 			}
 		}
 	}
-	if n != 256 {
+	if n != 512 {
 		t.Fatalf("checked %d views", n)
 	}
 }
@@ -95,7 +107,7 @@ func TestDecideRunCrashLoop(t *testing.T) {
 		exitAt := clock.Now()
 		waited := time.Duration(0)
 		for {
-			v := runView{afterExit: true, backoffLeft: b.Left("p", exitAt)}
+			v := runView{afterExit: true, policyRestart: true, backoffLeft: b.Left("p", exitAt)}
 			switch step := decideRun(v); step {
 			case stepBackOff:
 				clock.Step(v.backoffLeft)

@@ -52,6 +52,7 @@ type health struct {
 	logReady    bool
 	status      string // STATUS= of sd_notify
 	killReason  string // set when the run must end for its health
+	killCause   string // what failed, for a kill not a probe's (post_start)
 	// notices: per probe kind, the last error or warning an event told
 	// of, so each new one is told once.
 	notices map[string]string

@@ -26,7 +26,7 @@ func (s *Supervisor) reconcile(ctx context.Context, key string) error {
 	pending := in.pendingExit
 	in.pendingExit = nil
 	if pending != nil && pending.procID != in.procID {
-		pending = nil // an exit we already handled inline (after Stop)
+		pending = nil // of a process whose start failed: launch removed it
 	}
 	s.mu.Unlock()
 
@@ -79,6 +79,14 @@ func (s *Supervisor) reconcileRun(ctx context.Context, in *instance) error {
 				return nil
 			}
 			continue
+		case stepSettle:
+			s.settleLocked(in)
+			s.mu.Unlock()
+			// Nothing runs in its sandbox again.
+			if err := s.releaseSandbox(ctx, in, false); err != nil {
+				s.log.Warn("deleting sandbox", "program", in.key, "err", err)
+			}
+			return nil
 		case stepWaitDependency:
 			s.setStateLocked(in, Waiting, "waiting for "+v.unmetDep)
 		case stepBackOff:
@@ -91,7 +99,7 @@ func (s *Supervisor) reconcileRun(ctx context.Context, in *instance) error {
 			}
 			// As the kubelet's restartCount: restarts after an exit of
 			// the program's own, not the ones asked for.
-			if v.afterExit {
+			if v.afterExit && v.policyRestart {
 				in.restarts++
 			}
 			in.afterExit = false
@@ -122,6 +130,9 @@ func (s *Supervisor) runViewLocked(in *instance) runView {
 			v.unhealthy = s.checkHealthLocked(in)
 		}
 		return v
+	}
+	if v.afterExit && in.lastExit != nil {
+		v.policyRestart = restartWanted(in.spec, in.lastExit, in.lastExit.failed(in.spec))
 	}
 	in.restartRequested = false
 	if v.settled && !v.restartRequested {

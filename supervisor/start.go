@@ -2,7 +2,6 @@ package supervisor
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"reflect"
 
@@ -26,12 +25,12 @@ func (s *Supervisor) start(ctx context.Context, in *instance) error {
 
 	sid, err := s.ensureSandbox(ctx, in)
 	if err != nil {
-		return s.startFailed(ctx, in, "", ReasonStartError, err)
+		return s.startFailed(ctx, in, ReasonStartError, err)
 	}
 	env := programEnv(spec, in, last)
 	if h := spec.Hooks.PreStart; h != nil {
 		if err := s.runHook(ctx, in, hooks.PreStart, h, env); err != nil {
-			return s.startFailed(ctx, in, "", ReasonHookError, err)
+			return s.startFailed(ctx, in, ReasonHookError, err)
 		}
 	}
 	if s.startCancelled(in) {
@@ -43,12 +42,12 @@ func (s *Supervisor) start(ctx context.Context, in *instance) error {
 	}
 	h, env, err := s.prepareHealth(in, env)
 	if err != nil {
-		return s.startFailed(ctx, in, "", ReasonStartError, fmt.Errorf("creating the notify socket: %w", err))
+		return s.startFailed(ctx, in, ReasonStartError, fmt.Errorf("creating the notify socket: %w", err))
 	}
 	st, err := s.launch(ctx, in, sid, env, h)
 	if err != nil {
 		h.stop()
-		return s.startFailed(ctx, in, "", ReasonStartError, err)
+		return s.startFailed(ctx, in, ReasonStartError, err)
 	}
 	s.mu.Lock()
 	in.health = h
@@ -60,7 +59,15 @@ func (s *Supervisor) start(ctx context.Context, in *instance) error {
 	s.mu.Unlock()
 
 	if err := s.postStart(ctx, in, env); err != nil {
-		return s.startFailed(ctx, in, st.ID, ReasonHookError, err)
+		// The process runs: it ends through the stop path (pre_stop, the
+		// signal, the grace, SIGKILL) as for a failed liveness probe, and
+		// its exit, as any other, brings the key back.
+		s.log.Error("start failed", "program", in.key, "reason", ReasonHookError, "err", err)
+		s.mu.Lock()
+		h.killReason, h.killCause = ReasonHookError, err.Error()
+		s.mu.Unlock()
+		s.queue.Add(in.key)
+		return nil
 	}
 	s.mu.Lock()
 	if in.procID == st.ID {
@@ -84,13 +91,8 @@ func (s *Supervisor) ensureSandbox(ctx context.Context, in *instance) (string, e
 	if sid != "" && s.reusable(sid, in, want) {
 		return sid, nil
 	}
-	if sid != "" {
-		s.mu.Lock()
-		in.sandboxID = ""
-		s.mu.Unlock()
-		if err := s.rt.DeleteSandbox(ctx, sid); err != nil && !errors.Is(err, proc.ErrNotFound) {
-			s.log.Warn("deleting sandbox", "program", in.key, "err", err)
-		}
+	if err := s.releaseSandbox(ctx, in, false); err != nil {
+		s.log.Warn("deleting a sandbox that does not fit", "program", in.key, "err", err)
 	}
 	sid, err := s.rt.CreateSandbox(ctx, want)
 	if err != nil {
@@ -148,9 +150,7 @@ func (s *Supervisor) launch(ctx context.Context, in *instance, sid string, env [
 	return st, nil
 }
 
-// postStart runs the post_start hook, if any. When it fails, the process
-// is to be killed for it, after its pre_stop, as the kubelet's
-// killContainer runs preStop whatever the reason; the caller kills.
+// postStart runs the post_start hook, if any.
 func (s *Supervisor) postStart(ctx context.Context, in *instance, env []string) error {
 	s.mu.Lock()
 	spec := in.spec
@@ -159,20 +159,7 @@ func (s *Supervisor) postStart(ctx context.Context, in *instance, env []string) 
 	if h == nil {
 		return nil
 	}
-	err := s.runHook(ctx, in, hooks.PostStart, h, env)
-	if err == nil {
-		return nil
-	}
-	if ps := spec.Hooks.PreStop; ps != nil {
-		hs := *ps
-		if grace := stopGraceLocked(spec, nil); hs.Timeout <= 0 || hs.Timeout > grace {
-			hs.Timeout = grace
-		}
-		if perr := s.runHook(ctx, in, hooks.PreStop, &hs, env); perr != nil {
-			s.log.Warn("pre_stop hook failed; stopping anyway", "program", in.key, "err", perr)
-		}
-	}
-	return err
+	return s.runHook(ctx, in, hooks.PostStart, h, env)
 }
 
 // startCancelled reports whether the instance is no longer meant to run.
@@ -182,38 +169,13 @@ func (s *Supervisor) startCancelled(in *instance) bool {
 	return in.goal != goalRun || s.shuttingDown
 }
 
-// startFailed records a start that did not get to Running as a crash, so
-// the program's backoff decides when the next try comes.
-func (s *Supervisor) startFailed(ctx context.Context, in *instance, procID, reason string, cause error) error {
+// startFailed records a start that failed before its process ran as a
+// crash, so the program's backoff decides when the next try comes. (A
+// start that fails once its process runs ends through the stop path.)
+func (s *Supervisor) startFailed(ctx context.Context, in *instance, reason string, cause error) error {
 	s.log.Error("start failed", "program", in.key, "reason", reason, "err", cause)
-	if procID != "" {
-		s.mu.Lock()
-		grace := in.spec.StopTimeout
-		s.mu.Unlock()
-		_ = s.rt.Stop(ctx, procID, grace)
-		s.mu.Lock()
-		in.procID, in.pid = "", 0 // the exit we cause here is the hook's failure
-		s.mu.Unlock()
-		_ = s.rt.Remove(ctx, procID)
-	}
 	s.recordExit(in, exitInfo{Code: -1, Reason: reason, FinishedAt: s.clock.Now(), Message: cause.Error()}, false)
-	s.mu.Lock()
-	sid := in.sandboxID
-	in.sandboxID = ""
-	s.mu.Unlock()
-	if sid != "" {
-		if err := s.rt.DeleteSandbox(ctx, sid); err != nil && !errors.Is(err, proc.ErrNotFound) {
-			// Out of descriptors, say: what failed the start fails this
-			// too. Forgotten, the sandbox's cgroup would stay forever;
-			// kept, the next start takes or deletes it, a stop deletes it.
-			s.log.Warn("deleting the sandbox of a failed start; keeping it for the next try", "program", in.key, "err", err)
-			s.mu.Lock()
-			if in.sandboxID == "" {
-				in.sandboxID = sid
-			}
-			s.mu.Unlock()
-		}
-	}
+	s.disposeSandbox(ctx, in)
 	s.queue.Add(in.key)
 	return nil
 }
@@ -242,7 +204,7 @@ func (s *Supervisor) freshSandboxIfGone(ctx context.Context, in *instance) {
 		if st, err := s.rt.SandboxStatus(sid); err == nil && st.State == proc.SandboxReady {
 			return
 		}
-		_ = s.rt.DeleteSandbox(ctx, sid)
+		_ = s.releaseSandbox(ctx, in, false)
 	}
 	cfg := sandboxConfig(spec, in.key)
 	newID, err := s.rt.CreateSandbox(ctx, cfg)

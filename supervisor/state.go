@@ -35,7 +35,7 @@ var allStates = []State{Stopped, Waiting, Starting, Running, Stopping, Exited, C
 var transitions = map[State][]State{
 	Stopped:          {Starting, Waiting},
 	Waiting:          {Starting, Stopped},
-	Starting:         {Running, Exited, Stopped},
+	Starting:         {Running, Stopping, Exited, Stopped},
 	Running:          {Stopping, Exited},
 	Stopping:         {Exited},
 	Exited:           {Starting, Waiting, CrashLoopBackOff, Completed, Failed, Stopped},
@@ -51,6 +51,7 @@ var why = map[[2]State]string{
 	{Waiting, Starting}:          "the dependencies are there",
 	{Waiting, Stopped}:           "stop",
 	{Starting, Running}:          "started, post_start passed",
+	{Starting, Stopping}:         "post_start failed: its process is stopped (HookError)",
 	{Starting, Exited}:           "the start failed (StartError, HookError) or the process ended at once",
 	{Starting, Stopped}:          "a stop came during the start sequence",
 	{Running, Stopping}:          "stop, restart, a failed liveness probe or watchdog, shutdown",

@@ -3,7 +3,6 @@ package supervisor
 import (
 	"context"
 	"errors"
-	"fmt"
 	"syscall"
 	"time"
 
@@ -21,20 +20,13 @@ func (s *Supervisor) reconcileStop(ctx context.Context, in *instance, final Stat
 		return false, nil // the exit, or the end of the grace period, brings the key back
 	}
 	s.mu.Lock()
-	sid := in.sandboxID
-	in.sandboxID = ""
 	if in.state != final && (in.state != Completed && in.state != Failed || in.goal == goalRemove) {
 		in.nextStart = time.Time{}
 		s.setStateLocked(in, final, "")
 	}
 	s.checkDoneLocked()
 	s.mu.Unlock()
-	if sid != "" {
-		if err := s.rt.DeleteSandbox(ctx, sid); err != nil {
-			return true, fmt.Errorf("deleting sandbox of %q: %w", in.key, err)
-		}
-	}
-	return true, nil
+	return true, s.releaseSandbox(ctx, in, false)
 }
 
 // advanceStop drives a stop without holding a worker for the grace period:
@@ -95,8 +87,12 @@ func (s *Supervisor) advanceStop(ctx context.Context, in *instance) bool {
 		s.queue.AddAfter(in.key, remaining)
 		return true
 	}
-	// Grace is over: SIGKILL to everything in the sandbox; proc returns
-	// once the process has exited.
+	// Grace is over: SIGKILL to everything in the sandbox. The exit comes
+	// back as any other, as proc's exit event, which brings the key back
+	// to handleExit.
+	if st, err := s.rt.Status(id); err == nil && st.State == proc.StateExited {
+		return true // killed before: its exit event is on its way
+	}
 	s.log.Warn("stop timeout reached; killing", "program", in.key, "stop_timeout", spec.StopTimeout)
 	s.mu.Lock()
 	s.forcedLocked(in.key)
@@ -104,12 +100,7 @@ func (s *Supervisor) advanceStop(ctx context.Context, in *instance) bool {
 	if err := s.rt.Stop(ctx, id, 0); err != nil && !errors.Is(err, proc.ErrNotFound) {
 		s.log.Warn("killing", "program", in.key, "err", err)
 	}
-	exit := exitInfo{Code: -1, Signal: syscall.SIGKILL, Reason: string(proc.ReasonSignaled), FinishedAt: s.clock.Now()}
-	if st, err := s.rt.Status(id); err == nil && st.State == proc.StateExited {
-		exit = exitInfo{Code: st.ExitCode, Signal: st.Signal, Reason: string(st.Reason), FinishedAt: st.FinishedAt}
-	}
-	s.handleExit(ctx, in, exit)
-	return false
+	return true
 }
 
 // stopGraceLocked is how long a stop of a run may take before SIGKILL,
