@@ -37,8 +37,12 @@ func TestDecideRun(t *testing.T) {
 		{"crashed, backoff over", runView{afterExit: true, policyRestart: true}, stepStart},
 		{"crashed, restart asked skips the backoff", runView{afterExit: true, policyRestart: true, restartRequested: true, backoffLeft: time.Minute}, stepStart},
 		{"backoff left but no exit of its own", runView{backoffLeft: time.Minute}, stepStart},
+		{"ended for good, start asked", runView{settled: true, startAsked: true}, stepStart},
+		{"in backoff, start asked: the backoff still decides", runView{afterExit: true, policyRestart: true, startAsked: true, backoffLeft: time.Second}, stepBackOff},
+		{"exited, start asked, backoff waived", runView{afterExit: true, policyRestart: true, startAsked: true, waiveBackoff: true, backoffLeft: time.Second}, stepStart},
+		{"exited, the policy says stay down, start asked", runView{afterExit: true, startAsked: true}, stepStart},
 	} {
-		if got := decideRun(tc.v); got != tc.want {
+		if got := decideRun(tc.v).step; got != tc.want {
 			t.Errorf("%s: %+v → %v, want %v", tc.name, tc.v, got, tc.want)
 		}
 	}
@@ -47,51 +51,49 @@ func TestDecideRun(t *testing.T) {
 // TestDecideRunInvariants checks every combination of the view against
 // what must always hold, whatever the order of the rules.
 func TestDecideRunInvariants(t *testing.T) {
-	bools := []bool{false, true}
 	n := 0
-	for _, running := range bools {
-		for _, restart := range bools {
-			for _, unhealthy := range bools {
-				for _, settled := range bools {
-					for _, shutting := range bools {
-						for _, dep := range []string{"", "db"} {
-							for _, afterExit := range bools {
-								for _, policy := range bools {
-									for _, left := range []time.Duration{0, time.Second} {
-										v := runView{running, restart, unhealthy, settled, shutting, dep, afterExit, policy, left}
-										got := decideRun(v)
-										n++
-										check := func(ok bool, rule string) {
-											if !ok {
-												t.Errorf("%+v → %v: %s", v, got, rule)
-											}
-										}
-										check(!running || got == stepNothing || got == stepStopForRestart || got == stepStopUnhealthy,
-											"a running process is only ever stopped or left alone")
-										check(running || (got != stepStopForRestart && got != stepStopUnhealthy),
-											"nothing to stop without a process")
-										check(got != stepStart || (!shutting && dep == ""),
-											"no start during the shutdown or before the dependencies")
-										check(got != stepStart || !settled || restart, "an end for good is lifted only by a restart")
-										check(got != stepStart || !afterExit || left == 0 || restart,
-											"no start inside the crash backoff unless a restart was asked")
-										check(got != stepBackOff || (afterExit && !restart && left > 0), "backoff only after an exit of its own")
-										check(got != stepStart || !afterExit || policy || restart,
-											"an exit of its own restarts only when its policy or a restart asks")
-										check(got != stepSettle || (!running && afterExit && !restart && (!policy || shutting)),
-											"an end for good only after an exit of its own that nothing restarts")
-										check(running || !afterExit || restart || policy && !shutting || got == stepSettle,
-											"an exit of its own that nothing restarts ends it for good")
-									}
-								}
-							}
-						}
-					}
-				}
+	for bits := range 1 << 11 {
+		on := func(i int) bool { return bits&(1<<i) != 0 }
+		v := runView{
+			running: on(0), restartRequested: on(1), startAsked: on(2), waiveBackoff: on(3),
+			unhealthy: on(4), settled: on(5), shuttingDown: on(6), afterExit: on(7), policyRestart: on(8),
+		}
+		if on(9) {
+			v.unmetDep = "db"
+		}
+		if on(10) {
+			v.backoffLeft = time.Second
+		}
+		d := decideRun(v)
+		got := d.step
+		n++
+		check := func(ok bool, rule string) {
+			if !ok {
+				t.Errorf("%+v → %+v: %s", v, d, rule)
 			}
 		}
+		lifted := v.restartRequested || v.startAsked
+		own := v.afterExit && !v.waiveBackoff
+		check(!v.running || got == stepNothing || got == stepStopForRestart || got == stepStopUnhealthy,
+			"a running process is only ever stopped or left alone")
+		check(v.running || (got != stepStopForRestart && got != stepStopUnhealthy),
+			"nothing to stop without a process")
+		check(got != stepStart || (!v.shuttingDown && v.unmetDep == ""),
+			"no start during the shutdown or before the dependencies")
+		check(got != stepStart || !v.settled || lifted, "an end for good is lifted only by a restart or a start asked for")
+		check(got != stepStart || !own || v.backoffLeft == 0 || v.restartRequested,
+			"no start inside the crash backoff unless a restart was asked")
+		check(got != stepBackOff || (own && !v.restartRequested && v.backoffLeft > 0), "backoff only after an exit of its own")
+		check(got != stepStart || !own || v.policyRestart || lifted,
+			"an exit of its own restarts only when its policy or a command asks")
+		check(got != stepSettle || (!v.running && own && !lifted && (!v.policyRestart || v.shuttingDown)),
+			"an end for good only after an exit of its own that nothing restarts")
+		check(v.running || !own || lifted || v.policyRestart && !v.shuttingDown || got == stepSettle,
+			"an exit of its own that nothing restarts ends it for good")
+		check(d.take == (!v.running && (v.restartRequested || v.startAsked || v.waiveBackoff)),
+			"what commands asked is used up exactly when no process runs")
 	}
-	if n != 512 {
+	if n != 2048 {
 		t.Fatalf("checked %d views", n)
 	}
 }
@@ -108,7 +110,7 @@ func TestDecideRunCrashLoop(t *testing.T) {
 		waited := time.Duration(0)
 		for {
 			v := runView{afterExit: true, policyRestart: true, backoffLeft: b.Left("p", exitAt)}
-			switch step := decideRun(v); step {
+			switch step := decideRun(v).step; step {
 			case stepBackOff:
 				clock.Step(v.backoffLeft)
 				waited += v.backoffLeft

@@ -20,15 +20,14 @@ import (
 // handleExit removes the exited process, runs post_stop and records the
 // exit.
 func (s *Supervisor) handleExit(ctx context.Context, in *instance, exit exitInfo) {
+	id, h := in.procID, in.health
 	s.mu.Lock()
-	id := in.procID
-	spec := in.spec
-	h := in.health
+	spec, streams := in.spec, in.logs
 	in.health = nil
 	in.ready = false
 	// An exit we asked for (stop, restart) is not a crash; one we caused
 	// for the program's health is.
-	requested := !in.stopDeadline.IsZero() || in.restartRequested
+	requested := !in.run.stopDeadline.IsZero() || in.restartRequested
 	if h != nil && h.killReason != "" {
 		requested = false
 		exit.Reason = h.killReason
@@ -41,7 +40,7 @@ func (s *Supervisor) handleExit(ctx context.Context, in *instance, exit exitInfo
 			exit = exitInfo{Code: -1, Reason: ReasonHookError, FinishedAt: exit.FinishedAt, Message: h.killCause}
 		}
 	}
-	in.stopDeadline = time.Time{}
+	in.run.stopDeadline = time.Time{}
 	s.mu.Unlock()
 	h.stop()
 	if id != "" {
@@ -52,22 +51,19 @@ func (s *Supervisor) handleExit(ctx context.Context, in *instance, exit exitInfo
 	s.log.Info("exited", "program", in.key, "exit_code", exit.Code, "signal", unixsig.Name(exit.Signal), "reason", exit.Reason)
 	s.recordExit(in, exit, requested)
 
-	s.runPostStop(ctx, in, spec)
+	s.runPostStop(ctx, in, spec, streams)
 	s.disposeSandbox(ctx, in)
 }
 
 // runPostStop runs post_stop after an exit, in a live sandbox; a failure
 // is logged and never blocks the restart. Its own timeout bounds it.
-func (s *Supervisor) runPostStop(ctx context.Context, in *instance, spec *config.Program) {
+func (s *Supervisor) runPostStop(ctx context.Context, in *instance, spec *config.Program, streams programLogs) {
 	h := spec.Hooks.PostStop
 	if h == nil {
 		return
 	}
-	s.freshSandboxIfGone(ctx, in)
-	s.mu.Lock()
-	last := in.lastExit
-	s.mu.Unlock()
-	if err := s.runHook(ctx, in, hooks.PostStop, h, programEnv(spec, in, last)); err != nil {
+	s.freshSandboxIfGone(ctx, in, spec)
+	if err := s.runHook(ctx, in, spec, streams, hooks.PostStop, h, programEnv(spec, in, in.lastExit)); err != nil {
 		s.log.Warn("post_stop hook failed", "program", in.key, "err", err)
 	}
 }
@@ -79,7 +75,7 @@ func (s *Supervisor) runPostStop(ctx context.Context, in *instance, spec *config
 // crash. Any other is deleted.
 func (s *Supervisor) disposeSandbox(ctx context.Context, in *instance) {
 	s.mu.Lock()
-	keep := len(in.sandboxCfg.Namespaces) > 0 && in.goal == goalRun && !s.shuttingDown &&
+	keep := len(in.run.sandboxCfg.Namespaces) > 0 && in.goal == goalRun && !s.shuttingDown &&
 		(in.afterExit || in.restartRequested)
 	s.mu.Unlock()
 	if err := s.releaseSandbox(ctx, in, keep); err != nil {
@@ -93,9 +89,7 @@ func (s *Supervisor) disposeSandbox(ctx context.Context, in *instance) {
 // that the next start, stop or the shutdown tries again: forgotten, its
 // cgroup would stay forever.
 func (s *Supervisor) releaseSandbox(ctx context.Context, in *instance, keep bool) error {
-	s.mu.Lock()
 	sid := in.sandboxID
-	s.mu.Unlock()
 	if sid == "" {
 		return nil
 	}
@@ -106,17 +100,12 @@ func (s *Supervisor) releaseSandbox(ctx context.Context, in *instance, keep bool
 		}
 		s.log.Info("sandbox not reusable; deleting it", "program", in.key, "err", err)
 	}
+	if err := s.rt.DeleteSandbox(ctx, sid); err != nil && !errors.Is(err, proc.ErrNotFound) {
+		return fmt.Errorf("deleting sandbox of %q: %w", in.key, err)
+	}
 	s.mu.Lock()
 	in.sandboxID = ""
 	s.mu.Unlock()
-	if err := s.rt.DeleteSandbox(ctx, sid); err != nil && !errors.Is(err, proc.ErrNotFound) {
-		s.mu.Lock()
-		if in.sandboxID == "" {
-			in.sandboxID = sid
-		}
-		s.mu.Unlock()
-		return fmt.Errorf("deleting sandbox of %q: %w", in.key, err)
-	}
 	return nil
 }
 
@@ -184,7 +173,7 @@ func exitText(e *exitInfo) string {
 // meant to run again.
 func (s *Supervisor) endedForGoodLocked(program string) bool {
 	for _, other := range s.instances {
-		if other.spec.Name == program && (other.procID != "" || other.goal == goalRun && !other.settled) {
+		if other.spec.Name == program && (other.procID != "" || other.goal == goalRun && !endedLocked(other)) {
 			return false
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 
+	"github.com/supervise-dev/supervise/config"
 	"github.com/supervise-dev/supervise/hooks"
 	"github.com/supervise-dev/supervise/proc"
 )
@@ -18,18 +19,18 @@ import (
 // the program's backoff settings.
 func (s *Supervisor) start(ctx context.Context, in *instance) error {
 	s.mu.Lock()
-	spec := in.spec
+	spec, streams := in.spec, in.logs // a reload replaces both under the lock
 	s.setStateLocked(in, Starting, "")
-	last := in.lastExit
 	s.mu.Unlock()
+	last := in.lastExit
 
-	sid, err := s.ensureSandbox(ctx, in)
+	sid, err := s.ensureSandbox(ctx, in, spec)
 	if err != nil {
 		return s.startFailed(ctx, in, ReasonStartError, err)
 	}
 	env := programEnv(spec, in, last)
 	if h := spec.Hooks.PreStart; h != nil {
-		if err := s.runHook(ctx, in, hooks.PreStart, h, env); err != nil {
+		if err := s.runHook(ctx, in, spec, streams, hooks.PreStart, h, env); err != nil {
 			return s.startFailed(ctx, in, ReasonHookError, err)
 		}
 	}
@@ -44,7 +45,7 @@ func (s *Supervisor) start(ctx context.Context, in *instance) error {
 	if err != nil {
 		return s.startFailed(ctx, in, ReasonStartError, fmt.Errorf("creating the notify socket: %w", err))
 	}
-	st, err := s.launch(ctx, in, sid, env, h)
+	st, err := s.launch(ctx, in, spec, streams, sid, env, h)
 	if err != nil {
 		h.stop()
 		return s.startFailed(ctx, in, ReasonStartError, err)
@@ -58,7 +59,7 @@ func (s *Supervisor) start(ctx context.Context, in *instance) error {
 	}
 	s.mu.Unlock()
 
-	if err := s.postStart(ctx, in, env); err != nil {
+	if err := s.postStart(ctx, in, spec, streams, env); err != nil {
 		// The process runs: it ends through the stop path (pre_stop, the
 		// signal, the grace, SIGKILL) as for a failed liveness probe, and
 		// its exit, as any other, brings the key back.
@@ -83,10 +84,8 @@ func (s *Supervisor) start(ctx context.Context, in *instance) error {
 
 // ensureSandbox returns the sandbox in's next process runs in: the kept
 // one when it still fits the spec and its init lives, else a new one.
-func (s *Supervisor) ensureSandbox(ctx context.Context, in *instance) (string, error) {
-	s.mu.Lock()
-	sid, spec := in.sandboxID, in.spec
-	s.mu.Unlock()
+func (s *Supervisor) ensureSandbox(ctx context.Context, in *instance, spec *config.Program) (string, error) {
+	sid := in.sandboxID
 	want := sandboxConfig(spec, in.key)
 	if sid != "" && s.reusable(sid, in, want) {
 		return sid, nil
@@ -98,8 +97,9 @@ func (s *Supervisor) ensureSandbox(ctx context.Context, in *instance) (string, e
 	if err != nil {
 		return "", fmt.Errorf("creating sandbox: %w", err)
 	}
+	in.run.sandboxCfg = want
 	s.mu.Lock()
-	in.sandboxID, in.sandboxCfg = sid, want
+	in.sandboxID = sid
 	s.mu.Unlock()
 	return sid, nil
 }
@@ -107,10 +107,7 @@ func (s *Supervisor) ensureSandbox(ctx context.Context, in *instance) (string, e
 // launch creates and starts the process in sandbox sid with its output
 // pipes and h's descriptors, and returns its status. On failure nothing of
 // the process is left.
-func (s *Supervisor) launch(ctx context.Context, in *instance, sid string, env []string, h *health) (proc.ProcessStatus, error) {
-	s.mu.Lock()
-	spec, streams := in.spec, in.logs // a reload replaces both under the lock
-	s.mu.Unlock()
+func (s *Supervisor) launch(ctx context.Context, in *instance, spec *config.Program, streams programLogs, sid string, env []string, h *health) (proc.ProcessStatus, error) {
 	stdout, stderr, err := streams.pipes()
 	if err != nil {
 		return proc.ProcessStatus{}, fmt.Errorf("creating log pipes: %w", err)
@@ -151,15 +148,12 @@ func (s *Supervisor) launch(ctx context.Context, in *instance, sid string, env [
 }
 
 // postStart runs the post_start hook, if any.
-func (s *Supervisor) postStart(ctx context.Context, in *instance, env []string) error {
-	s.mu.Lock()
-	spec := in.spec
-	s.mu.Unlock()
+func (s *Supervisor) postStart(ctx context.Context, in *instance, spec *config.Program, streams programLogs, env []string) error {
 	h := spec.Hooks.PostStart
 	if h == nil {
 		return nil
 	}
-	return s.runHook(ctx, in, hooks.PostStart, h, env)
+	return s.runHook(ctx, in, spec, streams, hooks.PostStart, h, env)
 }
 
 // startCancelled reports whether the instance is no longer meant to run.
@@ -183,10 +177,7 @@ func (s *Supervisor) startFailed(ctx context.Context, in *instance, reason strin
 // reusable says whether the kept sandbox sid can take in's next process:
 // created as want asks, and its init alive.
 func (s *Supervisor) reusable(sid string, in *instance, want proc.SandboxConfig) bool {
-	s.mu.Lock()
-	have := in.sandboxCfg
-	s.mu.Unlock()
-	if !reflect.DeepEqual(have, want) {
+	if !reflect.DeepEqual(in.run.sandboxCfg, want) {
 		return false
 	}
 	st, err := s.rt.SandboxStatus(sid)
@@ -196,11 +187,8 @@ func (s *Supervisor) reusable(sid string, in *instance, want proc.SandboxConfig)
 // freshSandboxIfGone replaces the sandbox of in when its init has died: a
 // pid namespace ends with its PID 1, so a post_stop hook gets a new sandbox
 // of the same kind (same namespaces, limits and identity) to run in.
-func (s *Supervisor) freshSandboxIfGone(ctx context.Context, in *instance) {
-	s.mu.Lock()
-	sid, spec := in.sandboxID, in.spec
-	s.mu.Unlock()
-	if sid != "" {
+func (s *Supervisor) freshSandboxIfGone(ctx context.Context, in *instance, spec *config.Program) {
+	if sid := in.sandboxID; sid != "" {
 		if st, err := s.rt.SandboxStatus(sid); err == nil && st.State == proc.SandboxReady {
 			return
 		}
@@ -212,7 +200,8 @@ func (s *Supervisor) freshSandboxIfGone(ctx context.Context, in *instance) {
 		s.log.Warn("creating a sandbox for post_stop", "program", in.key, "err", err)
 		newID = ""
 	}
+	in.run.sandboxCfg = cfg
 	s.mu.Lock()
-	in.sandboxID, in.sandboxCfg = newID, cfg
+	in.sandboxID = newID
 	s.mu.Unlock()
 }

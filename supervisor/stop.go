@@ -36,20 +36,18 @@ func (s *Supervisor) reconcileStop(ctx context.Context, in *instance, final Stat
 // of stop_timeout, as in the kubelet. It reports whether a process is still
 // there to wait for.
 func (s *Supervisor) advanceStop(ctx context.Context, in *instance) bool {
-	s.mu.Lock()
-	spec, id, sid, last := in.spec, in.procID, in.sandboxID, in.lastExit
-	deadline := in.stopDeadline
-	s.mu.Unlock()
+	id, sid, last, health := in.procID, in.sandboxID, in.lastExit, in.health
+	deadline := in.run.stopDeadline
 	if id == "" {
 		return false
 	}
+	s.mu.Lock()
+	spec, streams := in.spec, in.logs
+	grace := stopGraceLocked(spec, health) // a watchdog sets its kill reason under the lock
+	s.mu.Unlock()
 	if deadline.IsZero() { // the stop begins
-		s.mu.Lock()
-		health := in.health
-		grace := stopGraceLocked(spec, health)
 		deadline = s.clock.Now().Add(grace)
-		in.stopDeadline = deadline
-		s.mu.Unlock()
+		in.run.stopDeadline = deadline
 		// Nothing asks a stopping program about its health: a probe
 		// would only disturb its shutdown, and no verdict matters now.
 		// Done before it shows Stopping, which the stop's waiters see.
@@ -62,7 +60,7 @@ func (s *Supervisor) advanceStop(ctx context.Context, in *instance) bool {
 			if hs.Timeout <= 0 || hs.Timeout > grace {
 				hs.Timeout = grace
 			}
-			if err := s.runHook(ctx, in, hooks.PreStop, &hs, programEnv(spec, in, last)); err != nil {
+			if err := s.runHook(ctx, in, spec, streams, hooks.PreStop, &hs, programEnv(spec, in, last)); err != nil {
 				s.log.Warn("pre_stop hook failed; stopping anyway", "program", in.key, "err", err)
 			}
 			// pre_stop's time came out of the grace, but the stop signal
@@ -70,9 +68,7 @@ func (s *Supervisor) advanceStop(ctx context.Context, in *instance) bool {
 			// however long the hook took, as the kubelet allows.
 			if floor := s.clock.Now().Add(spec.MinStopGrace); deadline.Before(floor) {
 				deadline = floor
-				s.mu.Lock()
-				in.stopDeadline = deadline
-				s.mu.Unlock()
+				in.run.stopDeadline = deadline
 			}
 		}
 		sig := spec.StopSignal
