@@ -2,43 +2,13 @@ package supervisor
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
-	"github.com/supervise-dev/supervise/clock/fakeclock"
 	"github.com/supervise-dev/supervise/config"
 	"github.com/supervise-dev/supervise/ctl"
 	"github.com/supervise-dev/supervise/proc"
 )
-
-// newHarnessWorkers is newHarnessSetup with n workers.
-func newHarnessWorkers(t *testing.T, n int, setup func(*fakeRuntime), programs ...*config.Program) *harness {
-	t.Helper()
-	clock := fakeclock.New(t0)
-	rt := newFakeRuntime(clock)
-	if setup != nil {
-		setup(rt)
-	}
-	cfg := &config.Config{File: "test.toml", Supervisor: config.Supervisor{Workers: n, ShutdownTimeout: 5 * time.Second}, Programs: programs}
-	sup, err := New(Options{Config: cfg, Runtime: rt, Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Console: io.Discard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	h := &harness{t: t, clock: clock, rt: rt, sup: sup, stop: cancel, code: make(chan int, 1)}
-	go func() { h.code <- sup.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-h.code:
-		case <-time.After(10 * time.Second):
-			t.Error("Run did not return after cancel")
-		}
-	})
-	return h
-}
 
 // waitIdle waits (bounded, real time) until no key is queued or held by a
 // worker: whatever the supervisor does on its own is done.
