@@ -41,7 +41,7 @@ func (s *Supervisor) start(ctx context.Context, in *instance) error {
 		s.log.Info("start cancelled by a stop", "program", in.key)
 		return nil
 	}
-	h, env, err := s.prepareHealth(in, env)
+	h, env, err := s.prepareHealth(in, spec, env)
 	if err != nil {
 		return s.startFailed(ctx, in, ReasonStartError, fmt.Errorf("creating the notify socket: %w", err))
 	}
