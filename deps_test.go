@@ -32,7 +32,7 @@ var imports = map[string][]string{
 	"config":               {"internal/consolepath", "internal/size", "internal/unixsig", "github.com/BurntSushi/toml", "watch/glob", "golang.org/x/sys/unix"},
 	"proc":                 {"internal/execpath", "internal/reap", "internal/unixsig", "proc/cgroups", "golang.org/x/sys/unix"},
 	"proc/cgroups":         {"golang.org/x/sys/unix"},
-	"hooks":                {"internal/httpcheck", "proc"},
+	"hooks":                {"clock", "internal/httpcheck", "proc"},
 	"probe":                {"clock", "internal/httpcheck", "proc"},
 	"notify":               {"clock", "golang.org/x/sys/unix"},
 	"logs":                 {"internal/consolepath", "golang.org/x/sys/unix"},

@@ -201,11 +201,9 @@ func (c *statsCache) get(rt Runtime, sid string, now time.Time) (proc.Stats, boo
 func (s *Supervisor) Start(ctx context.Context, names []string, opts ctl.WaitOptions) error {
 	keys, err := s.command(names, func(in *instance) {
 		in.goal, in.stoppedFor = goalRun, ""
-		in.settled = false
-		if in.state == CrashLoopBackOff {
-			return // the backoff still decides; start does not jump the queue
-		}
-		in.afterExit = false
+		// In CrashLoopBackOff, the backoff still decides: start does not
+		// jump the queue.
+		askStartLocked(in, in.state != CrashLoopBackOff)
 	})
 	if err != nil || opts.NoWait {
 		return err

@@ -52,6 +52,7 @@ type health struct {
 	logReady    bool
 	status      string // STATUS= of sd_notify
 	killReason  string // set when the run must end for its health
+	killCause   string // what failed, for a kill not a probe's (post_start)
 	// notices: per probe kind, the last error or warning an event told
 	// of, so each new one is told once.
 	notices map[string]string
@@ -73,12 +74,13 @@ func toProbeSpec(p *config.Probe) *probe.Spec {
 }
 
 // prepareHealth runs before the process is created: the sd_notify socket
-// must exist, and its path be in the environment, before exec.
-func (s *Supervisor) prepareHealth(in *instance, env []string) (*health, []string, error) {
+// must exist, and its path be in the environment, before exec. spec is
+// the one the start took (a reload replaces in.spec under the lock).
+func (s *Supervisor) prepareHealth(in *instance, spec *config.Program, env []string) (*health, []string, error) {
 	h := &health{since: s.clock.Now()}
-	if in.spec.Notify == config.NotifySdNotify {
+	if spec.Notify == config.NotifySdNotify {
 		var owner *notify.Owner
-		if id := programIdent(in.spec); id != nil {
+		if id := programIdent(spec); id != nil {
 			owner = &notify.Owner{UID: id.UID, GID: id.GID}
 		}
 		sock, err := notify.ListenPrivate(notify.DefaultBase(), strings.ReplaceAll(in.key, ":", "-"), owner)
@@ -86,9 +88,9 @@ func (s *Supervisor) prepareHealth(in *instance, env []string) (*health, []strin
 			return nil, env, err
 		}
 		h.sock = sock
-		env = append(env, notify.Env(sock.Path(), in.spec.Watchdog)...)
+		env = append(env, notify.Env(sock.Path(), spec.Watchdog)...)
 	}
-	if in.spec.Notify == config.NotifyFD {
+	if spec.Notify == config.NotifyFD {
 		fd, w, err := notify.NewFD()
 		if err != nil {
 			return nil, env, err

@@ -306,6 +306,7 @@ func (s *Supervisor) Run(ctx context.Context) int {
 	close(stop)
 	s.queue.ShutDown()
 	wg.Wait()
+	s.deleteSandboxes() // once no worker owns an instance any more
 	s.bg.Wait()
 	s.streams.close()
 	s.logs.close()
@@ -528,7 +529,7 @@ func (s *Supervisor) checkDoneLocked() {
 			continue // sidecars serve the others; shutdownAll stops them
 		}
 		mains++
-		if in.goal == goalRun && !in.settled {
+		if in.goal == goalRun && !endedLocked(in) {
 			return
 		}
 		if in.procID != "" || in.state == Stopping || in.state == Starting {
@@ -635,7 +636,6 @@ func (s *Supervisor) shutdownAll() {
 	for l := maxLevel; l >= 0 && s.ctx.Err() == nil; l-- {
 		s.stopLevel(l)
 	}
-	s.deleteSandboxes()
 }
 
 // stopLevel stops every instance of dependency level l and waits until
@@ -668,9 +668,9 @@ func (s *Supervisor) stopLevel(l int) {
 }
 
 // deleteSandboxes deletes what sandboxes are left once every process is
-// gone.
+// gone and the workers have ended: sandboxes outlive their processes only
+// until here.
 func (s *Supervisor) deleteSandboxes() {
-	// Sandboxes outlive their processes only until here.
 	s.mu.Lock()
 	var sandboxes []string
 	for _, in := range s.instances {
