@@ -23,6 +23,7 @@ var imports = map[string][]string{
 	"internal/execpath":    {"golang.org/x/sys/unix"},
 	"internal/reap":        {"golang.org/x/sys/unix"},
 	"internal/size":        {},
+	"internal/rungroup":    {},
 	"internal/execcmd":     {"backoff", "internal/size", "internal/unixsig", "pid1", "proc"},
 	"internal/httpcheck":   {"internal/version"},
 	"internal/version":     {},
