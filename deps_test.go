@@ -3,6 +3,7 @@
 package supervise_test
 
 import (
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -16,7 +17,9 @@ const mod = "github.com/supervise-dev/supervise/"
 // cmd → supervisor → {proc, hooks, probe, notify, watch, backoff, config,
 // logs, ctl}; hooks and probe → proc; ctl → logs only; proc imports none of
 // the others; nothing imports supervisor but cmd; clock is a leaf anyone
-// may use, and clock/fakeclock is for tests only.
+// may use, and clock/fakeclock is for tests only. internal/ holds chores
+// that import nothing of the module outside internal/ (a package built on
+// others lives beside its users: cmd/internal/execcmd).
 var imports = map[string][]string{
 	"clock":                {},
 	"internal/unixsig":     {"golang.org/x/sys/unix"},
@@ -24,13 +27,13 @@ var imports = map[string][]string{
 	"internal/reap":        {"golang.org/x/sys/unix"},
 	"internal/size":        {},
 	"internal/rungroup":    {},
-	"internal/execcmd":     {"backoff", "internal/size", "internal/unixsig", "pid1", "proc"},
+	"cmd/internal/execcmd": {"backoff", "internal/size", "internal/unixsig", "pid1", "proc"},
 	"internal/httpcheck":   {"internal/version"},
 	"internal/version":     {},
 	"internal/promcheck":   {},        // imported by tests only
 	"clock/fakeclock":      {"clock"}, // imported by tests only
 	"backoff":              {"clock", "golang.org/x/time/rate"},
-	"config":               {"internal/consolepath", "internal/size", "internal/unixsig", "github.com/BurntSushi/toml", "watch/glob", "golang.org/x/sys/unix"},
+	"config":               {"internal/consolepath", "internal/size", "internal/unixsig", "github.com/BurntSushi/toml", "watch/glob"},
 	"proc":                 {"internal/execpath", "internal/reap", "internal/unixsig", "proc/cgroups", "golang.org/x/sys/unix"},
 	"proc/cgroups":         {"golang.org/x/sys/unix"},
 	"hooks":                {"internal/httpcheck", "proc"},
@@ -45,14 +48,14 @@ var imports = map[string][]string{
 	"ctl/ctlfmt":           {"ctl", "logs"},
 	"watch":                {"github.com/fsnotify/fsnotify", "clock", "watch/glob"},
 	"watch/glob":           {},
-	"pid1":                 {"internal/execpath", "internal/reap", "internal/unixsig", "backoff", "clock", "config", "proc", "golang.org/x/sys/unix"},
+	"pid1":                 {"internal/execpath", "internal/reap", "internal/unixsig", "backoff", "clock", "proc", "golang.org/x/sys/unix"},
 	"supervisor/workqueue": {"backoff", "clock"},
 	"supervisor/wait":      {"clock"},
 	"supervisor": {"internal/unixsig", "backoff", "clock", "config", "ctl", "hooks", "logs", "metrics", "notify", "probe", "proc",
-		"supervisor/wait", "supervisor/workqueue", "watch", "golang.org/x/sys/unix"},
+		"supervisor/wait", "supervisor/workqueue", "watch"},
 	"export":             {"config", "internal/execpath", "internal/unixsig"},
-	"cmd/supervise-init": {"internal/execcmd", "pid1", "proc"},
-	"cmd/supervise": {"internal/execcmd", "internal/unixsig", "internal/version", "internal/execpath", "export", "backoff", "clock", "config", "ctl", "ctl/ctlfmt", "logs", "metrics", "pid1", "proc", "supervisor", "watch",
+	"cmd/supervise-init": {"cmd/internal/execcmd", "pid1", "proc"},
+	"cmd/supervise": {"cmd/internal/execcmd", "internal/unixsig", "internal/rungroup", "internal/version", "internal/execpath", "export", "config", "ctl", "ctl/ctlfmt", "logs", "metrics", "pid1", "proc", "supervisor", "watch",
 		"github.com/urfave/cli/v2", "golang.org/x/sys/unix"},
 	// Harnesses and test binaries: anything of ours, x/sys.
 	"bench/pid1":            {"golang.org/x/sys/unix"},
@@ -86,11 +89,21 @@ var transitive = map[string]map[string]string{
 
 func goList(t *testing.T, args ...string) string {
 	t.Helper()
+	return goListOS(t, "", args...)
+}
+
+// goListOS is goList for goos ("": this one).
+func goListOS(t *testing.T, goos string, args ...string) string {
+	t.Helper()
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("no go command to list packages")
 	}
-	out, err := exec.Command(goBin, append([]string{"list"}, args...)...).Output()
+	cmd := exec.Command(goBin, append([]string{"list"}, args...)...)
+	if goos != "" {
+		cmd.Env = append(os.Environ(), "GOOS="+goos)
+	}
+	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("go list %v: %v", args, err)
 	}
@@ -120,6 +133,9 @@ func TestDependencyDirection(t *testing.T) {
 			continue
 		}
 		for _, imp := range f[1:] {
+			if strings.HasPrefix(pkg, "internal/") && strings.HasPrefix(imp, mod) && !strings.HasPrefix(short(imp), "internal/") {
+				t.Errorf("%s imports %s: a package under internal/ imports nothing of the module outside internal/", f[0], imp)
+			}
 			if isStd(imp) || slices.Contains(allowed, short(imp)) {
 				continue
 			}
@@ -133,6 +149,37 @@ func TestDependencyDirection(t *testing.T) {
 		for dep := range strings.FieldsSeq(goList(t, "-deps", mod+pkg)) {
 			if why, ok := bad[short(dep)]; ok {
 				t.Errorf("%s depends on %s: %s", pkg, dep, why)
+			}
+		}
+	}
+}
+
+// TestDependencyTableUsed keeps the table honest the other way: every
+// package it lists exists, and every import it allows is made, on Linux
+// or on macOS (the two platforms built). An allowance nobody uses would
+// let a new arrow in unnoticed.
+func TestDependencyTableUsed(t *testing.T) {
+	used := map[string]map[string]bool{}
+	for _, goos := range []string{"linux", "darwin"} {
+		for line := range strings.Lines(goListOS(t, goos, "-e", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./...")) {
+			f := strings.Fields(line)
+			pkg := short(f[0])
+			if used[pkg] == nil {
+				used[pkg] = map[string]bool{}
+			}
+			for _, imp := range f[1:] {
+				used[pkg][short(imp)] = true
+			}
+		}
+	}
+	for pkg, allowed := range imports {
+		if used[pkg] == nil {
+			t.Errorf("deps_test.go lists %q, which is no package of the module: remove its entry", pkg)
+			continue
+		}
+		for _, imp := range allowed {
+			if !used[pkg][imp] {
+				t.Errorf("deps_test.go allows %q to import %q, which it does not: remove the allowance", pkg, imp)
 			}
 		}
 	}

@@ -24,7 +24,7 @@ import (
 
 	"github.com/supervise-dev/supervise/config"
 	"github.com/supervise-dev/supervise/ctl"
-	"github.com/supervise-dev/supervise/internal/execcmd"
+	"github.com/supervise-dev/supervise/cmd/internal/execcmd"
 	"github.com/supervise-dev/supervise/internal/rungroup"
 	"github.com/supervise-dev/supervise/internal/unixsig"
 	"github.com/supervise-dev/supervise/internal/version"
