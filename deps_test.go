@@ -159,6 +159,24 @@ func TestDependencyDirection(t *testing.T) {
 // or on macOS (the two platforms built). An allowance nobody uses would
 // let a new arrow in unnoticed.
 func TestDependencyTableUsed(t *testing.T) {
+	used := importsOnBoth(t)
+	for pkg, allowed := range imports {
+		if used[pkg] == nil {
+			t.Errorf("deps_test.go lists %q, which is no package of the module: remove its entry", pkg)
+			continue
+		}
+		for _, imp := range allowed {
+			if !used[pkg][imp] {
+				t.Errorf("deps_test.go allows %q to import %q, which it does not: remove the allowance", pkg, imp)
+			}
+		}
+	}
+}
+
+// importsOnBoth maps each package of the module to what it imports on
+// Linux or on macOS.
+func importsOnBoth(t *testing.T) map[string]map[string]bool {
+	t.Helper()
 	used := map[string]map[string]bool{}
 	for _, goos := range []string{"linux", "darwin"} {
 		for line := range strings.Lines(goListOS(t, goos, "-e", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./...")) {
@@ -172,17 +190,91 @@ func TestDependencyTableUsed(t *testing.T) {
 			}
 		}
 	}
-	for pkg, allowed := range imports {
-		if used[pkg] == nil {
-			t.Errorf("deps_test.go lists %q, which is no package of the module: remove its entry", pkg)
+	return used
+}
+
+// TestArchitectureDiagram checks docs/ARCHITECTURE.md's drawing of the
+// dependencies against the code: every arrow drawn is an import, and every
+// import between the module's packages is drawn, but those of clock and of
+// internal/ (leaves the drawing names once) and those of tests, harnesses
+// and bench/.
+func TestArchitectureDiagram(t *testing.T) {
+	doc, err := os.ReadFile("docs/ARCHITECTURE.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(doc), "## Packages and the dependency direction")
+	_, after, ok2 := strings.Cut(after, "```\n")
+	block, _, ok3 := strings.Cut(after, "```")
+	if !ok || !ok2 || !ok3 {
+		t.Fatal("docs/ARCHITECTURE.md: no drawing under \"Packages and the dependency direction\"")
+	}
+	drawn := diagramArrows(block)
+	if len(drawn) == 0 {
+		t.Fatal("docs/ARCHITECTURE.md: the drawing has no arrows (PKG ──► PKG, PKG)")
+	}
+	used := importsOnBoth(t)
+	for from, tos := range drawn {
+		if used[from] == nil {
+			t.Errorf("docs/ARCHITECTURE.md draws arrows from %q, which is no package of the module (one arrow a line: PKG, PKG ──► PKG, PKG)", from)
 			continue
 		}
-		for _, imp := range allowed {
-			if !used[pkg][imp] {
-				t.Errorf("deps_test.go allows %q to import %q, which it does not: remove the allowance", pkg, imp)
+		for to := range tos {
+			if used[to] == nil {
+				t.Errorf("docs/ARCHITECTURE.md draws %s ──► %q, which is no package of the module (one arrow a line: PKG, PKG ──► PKG, PKG)", from, to)
+			} else if !used[from][to] {
+				t.Errorf("docs/ARCHITECTURE.md draws %s ──► %s, but %s does not import %s", from, to, from, to)
 			}
 		}
 	}
+	for from, tos := range used {
+		if from == "" || from == "clock/fakeclock" || strings.HasPrefix(from, "internal/") ||
+			strings.HasPrefix(from, "bench/") || strings.HasPrefix(from, "integration") {
+			continue
+		}
+		for to := range tos {
+			_, ours := used[to]
+			if !ours || to == "clock" || strings.HasPrefix(to, "internal/") {
+				continue
+			}
+			if !drawn[from][to] {
+				t.Errorf("%s imports %s: draw the arrow in docs/ARCHITECTURE.md", from, to)
+			}
+		}
+	}
+}
+
+// diagramArrows reads the lines "A, B ──► C, D (a remark)" of a drawing; a
+// line ending in a comma goes on on the next.
+func diagramArrows(block string) map[string]map[string]bool {
+	arrows := map[string]map[string]bool{}
+	var lines []string
+	for line := range strings.Lines(block) {
+		line = strings.TrimSpace(line)
+		if n := len(lines); n > 0 && strings.HasSuffix(lines[n-1], ",") {
+			lines[n-1] += " " + line
+			continue
+		}
+		lines = append(lines, line)
+	}
+	for _, line := range lines {
+		left, right, ok := strings.Cut(line, "►")
+		if !ok {
+			continue
+		}
+		left = strings.TrimRight(left, "─ ")
+		right, _, _ = strings.Cut(right, "(")
+		for from := range strings.SplitSeq(left, ",") {
+			from = strings.TrimSpace(from)
+			if arrows[from] == nil {
+				arrows[from] = map[string]bool{}
+			}
+			for to := range strings.SplitSeq(right, ",") {
+				arrows[from][strings.TrimSpace(to)] = true
+			}
+		}
+	}
+	return arrows
 }
 
 // TestModules keeps the main module's third-party requirements to the

@@ -22,9 +22,9 @@ import (
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
 
+	"github.com/supervise-dev/supervise/cmd/internal/execcmd"
 	"github.com/supervise-dev/supervise/config"
 	"github.com/supervise-dev/supervise/ctl"
-	"github.com/supervise-dev/supervise/cmd/internal/execcmd"
 	"github.com/supervise-dev/supervise/internal/rungroup"
 	"github.com/supervise-dev/supervise/internal/unixsig"
 	"github.com/supervise-dev/supervise/internal/version"
