@@ -30,17 +30,7 @@ func ctlTop(ctx context.Context, e *ctlEnv) error {
 	defer out.WriteString("\x1b[?25h\x1b[?1049l")
 
 	view := &ctlfmt.Top{Sort: e.sort}
-	draw := func() error {
-		st, err := e.client.Status(ctx, e.names)
-		if err != nil {
-			return err
-		}
-		w, h := 80, 24
-		if ws, err := unix.IoctlGetWinsize(int(out.Fd()), unix.TIOCGWINSZ); err == nil && ws.Col > 0 && ws.Row > 0 {
-			w, h = int(ws.Col), int(ws.Row)
-		}
-		return view.Frame(out, st, time.Now(), w, h, e.colour)
-	}
+	draw := func() error { return topFrame(ctx, e, view, out) }
 	if err := draw(); err != nil {
 		return err
 	}
@@ -63,18 +53,9 @@ func ctlTop(ctx context.Context, e *ctlEnv) error {
 			if k <= 0 || err != nil {
 				return nil // the terminal went away
 			}
-			redraw := false
-			for _, c := range buf[:k] {
-				switch c {
-				case 'q', 'Q', 4: // 4: ^D
-					return nil
-				case 'c', 'C':
-					view.Sort, redraw = ctlfmt.SortCPU, true
-				case 'm', 'M':
-					view.Sort, redraw = ctlfmt.SortMemory, true
-				case 'n', 'N':
-					view.Sort, redraw = ctlfmt.SortName, true
-				}
+			quit, redraw := topKeys(view, buf[:k])
+			if quit {
+				return nil
 			}
 			if !redraw {
 				continue
@@ -87,6 +68,37 @@ func ctlTop(ctx context.Context, e *ctlEnv) error {
 		}
 		next = time.Now().Add(e.interval)
 	}
+}
+
+// topFrame draws one frame of view, the size of the terminal out.
+func topFrame(ctx context.Context, e *ctlEnv, view *ctlfmt.Top, out *os.File) error {
+	st, err := e.client.Status(ctx, e.names)
+	if err != nil {
+		return err
+	}
+	w, h := 80, 24
+	if ws, err := unix.IoctlGetWinsize(int(out.Fd()), unix.TIOCGWINSZ); err == nil && ws.Col > 0 && ws.Row > 0 {
+		w, h = int(ws.Col), int(ws.Row)
+	}
+	return view.Frame(out, st, time.Now(), w, h, e.colour)
+}
+
+// topKeys acts on the keys pressed: q (or ^D) quits; c, m and n sort by
+// CPU, memory or name, which needs a redraw.
+func topKeys(view *ctlfmt.Top, keys []byte) (quit, redraw bool) {
+	for _, c := range keys {
+		switch c {
+		case 'q', 'Q', 4: // 4: ^D
+			return true, redraw
+		case 'c', 'C':
+			view.Sort, redraw = ctlfmt.SortCPU, true
+		case 'm', 'M':
+			view.Sort, redraw = ctlfmt.SortMemory, true
+		case 'n', 'N':
+			view.Sort, redraw = ctlfmt.SortName, true
+		}
+	}
+	return false, redraw
 }
 
 // cbreak turns off the terminal's line editing and echo, so that a key
