@@ -380,7 +380,7 @@ func keyTables() map[string][]string {
 		"procfile":         keyNames(procfileKeys),
 		"program":          keyNames(programKeys),
 		"program.sandbox":  keyNames(sandboxKeys),
-		"program.backoff":  backoffKeys,
+		"program.backoff":  keyNames(backoffKeys),
 		"program.hooks":    hookNames,
 		"program.hooks.X":  hookKeys,
 		"hook.http":        httpHookKeys,

@@ -223,7 +223,6 @@ func (d *decoder) dependsOn(p *Program, n *node) {
 }
 
 var (
-	backoffKeys          = []string{"initial", "max", "reset_after"}
 	rlimitKeys           = []string{"soft", "hard"}
 	hookKeys             = []string{"command", "http", "timeout"}
 	httpHookKeys         = []string{"url", "method", "headers", "expect_status"}
@@ -233,31 +232,35 @@ var (
 	restartRuleMatchKeys = []string{"operator", "values"}
 )
 
-func (d *decoder) backoff(n *node, isDefaults bool) Backoff {
-	b := Backoff{Initial: DefaultBackoffInitial, Max: DefaultBackoffMax}
-	t := d.table(n, `a table like { initial = "10s", max = "5m" }`)
-	d.known(t, backoffKeys...)
-	var setMax, setInitial bool
-	if v := t["initial"]; v != nil {
-		b.Initial, _ = d.duration(v)
-		setInitial = true
-	}
-	if v := t["max"]; v != nil {
-		b.Max, _ = d.duration(v)
-		setMax = true
-	}
-	if v := t["reset_after"]; v != nil {
+// backoffDecoding is one backoff table being decoded: which of initial
+// and max the file set, for the defaults of the other.
+type backoffDecoding struct {
+	*Backoff
+	setInitial, setMax bool
+}
+
+// backoffKeys are the keys of [program.NAME.backoff].
+var backoffKeys = []key[*backoffDecoding]{
+	{"initial", func(d *decoder, b *backoffDecoding, v *node) { b.Initial, _ = d.duration(v); b.setInitial = true }},
+	{"max", func(d *decoder, b *backoffDecoding, v *node) { b.Max, _ = d.duration(v); b.setMax = true }},
+	{"reset_after", func(d *decoder, b *backoffDecoding, v *node) {
 		if dur, ok := d.duration(v); ok {
 			if dur == 0 {
 				d.errorf(v.path, "must be more than 0 (a run this long forgives past crashes)")
 			}
 			b.ResetAfter = dur
 		}
-	}
-	if !setMax && b.Initial > b.Max {
+	}},
+}
+
+func (d *decoder) backoff(n *node, isDefaults bool) Backoff {
+	b := Backoff{Initial: DefaultBackoffInitial, Max: DefaultBackoffMax}
+	bd := &backoffDecoding{Backoff: &b}
+	decodeKeys(d, d.table(n, `a table like { initial = "10s", max = "5m" }`), bd, backoffKeys)
+	if !bd.setMax && b.Initial > b.Max {
 		b.Max = b.Initial // initial alone above the 5m default: never shrink it
 	}
-	if setMax && !setInitial && b.Max < b.Initial {
+	if bd.setMax && !bd.setInitial && b.Max < b.Initial {
 		b.Initial = b.Max // max alone below 10s lowers the first delay, as the kubelet's node-wide maximum does
 	}
 	if b.Max < b.Initial && !isDefaults {
