@@ -390,7 +390,7 @@ func keyTables() map[string][]string {
 		"program.probes":   probeNames,
 		"program.probes.X": probeKeys,
 		"probe.http":       httpProbeKeys,
-		"rlimits.X":        rlimitKeys,
+		"rlimits.X":        keyNames(rlimitKeys),
 		"depends_on.X":     dependsOnKeys,
 		"restart_rules":    restartRuleKeys,
 		"restart_rules.X":  restartRuleMatchKeys,

@@ -223,7 +223,6 @@ func (d *decoder) dependsOn(p *Program, n *node) {
 }
 
 var (
-	rlimitKeys           = []string{"soft", "hard"}
 	hookKeys             = []string{"command", "http", "timeout"}
 	httpHookKeys         = []string{"url", "method", "headers", "expect_status"}
 	watchKeys            = []string{"paths", "include", "exclude", "gitignore", "debounce", "signal"}
@@ -369,43 +368,73 @@ func (d *decoder) umask(sb *sandboxDecoding, v *node) {
 	}
 }
 
-func (d *decoder) rlimits(n *node, isDefaults bool) map[string]Rlimit {
-	t := d.table(n, "a table like { nofile = 1024, core = 0 }")
-	names := slices.Sorted(maps.Keys(rlimitResources))
-	d.known(t, names...)
-	out := map[string]Rlimit{}
-	for _, name := range names {
-		v := t[name]
-		if v == nil {
-			continue
-		}
+// rlimitsDecoding is one rlimits table being decoded.
+type rlimitsDecoding struct {
+	out        map[string]Rlimit
+	isDefaults bool
+}
+
+// rlimitsKeys are the keys of [program.NAME.sandbox.rlimits]: one row per
+// resource rlimitResources knows, in name order.
+var rlimitsKeys = sync.OnceValue(func() []key[*rlimitsDecoding] {
+	var keys []key[*rlimitsDecoding]
+	for _, name := range slices.Sorted(maps.Keys(rlimitResources)) {
 		bytes := rlimitResources[name].bytes
-		if sub, ok := v.v.(map[string]*node); ok {
-			d.known(sub, rlimitKeys...)
-			var rl Rlimit
-			soft, hard := sub["soft"], sub["hard"]
-			if (soft == nil || hard == nil) && !isDefaults {
-				d.errorf(v.path, "needs both soft and hard (or one number for both)")
-				continue
+		keys = append(keys, key[*rlimitsDecoding]{name, func(d *decoder, rs *rlimitsDecoding, v *node) {
+			if rl, ok := d.rlimit(v, bytes, rs.isDefaults); ok {
+				rs.out[name] = rl
 			}
-			var okS, okH bool = true, true
-			if soft != nil {
-				rl.Soft, okS = d.rlimitValue(soft, bytes)
-			}
-			if hard != nil {
-				rl.Hard, okH = d.rlimitValue(hard, bytes)
-			}
-			if okS && okH && soft != nil && hard != nil && rl.Soft > rl.Hard {
-				d.errorf(soft.path, "must not be above hard (%s > %s)", rlimitString(rl.Soft), rlimitString(rl.Hard))
-			}
-			out[name] = rl
-			continue
-		}
-		if x, ok := d.rlimitValue(v, bytes); ok {
-			out[name] = Rlimit{Soft: x, Hard: x}
-		}
+		}})
 	}
-	return out
+	return keys
+})
+
+func (d *decoder) rlimits(n *node, isDefaults bool) map[string]Rlimit {
+	rs := &rlimitsDecoding{out: map[string]Rlimit{}, isDefaults: isDefaults}
+	decodeKeys(d, d.table(n, "a table like { nofile = 1024, core = 0 }"), rs, rlimitsKeys())
+	return rs.out
+}
+
+// rlimitDecoding is one { soft, hard } table being decoded.
+type rlimitDecoding struct {
+	Rlimit
+	bytes      bool
+	soft, hard *node // when valid
+}
+
+// rlimitKeys are the keys of one rlimit's table form.
+var rlimitKeys = []key[*rlimitDecoding]{
+	{"soft", func(d *decoder, rl *rlimitDecoding, v *node) {
+		if x, ok := d.rlimitValue(v, rl.bytes); ok {
+			rl.Soft, rl.soft = x, v
+		}
+	}},
+	{"hard", func(d *decoder, rl *rlimitDecoding, v *node) {
+		if x, ok := d.rlimitValue(v, rl.bytes); ok {
+			rl.Hard, rl.hard = x, v
+		}
+	}},
+}
+
+// rlimit reads one resource's limit: a value for both soft and hard, or
+// a table with both (either alone in [defaults]).
+func (d *decoder) rlimit(v *node, bytes, isDefaults bool) (Rlimit, bool) {
+	sub, ok := v.v.(map[string]*node)
+	if !ok {
+		x, ok := d.rlimitValue(v, bytes)
+		return Rlimit{Soft: x, Hard: x}, ok
+	}
+	if (sub["soft"] == nil || sub["hard"] == nil) && !isDefaults {
+		d.known(sub, keyNames(rlimitKeys)...)
+		d.errorf(v.path, "needs both soft and hard (or one number for both)")
+		return Rlimit{}, false
+	}
+	rl := &rlimitDecoding{bytes: bytes}
+	decodeKeys(d, sub, rl, rlimitKeys)
+	if rl.soft != nil && rl.hard != nil && rl.Soft > rl.Hard {
+		d.errorf(rl.soft.path, "must not be above hard (%s > %s)", rlimitString(rl.Soft), rlimitString(rl.Hard))
+	}
+	return rl.Rlimit, true
 }
 
 func rlimitString(v uint64) string {
