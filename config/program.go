@@ -223,8 +223,6 @@ func (d *decoder) dependsOn(p *Program, n *node) {
 }
 
 var (
-	hookKeys             = []string{"command", "http", "timeout"}
-	httpHookKeys         = []string{"url", "method", "headers", "expect_status"}
 	watchKeys            = []string{"paths", "include", "exclude", "gitignore", "debounce", "signal"}
 	outputKeys           = []string{"console", "file", "max_size", "max_files", "timestamps"}
 	restartRuleKeys      = []string{"action", "exit_codes"}
@@ -477,19 +475,38 @@ func (d *decoder) rlimitValue(n *node, bytes bool) (uint64, bool) {
 	return 0, false
 }
 
-var hookNames = []string{"pre_start", "post_start", "pre_stop", "post_stop"}
+// hooksDecoding is one hooks table being decoded.
+type hooksDecoding struct {
+	*Hooks
+	isDefaults bool
+}
+
+// hooksKeys are the keys of [program.NAME.hooks]: the hooks by when they run.
+var hooksKeys = []key[*hooksDecoding]{
+	{"pre_start", func(d *decoder, h *hooksDecoding, v *node) { h.PreStart = d.hook(v, h.isDefaults) }},
+	{"post_start", func(d *decoder, h *hooksDecoding, v *node) { h.PostStart = d.hook(v, h.isDefaults) }},
+	{"pre_stop", func(d *decoder, h *hooksDecoding, v *node) { h.PreStop = d.hook(v, h.isDefaults) }},
+	{"post_stop", func(d *decoder, h *hooksDecoding, v *node) { h.PostStop = d.hook(v, h.isDefaults) }},
+}
 
 func (d *decoder) hooks(n *node, isDefaults bool) Hooks {
 	var h Hooks
-	t := d.table(n, "a table: [program.NAME.hooks.pre_start] …")
-	d.known(t, hookNames...)
-	dst := []**Hook{&h.PreStart, &h.PostStart, &h.PreStop, &h.PostStop}
-	for i, name := range hookNames {
-		if v := t[name]; v != nil {
-			*dst[i] = d.hook(v, isDefaults)
-		}
-	}
+	decodeKeys(d, d.table(n, "a table: [program.NAME.hooks.pre_start] …"), &hooksDecoding{&h, isDefaults}, hooksKeys)
 	return h
+}
+
+// hookKeys are the keys of one hook, [program.NAME.hooks.pre_start].
+var hookKeys = []key[*Hook]{
+	{"command", func(d *decoder, h *Hook, v *node) { h.Command, _ = d.command(v) }},
+	{"http", func(d *decoder, h *Hook, v *node) { h.HTTP = d.httpHook(v) }},
+	{"timeout", func(d *decoder, h *Hook, v *node) {
+		if dur, ok := d.duration(v); ok {
+			if dur == 0 {
+				d.errorf(v.path, "must be more than 0")
+			}
+			h.Timeout = dur
+		}
+	}},
 }
 
 func (d *decoder) hook(n *node, isDefaults bool) *Hook {
@@ -497,8 +514,8 @@ func (d *decoder) hook(n *node, isDefaults bool) *Hook {
 	if t == nil {
 		return nil
 	}
-	d.known(t, hookKeys...)
 	h := &Hook{Timeout: DefaultHookTimeout}
+	decodeKeys(d, t, h, hookKeys)
 	cmd, http := t["command"], t["http"]
 	switch {
 	case cmd != nil && http != nil:
@@ -506,57 +523,45 @@ func (d *decoder) hook(n *node, isDefaults bool) *Hook {
 	case cmd == nil && http == nil && !isDefaults:
 		d.errorf(n.path, "needs a command or an http request")
 	}
-	if cmd != nil {
-		h.Command, _ = d.command(cmd)
-	}
-	if http != nil {
-		h.HTTP = d.httpHook(http)
-	}
-	if v := t["timeout"]; v != nil {
-		if dur, ok := d.duration(v); ok {
-			if dur == 0 {
-				d.errorf(v.path, "must be more than 0")
-			}
-			h.Timeout = dur
-		}
-	}
 	return h
+}
+
+// httpHookKeys are the keys of a hook's http table.
+var httpHookKeys = []key[*HTTPHook]{
+	{"url", func(d *decoder, h *HTTPHook, v *node) { h.URL = d.httpURL(v) }},
+	{"method", func(d *decoder, h *HTTPHook, v *node) {
+		if s, ok := d.str(v); ok {
+			m := strings.ToUpper(s)
+			if !slices.Contains([]string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}, m) {
+				d.errorf(v.path, "must be an HTTP method like GET or POST (got %q)", s)
+			}
+			h.Method = m
+		}
+	}},
+	{"headers", func(d *decoder, h *HTTPHook, v *node) {
+		h.Headers = d.headers(v, `a table like { Authorization = "Bearer …" }`)
+	}},
+	{"expect_status", func(d *decoder, h *HTTPHook, v *node) {
+		if i, ok := d.integer(v, 100, 599); ok {
+			h.ExpectStatus = int(i)
+		}
+	}},
 }
 
 // httpHook reads a URL string, or a table with url, method, headers and
 // expect_status.
 func (d *decoder) httpHook(n *node) *HTTPHook {
 	h := &HTTPHook{Method: "GET"}
-	urlNode := n
-	if t, ok := n.v.(map[string]*node); ok {
-		d.known(t, httpHookKeys...)
-		urlNode = t["url"]
-		if urlNode == nil {
+	switch t := n.v.(type) {
+	case map[string]*node:
+		decodeKeys(d, t, h, httpHookKeys)
+		if t["url"] == nil {
 			d.errorf(n.path, "needs a url")
 		}
-		if v := t["method"]; v != nil {
-			if s, ok := d.str(v); ok {
-				m := strings.ToUpper(s)
-				if !slices.Contains([]string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}, m) {
-					d.errorf(v.path, "must be an HTTP method like GET or POST (got %q)", s)
-				}
-				h.Method = m
-			}
-		}
-		if v := t["headers"]; v != nil {
-			h.Headers = d.headers(v, `a table like { Authorization = "Bearer …" }`)
-		}
-		if v := t["expect_status"]; v != nil {
-			if i, ok := d.integer(v, 100, 599); ok {
-				h.ExpectStatus = int(i)
-			}
-		}
-	} else if _, ok := n.v.(string); !ok {
+	case string:
+		h.URL = d.httpURL(n)
+	default:
 		d.errorf(n.path, "must be a URL or a table with url, method, headers, expect_status (got %s)", describe(n.v))
-		return h
-	}
-	if urlNode != nil {
-		h.URL = d.httpURL(urlNode)
 	}
 	return h
 }
