@@ -223,8 +223,6 @@ func (d *decoder) dependsOn(p *Program, n *node) {
 }
 
 var (
-	watchKeys            = []string{"paths", "include", "exclude", "gitignore", "debounce", "signal"}
-	outputKeys           = []string{"console", "file", "max_size", "max_files", "timestamps"}
 	restartRuleKeys      = []string{"action", "exit_codes"}
 	restartRuleMatchKeys = []string{"operator", "values"}
 )
@@ -599,57 +597,55 @@ func (d *decoder) httpURL(n *node) string {
 	return s
 }
 
+// watchKeys are the keys of [program.NAME.watch].
+var watchKeys = []key[*Watch]{
+	{"paths", (*decoder).watchPaths},
+	{"include", func(d *decoder, w *Watch, v *node) { w.Include = d.globs(v) }},
+	{"exclude", func(d *decoder, w *Watch, v *node) { w.Exclude = d.globs(v) }},
+	{"gitignore", func(d *decoder, w *Watch, v *node) { setBool(d, v, &w.GitIgnore) }},
+	{"debounce", func(d *decoder, w *Watch, v *node) { setDuration(d, v, &w.Debounce) }},
+	{"signal", func(d *decoder, w *Watch, v *node) {
+		if sig, ok := d.signal(v); ok {
+			w.Signal = sig
+		}
+	}},
+}
+
 // watch reads [program.NAME.watch]; paths default to dir, the program's.
 func (d *decoder) watch(n *node, dir string) *Watch {
 	t := d.table(n, `a table like { paths = ["src"], include = ["**/*.go"] }`)
 	if t == nil {
 		return nil
 	}
-	d.known(t, watchKeys...)
 	w := &Watch{Debounce: DefaultWatchDebounce}
-	if v := t["paths"]; v != nil {
-		paths, _ := d.strs(v)
-		arr, isArr := v.v.([]any)
-		for i, p := range paths {
-			path := v.path
-			if isArr {
-				if _, isStr := arr[i].(string); !isStr {
-					continue // reported by strs
-				}
-				path = elem(v.path, i)
-			}
-			if p == "" || strings.ContainsRune(p, 0) {
-				d.errorf(path, "must be a non-empty path")
-				continue
-			}
-			w.Paths = append(w.Paths, d.abs(p))
-		}
-		if isArr && len(paths) == 0 {
-			d.errorf(v.path, "must name at least one path (leave paths out to watch the program's dir)")
-		}
-	} else {
+	decodeKeys(d, t, w, watchKeys)
+	if t["paths"] == nil {
 		w.Paths = []string{dir}
 	}
-	if v := t["include"]; v != nil {
-		w.Include = d.globs(v)
-	}
-	if v := t["exclude"]; v != nil {
-		w.Exclude = d.globs(v)
-	}
-	if v := t["gitignore"]; v != nil {
-		setBool(d, v, &w.GitIgnore)
-	}
-	if v := t["debounce"]; v != nil {
-		if dur, ok := d.duration(v); ok {
-			w.Debounce = dur
-		}
-	}
-	if v := t["signal"]; v != nil {
-		if sig, ok := d.signal(v); ok {
-			w.Signal = sig
-		}
-	}
 	return w
+}
+
+// watchPaths reads paths: a path or an array of at least one.
+func (d *decoder) watchPaths(w *Watch, v *node) {
+	paths, _ := d.strs(v)
+	arr, isArr := v.v.([]any)
+	for i, p := range paths {
+		path := v.path
+		if isArr {
+			if _, isStr := arr[i].(string); !isStr {
+				continue // reported by strs
+			}
+			path = elem(v.path, i)
+		}
+		if p == "" || strings.ContainsRune(p, 0) {
+			d.errorf(path, "must be a non-empty path")
+			continue
+		}
+		w.Paths = append(w.Paths, d.abs(p))
+	}
+	if isArr && len(paths) == 0 {
+		d.errorf(v.path, "must name at least one path (leave paths out to watch the program's dir)")
+	}
 }
 
 // globs reads a glob or an array of them, each checked by the matcher the
@@ -675,33 +671,39 @@ func (d *decoder) globs(n *node) []string {
 	return out
 }
 
-func (d *decoder) output(n *node) Output {
-	o := defaultOutput()
-	t := d.table(n, `a table like { console = true, file = "web.log" }`)
-	d.known(t, outputKeys...)
-	if v := t["console"]; v != nil {
-		o.Console, _ = d.boolean(v)
-	}
-	if v := t["file"]; v != nil {
+// outputDecoding is one stdout or stderr table being decoded.
+type outputDecoding struct {
+	*Output
+	console *node // console, when set: file reads it
+}
+
+// outputKeys are the keys of [program.NAME.stdout] and stderr; console
+// comes before file, which reads it.
+var outputKeys = []key[*outputDecoding]{
+	{"console", func(d *decoder, o *outputDecoding, v *node) { o.Console, _ = d.boolean(v); o.console = v }},
+	{"file", func(d *decoder, o *outputDecoding, v *node) {
 		o.File, _ = d.path(v)
-		d.consoleFile(t, v, &o)
-	}
-	if v := t["max_size"]; v != nil {
+		d.consoleFile(o.console, v, o.Output)
+	}},
+	{"max_size", func(d *decoder, o *outputDecoding, v *node) {
 		if s, ok := d.size(v); ok {
 			if s < 4096 && s != 0 { // 0: never rotated
 				d.errorf(v.path, "must be at least 4KiB (got %d bytes)", s)
 			}
 			o.MaxSize = s
 		}
-	}
-	if v := t["max_files"]; v != nil {
+	}},
+	{"max_files", func(d *decoder, o *outputDecoding, v *node) {
 		if i, ok := d.integer(v, 1, 1000); ok {
 			o.MaxFiles = int(i)
 		}
-	}
-	if v := t["timestamps"]; v != nil {
-		setBool(d, v, &o.Timestamps)
-	}
+	}},
+	{"timestamps", func(d *decoder, o *outputDecoding, v *node) { setBool(d, v, &o.Timestamps) }},
+}
+
+func (d *decoder) output(n *node) Output {
+	o := defaultOutput()
+	decodeKeys(d, d.table(n, `a table like { console = true, file = "web.log" }`), &outputDecoding{Output: &o}, outputKeys)
 	return o
 }
 
@@ -712,11 +714,11 @@ func IsConsolePath(p string) bool { return consolepath.FD(p) != 0 }
 // consoleFile turns a file naming supervise's own stdout or stderr into
 // the console, without rotation: opening that name as a file would write
 // over it (and /dev/stdout is every process's).
-func (d *decoder) consoleFile(t map[string]*node, v *node, o *Output) {
+func (d *decoder) consoleFile(c, v *node, o *Output) {
 	if !IsConsolePath(o.File) {
 		return
 	}
-	if c := t["console"]; c != nil {
+	if c != nil {
 		if on, ok := c.v.(bool); ok && !on {
 			d.errorf(v.path, "%s is supervise's own output, which console = false turns off: remove one of them", o.File)
 		}
