@@ -392,7 +392,7 @@ func keyTables() map[string][]string {
 		"probe.http":       httpProbeKeys,
 		"rlimits.X":        keyNames(rlimitKeys),
 		"depends_on.X":     dependsOnKeys,
-		"restart_rules":    restartRuleKeys,
-		"restart_rules.X":  restartRuleMatchKeys,
+		"restart_rules":    keyNames(restartRuleKeys),
+		"restart_rules.X":  keyNames(restartRuleMatchKeys),
 	}
 }

@@ -222,11 +222,6 @@ func (d *decoder) dependsOn(p *Program, n *node) {
 	}
 }
 
-var (
-	restartRuleKeys      = []string{"action", "exit_codes"}
-	restartRuleMatchKeys = []string{"operator", "values"}
-)
-
 // backoffDecoding is one backoff table being decoded: which of initial
 // and max the file set, for the defaults of the other.
 type backoffDecoding struct {
@@ -886,6 +881,42 @@ func cycleIn(scc []string, byName map[string]*Program) []string {
 	return append(slices.Clone(scc), start) // unreachable for a true component
 }
 
+// ruleDecoding is one restart rule being decoded.
+type ruleDecoding struct {
+	RestartRule
+	ok bool // exit_codes was valid
+}
+
+// restartRuleKeys are the keys of one restart rule.
+var restartRuleKeys = []key[*ruleDecoding]{
+	{"action", func(d *decoder, r *ruleDecoding, v *node) { r.Action, _ = d.enum(v, RuleRestart) }},
+	{"exit_codes", func(d *decoder, r *ruleDecoding, v *node) { r.ok = d.exitCodes(v, &r.RestartRule) }},
+}
+
+// matchDecoding is a rule's exit_codes table being decoded.
+type matchDecoding struct {
+	*RestartRule
+	badValues bool
+}
+
+// restartRuleMatchKeys are the keys of a rule's exit_codes table.
+var restartRuleMatchKeys = []key[*matchDecoding]{
+	{"operator", func(d *decoder, m *matchDecoding, v *node) { m.Operator, _ = d.enum(v, RuleIn, RuleNotIn) }},
+	{"values", func(d *decoder, m *matchDecoding, v *node) {
+		arr := anySlice(v.v)
+		if len(arr) == 0 || len(arr) > 255 {
+			d.errorf(v.path, "needs values: an array of 1 to 255 exit codes like [42] (a signal N is 128+N)")
+			m.badValues = true
+			return
+		}
+		for j, x := range arr {
+			if c, ok := d.integer(&node{path: elem(v.path, j), v: x}, 0, 255); ok {
+				m.Values = append(m.Values, int(c))
+			}
+		}
+	}},
+}
+
 // restartRules reads restart_rules: an array of tables like
 // { action = "restart", exit_codes = { operator = "In", values = [42] } }.
 func (d *decoder) restartRules(n *node) []RestartRule {
@@ -905,44 +936,36 @@ func (d *decoder) restartRules(n *node) []RestartRule {
 		if t == nil {
 			continue
 		}
-		d.known(t, restartRuleKeys...)
-		r := RestartRule{Action: RuleRestart}
-		if v := t["action"]; v != nil {
-			r.Action, _ = d.enum(v, RuleRestart)
-		}
-		ec := t["exit_codes"]
-		if ec == nil {
+		r := &ruleDecoding{RestartRule: RestartRule{Action: RuleRestart}}
+		decodeKeys(d, t, r, restartRuleKeys)
+		if t["exit_codes"] == nil {
 			d.errorf(en.path, "needs exit_codes = { operator = \"In\" or \"NotIn\", values = [...] }")
 			continue
 		}
-		et := d.table(ec, `a table like { operator = "In", values = [42] }`)
-		if et == nil {
-			continue
+		if r.ok {
+			rules = append(rules, r.RestartRule)
 		}
-		d.known(et, restartRuleMatchKeys...)
-		if v := et["operator"]; v != nil {
-			r.Operator, _ = d.enum(v, RuleIn, RuleNotIn)
-		} else {
-			d.errorf(ec.path, "needs operator = \"In\" or \"NotIn\"")
-		}
-		vals := et["values"]
-		var arr []any
-		path := ec.path
-		if vals != nil {
-			arr, path = anySlice(vals.v), vals.path
-		}
-		if len(arr) == 0 || len(arr) > 255 {
-			d.errorf(path, "needs values: an array of 1 to 255 exit codes like [42] (a signal N is 128+N)")
-			continue
-		}
-		for j, x := range arr {
-			if c, ok := d.integer(&node{path: elem(vals.path, j), v: x}, 0, 255); ok {
-				r.Values = append(r.Values, int(c))
-			}
-		}
-		rules = append(rules, r)
 	}
 	return rules
+}
+
+// exitCodes reads a rule's exit_codes table into r, and reports whether
+// it was valid enough to keep the rule.
+func (d *decoder) exitCodes(ec *node, r *RestartRule) bool {
+	et := d.table(ec, `a table like { operator = "In", values = [42] }`)
+	if et == nil {
+		return false
+	}
+	m := &matchDecoding{RestartRule: r}
+	decodeKeys(d, et, m, restartRuleMatchKeys)
+	if et["operator"] == nil {
+		d.errorf(ec.path, "needs operator = \"In\" or \"NotIn\"")
+	}
+	if et["values"] == nil {
+		d.errorf(ec.path, "needs values: an array of 1 to 255 exit codes like [42] (a signal N is 128+N)")
+		return false
+	}
+	return !m.badValues
 }
 
 // anySlice returns v as a []any when it is an array (TOML decodes an array
