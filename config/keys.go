@@ -207,15 +207,10 @@ var programKeys = []key[*programDecoding]{
 	}},
 }
 
-var rolloutKeys = []string{"max_unavailable", "timeout"}
-
-// rollout reads [program.NAME.rollout]: max_unavailable is a count or a
-// percentage like "25%"; timeout a duration above 0.
-func (d *decoder) rollout(n *node) Rollout {
-	var r Rollout
-	t := d.table(n, `a table like { max_unavailable = 1, timeout = "2m" }`)
-	d.known(t, rolloutKeys...)
-	if v := t["max_unavailable"]; v != nil {
+// rolloutKeys are the keys of [program.NAME.rollout]: max_unavailable is
+// a count or a percentage like "25%"; timeout a duration above 0.
+var rolloutKeys = []key[*Rollout]{
+	{"max_unavailable", func(d *decoder, r *Rollout, v *node) {
 		switch x := v.v.(type) {
 		case int64:
 			setInt(d, v, 1, 10000, &r.MaxUnavailable)
@@ -223,21 +218,26 @@ func (d *decoder) rollout(n *node) Rollout {
 			pct, err := strconv.Atoi(strings.TrimSuffix(x, "%"))
 			if !strings.HasSuffix(x, "%") || err != nil || pct < 1 || pct > 100 {
 				d.errorf(v.path, `must be a count like 1 or a percentage like "25%%" (got %q)`, x)
-				break
+				return
 			}
 			r.Percent = pct
 		default:
 			d.errorf(v.path, `must be a count like 1 or a percentage like "25%%" (got %s)`, describe(v.v))
 		}
-	}
-	if v := t["timeout"]; v != nil {
+	}},
+	{"timeout", func(d *decoder, r *Rollout, v *node) {
 		if dur, ok := d.duration(v); ok {
 			if dur <= 0 {
 				d.errorf(v.path, "must be more than 0")
 			}
 			r.Timeout = dur
 		}
-	}
+	}},
+}
+
+func (d *decoder) rollout(n *node) Rollout {
+	var r Rollout
+	decodeKeys(d, d.table(n, `a table like { max_unavailable = 1, timeout = "2m" }`), &r, rolloutKeys)
 	return r
 }
 
@@ -386,7 +386,7 @@ func keyTables() map[string][]string {
 		"hook.http":        keyNames(httpHookKeys),
 		"program.stdout":   keyNames(outputKeys),
 		"program.watch":    keyNames(watchKeys),
-		"program.rollout":  rolloutKeys,
+		"program.rollout":  keyNames(rolloutKeys),
 		"program.probes":   keyNames(probesKeys),
 		"program.probes.X": keyNames(probeKeys),
 		"probe.http":       keyNames(httpProbeKeys),
