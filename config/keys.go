@@ -372,27 +372,61 @@ func setBool(d *decoder, v *node, dst *bool) bool {
 	return ok
 }
 
-// keyTables are every table's keys, for the check that the example
-// documents each one.
-func keyTables() map[string][]string {
-	return map[string][]string{
-		"supervisor":       keyNames(supervisorKeys),
-		"procfile":         keyNames(procfileKeys),
-		"program":          keyNames(programKeys),
-		"program.sandbox":  keyNames(sandboxKeys),
-		"program.backoff":  keyNames(backoffKeys),
-		"program.hooks":    keyNames(hooksKeys),
-		"program.hooks.X":  keyNames(hookKeys),
-		"hook.http":        keyNames(httpHookKeys),
-		"program.stdout":   keyNames(outputKeys),
-		"program.watch":    keyNames(watchKeys),
-		"program.rollout":  keyNames(rolloutKeys),
-		"program.probes":   keyNames(probesKeys),
-		"program.probes.X": keyNames(probeKeys),
-		"probe.http":       keyNames(httpProbeKeys),
-		"rlimits.X":        keyNames(rlimitKeys),
-		"depends_on.X":     keyNames(dependsOnKeys),
-		"restart_rules":    keyNames(restartRuleKeys),
-		"restart_rules.X":  keyNames(restartRuleMatchKeys),
+// A keyTable is one table's keys: path is where the table sits, dotted,
+// with "*" for a name the file chooses (a program, a dependency, a
+// rule's index).
+type keyTable struct {
+	path  string
+	names []string
+}
+
+// keyTables are every table's keys, read from the rows: for Keys and for
+// the check that the example documents each one. [defaults] takes the
+// keys of program.*.
+func keyTables() []keyTable {
+	const p = "program.*"
+	tables := []keyTable{
+		{"supervisor", keyNames(supervisorKeys)},
+		{"procfile", keyNames(procfileKeys)},
+		{p, keyNames(programKeys)},
+		{p + ".sandbox", keyNames(sandboxKeys)},
+		{p + ".sandbox.rlimits", keyNames(rlimitsKeys())},
+		{p + ".sandbox.rlimits.*", keyNames(rlimitKeys)},
+		{p + ".backoff", keyNames(backoffKeys)},
+		{p + ".hooks", keyNames(hooksKeys)},
+		{p + ".stdout", keyNames(outputKeys)},
+		{p + ".stderr", keyNames(outputKeys)},
+		{p + ".watch", keyNames(watchKeys)},
+		{p + ".rollout", keyNames(rolloutKeys)},
+		{p + ".probes", keyNames(probesKeys)},
+		{p + ".depends_on.*", keyNames(dependsOnKeys)},
+		{p + ".restart_rules.*", keyNames(restartRuleKeys)},
+		{p + ".restart_rules.*.exit_codes", keyNames(restartRuleMatchKeys)},
 	}
+	for _, h := range keyNames(hooksKeys) {
+		tables = append(tables, keyTable{p + ".hooks." + h, keyNames(hookKeys)}, keyTable{p + ".hooks." + h + ".http", keyNames(httpHookKeys)})
+	}
+	for _, k := range keyNames(probesKeys) {
+		tables = append(tables, keyTable{p + ".probes." + k, keyNames(probeKeys)}, keyTable{p + ".probes." + k + ".http", keyNames(httpProbeKeys)})
+	}
+	return tables
+}
+
+// Keys returns the dotted path of every key a config file may set, sorted,
+// with "*" for a name the file chooses: "supervisor.socket",
+// "program.*.stop_timeout", "program.*.hooks.pre_start.timeout",
+// "program.*.depends_on.*.condition". A table that is itself a key
+// ("program.*.hooks") is listed as well as its keys. [defaults] takes the
+// keys under program.*. It is read from the tables' rows, so that what
+// checks a config against the keys (the exporters' tests) sees a new key
+// as soon as it can be set.
+func Keys() []string {
+	var keys []string
+	for _, t := range keyTables() {
+		for _, name := range t.names {
+			keys = append(keys, t.path+"."+name)
+		}
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys)
 }
