@@ -227,31 +227,27 @@ type exporter struct {
 }
 
 func exporters() []exporter {
+	systemd := func(version int) func(*config.Config) ([]byte, []Warning, error) {
+		return func(cfg *config.Config) ([]byte, []Warning, error) {
+			files, ws, err := Systemd(cfg, SystemdOptions{Prefix: "app", Version: version})
+			var b bytes.Buffer
+			for _, f := range files {
+				b.WriteString(f.Name + "\n")
+				b.Write(f.Data)
+			}
+			return b.Bytes(), ws, err
+		}
+	}
+	kubernetes := func(pod bool) func(*config.Config) ([]byte, []Warning, error) {
+		return func(cfg *config.Config) ([]byte, []Warning, error) {
+			return Kubernetes(cfg, KubernetesOptions{Image: "img", Name: "app", Pod: pod})
+		}
+	}
 	return []exporter{
-		{"systemd", func(cfg *config.Config) ([]byte, []Warning, error) {
-			files, ws, err := Systemd(cfg, SystemdOptions{Prefix: "app"})
-			var b bytes.Buffer
-			for _, f := range files {
-				b.WriteString(f.Name + "\n")
-				b.Write(f.Data)
-			}
-			return b.Bytes(), ws, err
-		}},
-		{"systemd 254", func(cfg *config.Config) ([]byte, []Warning, error) {
-			files, ws, err := Systemd(cfg, SystemdOptions{Prefix: "app", Version: 254})
-			var b bytes.Buffer
-			for _, f := range files {
-				b.WriteString(f.Name + "\n")
-				b.Write(f.Data)
-			}
-			return b.Bytes(), ws, err
-		}},
-		{"kubernetes", func(cfg *config.Config) ([]byte, []Warning, error) {
-			return Kubernetes(cfg, KubernetesOptions{Image: "img", Name: "app"})
-		}},
-		{"kubernetes --pod", func(cfg *config.Config) ([]byte, []Warning, error) {
-			return Kubernetes(cfg, KubernetesOptions{Image: "img", Name: "app", Pod: true})
-		}},
+		{"systemd", systemd(0)},
+		{"systemd 254", systemd(254)},
+		{"kubernetes", kubernetes(false)},
+		{"kubernetes --pod", kubernetes(true)},
 	}
 }
 
