@@ -43,6 +43,10 @@ func Kubernetes(cfg *config.Config, opts KubernetesOptions) ([]byte, []Warning, 
 	if len(cfg.Supervisor.ExitOn) > 0 {
 		ws.add("", "supervisor.exit_on", "not mapped: each program is its own workload, and nothing stops the others when one ends")
 	}
+	if cfg.Supervisor.HTTP != "" {
+		ws.add("", "supervisor.http", "not mapped: the state is the API server's (kubectl get), not on an HTTP port")
+	}
+	ws.ownSettings(cfg.Supervisor, "Kubernetes")
 	var docs []obj
 	if opts.Pod {
 		var err error
@@ -483,6 +487,29 @@ func (k *kubeWriter) unmapped() {
 	if b.Initial != config.DefaultBackoffInitial || b.Max != config.DefaultBackoffMax {
 		k.warn("backoff", "the kubelet's crash backoff (10s doubling to 5m) applies; its maximum is a node setting (KubeletConfiguration crashLoopBackOff.maxContainerRestartPeriod)")
 	}
+	if b.ResetAfter != config.DefaultBackoffResetAfter {
+		k.warn("backoff.reset_after", "the kubelet forgives past crashes after 10 minutes of running; it is not set per container")
+	}
+	if p.MinStopGrace != config.DefaultMinStopGrace {
+		k.warn("min_stop_grace", "Kubernetes gives the preStop hook and the stop signal one terminationGracePeriodSeconds together; there is no floor to map")
+	}
+	if p.Notify == config.NotifyFD && p.NotifyFD != config.DefaultNotifyFD {
+		k.warn("notify_fd", "the s6 notification descriptor has no Kubernetes equivalent")
+	}
+	if p.Rollout != (config.Rollout{}) {
+		k.warn("rollout", "not exported: set the Deployment's strategy.rollingUpdate.maxUnavailable and progressDeadlineSeconds by hand")
+	}
+	for _, x := range []struct {
+		key string
+		h   *config.Hook
+	}{{"hooks.pre_start", p.Hooks.PreStart}, {"hooks.post_start", p.Hooks.PostStart}, {"hooks.pre_stop", p.Hooks.PreStop}, {"hooks.post_stop", p.Hooks.PostStop}} {
+		if x.h != nil && x.h.Timeout != config.DefaultHookTimeout {
+			k.warn(x.key+".timeout", "Kubernetes bounds hooks by the Pod's terminationGracePeriodSeconds (an init container by nothing), not one by one")
+		}
+		if x.h != nil && x.h.HTTP != nil && x.h.HTTP.ExpectStatus != 0 {
+			k.warn(x.key+".http.expect_status", "the kubelet's httpGet passes any 200–399; an exact status cannot be asked for")
+		}
+	}
 	if len(p.RestartRules) > 0 {
 		k.warn("restart_rules", "not exported: container restartPolicyRules need Kubernetes 1.34 or later; add them by hand")
 	}
@@ -495,8 +522,16 @@ func (k *kubeWriter) unmapped() {
 	if p.Sidecar && !k.opts.Pod {
 		k.warn("sidecar", "exported as its own workload; in one Pod it would be an init container with restartPolicy Always")
 	}
-	if p.Stdout.File != "" || p.Stderr.File != "" {
-		k.warn("stdout", "log files are not exported: Kubernetes keeps the containers' output")
+	for _, x := range outputSettings(p) {
+		if x.o.File != "" {
+			k.warn(x.key, "log files are not exported: Kubernetes keeps the containers' output")
+		}
+		if !x.o.Console {
+			k.warn(x.key+".console", "false: Kubernetes keeps the containers' output anyway")
+		}
+		if x.o.Timestamps {
+			k.warn(x.key+".timestamps", "the container runtime stamps each line (kubectl logs --timestamps)")
+		}
 	}
 	if len(p.SuccessExitCodes) > 1 || len(p.SuccessExitCodes) == 1 && p.SuccessExitCodes[0] != 0 {
 		k.warn("success_exit_codes", "only exit 0 is success for Kubernetes")
@@ -595,6 +630,12 @@ func podDocs(cfg *config.Config, opts KubernetesOptions, ws *warnings) ([]obj, e
 		}
 		if p.Hooks.PreStart != nil {
 			k.warn("hooks.pre_start", "not exported in a Pod: make it an init container before %q by hand", p.Name)
+		}
+		if !p.Autostart {
+			k.warn("autostart", "false: every container of the Pod starts with it")
+		}
+		if p.Sandbox.Hostname != "" {
+			k.warn("sandbox.hostname", "a Pod has one hostname for all its containers: set spec.hostname by hand")
 		}
 		c := k.container()
 		switch {

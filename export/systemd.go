@@ -50,6 +50,7 @@ func Systemd(cfg *config.Config, opts SystemdOptions) ([]File, []Warning, error)
 	if cfg.Supervisor.HTTP != "" {
 		ws.add("", "supervisor.http", "not mapped: systemd's state is in systemctl and the journal, not on an HTTP port")
 	}
+	ws.ownSettings(cfg.Supervisor, "systemd")
 	byName := map[string]*config.Program{}
 	for _, p := range cfg.Programs {
 		byName[p.Name] = p
@@ -482,6 +483,23 @@ func (e *unitWriter) unmapped() {
 	}
 	if !p.Autostart {
 		e.warn("autostart", "false: the unit is exported, but %q does not want it", e.opts.Prefix+".target")
+	}
+	if p.Notify == config.NotifyFD && p.NotifyFD != config.DefaultNotifyFD {
+		e.warn("notify_fd", "the s6 notification descriptor has no systemd equivalent")
+	}
+	if p.Rollout != (config.Rollout{}) {
+		e.warn("rollout", "systemd has no rolling restart of a template's instances: restart them one by one by hand")
+	}
+	for _, x := range outputSettings(p) {
+		if !x.o.Console && x.o.File == "" {
+			e.warn(x.key+".console", "false: the journal gets the output anyway (Standard%s=null by hand to drop it)", strings.TrimPrefix(x.key, "std"))
+		}
+		if x.o.Timestamps {
+			e.warn(x.key+".timestamps", "the journal stamps each line itself; a log file gets no timestamps")
+		}
+		if x.o.File != "" && x.o.MaxFiles != config.DefaultLogMaxFiles {
+			e.warn(x.key+".max_files", "systemd does not rotate %q: keep files with logrotate, or use the journal", x.o.File)
+		}
 	}
 }
 
