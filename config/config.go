@@ -12,6 +12,8 @@ const (
 	DefaultWorkers         = 2
 	DefaultShutdownTimeout = 30 * time.Second
 	DefaultStopTimeout     = 10 * time.Second
+	DefaultExitTailLines   = 50
+	MaxExitTailLines       = 1000
 	DefaultMinStopGrace    = 2 * time.Second // the kubelet's minimum grace period
 	DefaultStopSignal      = syscall.SIGTERM
 	DefaultBackoffInitial  = 10 * time.Second
@@ -184,6 +186,10 @@ type Program struct {
 	DependsOn   []string
 	StopSignal  syscall.Signal
 	StopTimeout time.Duration
+	// ExitTailLines is how many of a run's last lines, per stream, are
+	// kept with its end for `supervisectl why`; 0 means
+	// DefaultExitTailLines.
+	ExitTailLines int
 	// MinStopGrace is the least time the stop signal gets before SIGKILL,
 	// however much of StopTimeout pre_stop used (the kubelet's 2 s
 	// minimum grace period). 0 lets pre_stop use it all.

@@ -159,6 +159,7 @@ var programKeys = []key[*programDecoding]{
 		}
 	}},
 	{"stop_timeout", func(d *decoder, p *programDecoding, v *node) { setDuration(d, v, &p.StopTimeout) }},
+	{"exit_tail_lines", func(d *decoder, p *programDecoding, v *node) { setInt(d, v, 1, MaxExitTailLines, &p.ExitTailLines) }},
 	{"min_stop_grace", func(d *decoder, p *programDecoding, v *node) { setDuration(d, v, &p.MinStopGrace) }},
 	{"backoff", func(d *decoder, p *programDecoding, v *node) { p.Backoff = d.backoff(v, p.isDefaults) }},
 	{"sandbox", func(d *decoder, p *programDecoding, v *node) { p.Sandbox = d.sandbox(v, p.isDefaults) }},

@@ -101,6 +101,7 @@ func (s *Supervisor) disposeSandbox(ctx context.Context, in *instance) {
 
 // recordExit stores exit and applies the restart policy.
 func (s *Supervisor) recordExit(in *instance, exit exitInfo, requested bool) {
+	s.noteRunEnd(in, exit, requested)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	in.procID, in.pid = "", 0

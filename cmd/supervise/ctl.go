@@ -138,6 +138,8 @@ func ctlVerbTable() []ctlVerb {
 	return []ctlVerb{
 		{name: "status", args: "[NAME…]", usage: "show programs: state, pid, uptime, restarts, last exit, memory, CPU",
 			run: ctlStatus},
+		{name: "why", args: "[NAME…]", usage: "show how programs last ended: the exit and its reason, how long the run lasted, its peak memory and last lines, the restarts and backoff now",
+			run: ctlWhy},
 		{name: "start", args: "NAME…", usage: "start programs; returns when they are ready (or have failed)",
 			run: ctlAct("started", func(ctx context.Context, e *ctlEnv) error {
 				return e.client.Start(ctx, e.names, e.wait)
@@ -580,6 +582,25 @@ func ctlLogs(ctx context.Context, e *ctlEnv) error {
 		}
 		return flushIf(e, err)
 	})
+}
+
+func ctlWhy(ctx context.Context, e *ctlEnv) error {
+	ws, err := e.client.Why(ctx, e.names)
+	if err != nil {
+		return err
+	}
+	if e.json {
+		enc := json.NewEncoder(e.out)
+		if isTerminal(os.Stdout) {
+			enc.SetIndent("", "  ")
+		}
+		return enc.Encode(ws)
+	}
+	if len(ws) == 0 {
+		_, err := fmt.Fprintln(e.out, "no programs")
+		return err
+	}
+	return ctlfmt.Why(e.out, ws, e.colour, e.terminal)
 }
 
 func ctlEvents(ctx context.Context, e *ctlEnv) error {
