@@ -100,6 +100,10 @@ type Supervisor struct {
 	// HTTP is the address (HOST:PORT) of the read-only HTTP listener for
 	// /metrics, /healthz and /readyz; "" (the default) serves none.
 	HTTP string
+	// HTTPTokenFile, when set, names the file of the bearer token that
+	// opens the control verbs under /v1/ on the HTTP listener (checked
+	// by ReadTokenFile); without it the listener is read-only.
+	HTTPTokenFile string
 	// Line of the [supervisor] table; 0 when the file has none.
 	Line int
 }

@@ -101,6 +101,17 @@ var supervisorKeys = []key[*Supervisor]{
 			s.HTTP = addr
 		}
 	}},
+	{"http_token_file", func(d *decoder, s *Supervisor, v *node) {
+		p, ok := d.path(v)
+		if !ok {
+			return
+		}
+		if _, err := ReadTokenFile(p); err != nil {
+			d.errorf(v.path, "%v", err)
+			return
+		}
+		s.HTTPTokenFile = p
+	}},
 }
 
 // programDecoding is one program table being decoded: the program, and

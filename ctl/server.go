@@ -309,6 +309,26 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
 }
 
+// VerbHandler returns the verbs' routes (/v1/VERB) with the same JSON as
+// the socket, for another listener that authenticates its clients itself
+// (the HTTP listener's bearer token): no peer credentials are checked
+// here. Following streams count against MaxFollowers with the socket's.
+func (s *Server) VerbHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		if s.draining {
+			s.mu.Unlock()
+			s.reply(w, &apiError{Status: http.StatusServiceUnavailable, Code: codeUnavailable, Msg: "supervise is shutting down"})
+			return
+		}
+		s.handlers.Add(1)
+		s.mu.Unlock()
+		defer s.handlers.Done()
+		// No local peer: the logs say uid -1 rather than root's 0.
+		s.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), peerKey{}, peer{uid: -1, pid: -1})))
+	})
+}
+
 // routes gives each verb of verbTable its route, "METHOD /v1/VERB". What
 // no route takes — an unknown path or verb, a verb with the wrong method —
 // gets the protocol's JSON error from unrouted, not ServeMux's text.

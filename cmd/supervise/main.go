@@ -385,6 +385,17 @@ func runPrograms(c *cli.Context, only []string) int {
 	}
 	if httpAddr != "" {
 		h := metrics.NewHandler(sup, metrics.Build{Version: version.Version, GoVersion: runtime.Version()})
+		if tf := cfg.Supervisor.HTTPTokenFile; tf != "" {
+			// Checked when the config was read; read again here, as late
+			// as can be. The token itself is never logged.
+			token, err := config.ReadTokenFile(tf)
+			if err != nil {
+				log.Error("http_token_file", "err", err)
+				return exitFailed
+			}
+			h.Control(srv.VerbHandler(), token)
+			log.Info("HTTP listener serves the control verbs to the token's holder", "token_file", tf)
+		}
 		ms, err := metrics.Listen(httpAddr, h, log)
 		if err != nil {
 			log.Error("metrics listener", "err", err)
