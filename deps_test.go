@@ -81,6 +81,10 @@ var transitive = map[string]map[string]string{
 		"config":                             "the init reads flags only",
 		"github.com/russross/blackfriday/v2": "urfave/cli's docs, 0.5 ms of package initialisation",
 	},
+	"cmd/supervise": {
+		"github.com/chromedp/chromedp": "the browser driver is the integration tests' only",
+		"github.com/chromedp/cdproto":  "the browser driver is the integration tests' only",
+	},
 }
 
 func goList(t *testing.T, args ...string) string {
@@ -144,7 +148,10 @@ func TestModules(t *testing.T) {
 		"github.com/fsnotify/fsnotify", "golang.org/x/time",
 		// indirect, through urfave/cli's docs: dropped with -tags urfave_cli_no_docs
 		"github.com/cpuguy83/go-md2man/v2", "github.com/russross/blackfriday/v2",
-		"github.com/xrash/smetrics"}
+		"github.com/xrash/smetrics",
+		// the integration tests' browser driver (the web console in headless
+		// Chromium); never linked into the binary (transitive above)
+		"github.com/chromedp/chromedp", "github.com/chromedp/cdproto", "github.com/go-json-experiment/json"}
 	// The modules of every package our packages and tests build with.
 	out := goList(t, "-deps", "-test", "-f", `{{with .Module}}{{if not .Main}}{{.Path}}{{end}}{{end}}`, "./...")
 	seen := map[string]bool{}

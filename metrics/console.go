@@ -238,7 +238,7 @@ func exitString(e *Exit) string {
 	case e == nil:
 		return "-"
 	case e.Reason != "" && e.Reason != "Completed" && e.Reason != "Error":
-		return e.Reason + " (" + strconv.Itoa(e.Code) + ")"
+		return e.Reason // Signaled, OOMKilled, LivenessProbeFailed … say more than the code
 	}
 	return "exit " + strconv.Itoa(e.Code)
 }
