@@ -265,3 +265,65 @@ func TestWebConsoleInBrowser(t *testing.T) {
 		}
 	}
 }
+
+// procFigures are a process's CPU time (utime+stime, in clock ticks) and
+// bytes written (wchar: files and sockets alike).
+func procFigures(t *testing.T, pid int) (ticks, wchar int64) {
+	t.Helper()
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+2:]))
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	s, _ := strconv.ParseInt(f[12], 10, 64)
+	io, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(io), "\n") {
+		if v, ok := strings.CutPrefix(l, "wchar: "); ok {
+			wchar, _ = strconv.ParseInt(v, 10, 64)
+		}
+	}
+	return u + s, wchar
+}
+
+// The cost of open pages on the supervisor: SUPERVISE_MEASURE_CONSOLE=1
+// opens 10 tabs of the console (one on a program's detail, which polls
+// its log too) for 30 s and logs the supervisor's CPU and bytes written
+// per second against 30 s with none. A measurement, not a check.
+func TestWebConsoleCost(t *testing.T) {
+	if os.Getenv("SUPERVISE_MEASURE_CONSOLE") == "" {
+		t.Skip("set SUPERVISE_MEASURE_CONSOLE=1 to measure")
+	}
+	needRoot(t)
+	d, base := consoleDaemon(t, false)
+	pid := d.cmd.Process.Pid
+	const span = 30 * time.Second
+	const hz = 100 // USER_HZ
+	measure := func() (cpuPct, bytesPerSec float64) {
+		t0, w0 := procFigures(t, pid)
+		time.Sleep(span) // the span measured, not a wait for a state
+		t1, w1 := procFigures(t, pid)
+		return float64(t1-t0) / hz / span.Seconds() * 100, float64(w1-w0) / span.Seconds()
+	}
+	idleCPU, idleBytes := measure()
+	ctx := browser(t)
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/")); err != nil { // the first tab starts the browser
+		t.Fatal(err)
+	}
+	for i := range 9 {
+		tab, cancel := chromedp.NewContext(ctx)
+		t.Cleanup(cancel)
+		u := base + "/"
+		if i == 0 {
+			u += "#web"
+		}
+		if err := chromedp.Do(tab, chromedp.Navigate(u)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cpu, bytes := measure()
+	t.Logf("supervisor, no page: %.2f%% CPU, %.0f B/s written; 10 pages: %.2f%% CPU, %.0f B/s written", idleCPU, idleBytes, cpu, bytes)
+}
