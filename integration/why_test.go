@@ -176,3 +176,33 @@ command = ["sleep", "100000"]
 		}
 	}
 }
+
+// supervisectl top shows the why line of the selected program, and j
+// moves the selection.
+func TestTopShowsWhyLine(t *testing.T) {
+	needRoot(t)
+	dir, file := writeConfig(t, `
+[program.alpha]
+command = ["sh", "-c", "echo bye; exit 3"]
+restart = "never"
+[program.beta]
+command = ["sleep", "100000"]
+`)
+	d := startDaemon(t, dir, file)
+	eventually(t, "alpha failed, beta running", 60*time.Second, func() bool {
+		st := d.status()
+		return st["alpha"].State == "Failed" && st["beta"].State == "Running"
+	})
+	top := startTop(t, d, 120)
+	eventually(t, "alpha's why line", 60*time.Second, func() bool { return top.seen("why alpha: exit 3, Error") })
+	top.master.Write([]byte("n")) // by name: alpha, beta
+	eventually(t, "sorted by name", 60*time.Second, func() bool { return top.seen("sorted by name") })
+	top.master.Write([]byte("j"))
+	eventually(t, "beta's why line after j", 60*time.Second, func() bool { return top.seen("why beta: never ended") })
+	top.master.Write([]byte("q"))
+	select {
+	case <-top.done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("top did not quit on q")
+	}
+}

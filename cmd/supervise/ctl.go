@@ -167,7 +167,7 @@ func ctlVerbTable() []ctlVerb {
 				&cli.IntFlag{Name: "n", Aliases: []string{"lines"}, Value: -1, DefaultText: "all", Usage: "lines of history per program"}}},
 		{name: "events", usage: "print recent state changes; -f follows them",
 			run: ctlEvents, options: followOptions, flags: []cli.Flag{followFlag}},
-		{name: "top", args: "[NAME…]", usage: "a live view of the programs: state, readiness, restarts, CPU %, memory, last exit (c/m/n sort, q quits)",
+		{name: "top", args: "[NAME…]", usage: "a live view of the programs: state, readiness, restarts, CPU %, memory, last exit, and the why line of the selected one (c/m/n sort, j/k select, q quits)",
 			run: ctlTop, options: topOptions,
 			flags: []cli.Flag{&cli.StringFlag{Name: "sort", Value: ctlfmt.SortCPU, Usage: "cpu, mem or name"},
 				&cli.DurationFlag{Name: "interval", Value: 2 * time.Second, Usage: "time between refreshes"}}},
