@@ -327,3 +327,39 @@ func TestWebConsoleCost(t *testing.T) {
 	cpu, bytes := measure()
 	t.Logf("supervisor, no page: %.2f%% CPU, %.0f B/s written; 10 pages: %.2f%% CPU, %.0f B/s written", idleCPU, idleBytes, cpu, bytes)
 }
+
+// Following streams over the HTTP listener hold their connections; at most
+// 8 are served at once (503 past that), and /healthz is answered while
+// they run.
+func TestWebConsoleFollowersDoNotStarveHealthz(t *testing.T) {
+	needRoot(t)
+	_, base := consoleDaemon(t, true)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	follow := func() int {
+		req, _ := http.NewRequestWithContext(ctx, "GET", base+"/v1/logs?follow=1&name=web", nil)
+		req.Header.Set("Authorization", "Bearer "+webToken)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != 200 {
+			resp.Body.Close()
+		}
+		return resp.StatusCode // a 200 stream stays open until ctx ends
+	}
+	for i := range 8 {
+		if code := follow(); code != 200 {
+			t.Fatalf("follower %d: %d", i, code)
+		}
+	}
+	if code := follow(); code != 503 {
+		t.Errorf("a 9th follower: %d, want 503", code)
+	}
+	for range 20 {
+		if code, body := get(t, "GET", base+"/healthz", nil); code != 200 {
+			t.Fatalf("/healthz with 8 followers: %d %s", code, body)
+		}
+	}
+}

@@ -81,8 +81,12 @@ func (s *Supervisor) Snapshot() metrics.Snapshot {
 // Runs returns the last ended run of every instance that has one, for
 // the web console.
 func (s *Supervisor) Runs() map[string]metrics.Run {
+	s.mu.Lock()
+	live := s.sortedKeysLocked()
+	s.mu.Unlock()
 	s.why.mu.Lock()
 	defer s.why.mu.Unlock()
+	s.why.pruneLocked(live)
 	out := make(map[string]metrics.Run, len(s.why.runs))
 	for k, p := range s.why.runs {
 		if r := p.last; r != nil {

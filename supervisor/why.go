@@ -46,6 +46,20 @@ type runPage struct {
 	last *ctl.RunRecord
 }
 
+// pruneLocked forgets the runs of instances not in live (removed by a
+// reload or a scale), so the book stays as large as the config.
+func (b *runBook) pruneLocked(live []string) {
+	keep := make(map[string]bool, len(live))
+	for _, k := range live {
+		keep[k] = true
+	}
+	for k := range b.runs {
+		if !keep[k] {
+			delete(b.runs, k)
+		}
+	}
+}
+
 // statsReader is the part of the runtime that reads a sandbox's full
 // figures, its memory peak among them (*proc.Runtime has it).
 type statsReader interface {
@@ -215,9 +229,13 @@ func (s *Supervisor) Why(ctx context.Context, names []string) ([]ctl.Why, error)
 		}
 		out = append(out, w)
 	}
+	all := len(names) == 0
 	s.mu.Unlock()
 	s.why.mu.Lock()
 	defer s.why.mu.Unlock()
+	if all {
+		s.why.pruneLocked(keys)
+	}
 	for i := range out {
 		if p := s.why.runs[out[i].Name]; p != nil && p.last != nil {
 			r := *p.last // the slices are never written again

@@ -39,3 +39,12 @@ func TestRunTail(t *testing.T) {
 		t.Errorf("runTail kept %d lines, %d bytes, last %.10q", len(out), total, out[len(out)-1])
 	}
 }
+
+// The book forgets the runs of instances gone from the config.
+func TestRunBookPrune(t *testing.T) {
+	b := runBook{runs: map[string]*runPage{"web": {}, "old": {}, "db": {}}}
+	b.pruneLocked([]string{"web", "db", "new"})
+	if len(b.runs) != 2 || b.runs["web"] == nil || b.runs["db"] == nil {
+		t.Errorf("after prune: %v", b.runs)
+	}
+}
