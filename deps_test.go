@@ -33,7 +33,7 @@ var imports = map[string][]string{
 	"internal/promcheck":   {},        // imported by tests only
 	"clock/fakeclock":      {"clock"}, // imported by tests only
 	"backoff":              {"clock", "golang.org/x/time/rate"},
-	"config":               {"internal/consolepath", "internal/size", "internal/unixsig", "github.com/BurntSushi/toml", "watch/glob"},
+	"config":               {"internal/consolepath", "internal/size", "internal/unixsig", "github.com/BurntSushi/toml", "watch/glob", "golang.org/x/sys/unix"},
 	"proc":                 {"internal/execpath", "internal/reap", "internal/unixsig", "proc/cgroups", "golang.org/x/sys/unix"},
 	"proc/cgroups":         {"golang.org/x/sys/unix"},
 	"hooks":                {"clock", "internal/httpcheck", "proc"},
@@ -85,6 +85,10 @@ var transitive = map[string]map[string]string{
 		"config":                             "the init reads flags only",
 		"github.com/russross/blackfriday/v2": "urfave/cli's docs, 0.5 ms of package initialisation",
 		"gopkg.in/yaml.v3":                   "the process-compose importer's, 0.1 ms of package initialisation",
+	},
+	"cmd/supervise": {
+		"github.com/chromedp/chromedp": "the browser driver is the integration tests' only",
+		"github.com/chromedp/cdproto":  "the browser driver is the integration tests' only",
 	},
 }
 
@@ -287,7 +291,10 @@ func TestModules(t *testing.T) {
 		"github.com/cpuguy83/go-md2man/v2", "github.com/russross/blackfriday/v2",
 		"github.com/xrash/smetrics",
 		// export: the process-compose importer's YAML reader (kept out of supervise-init)
-		"gopkg.in/yaml.v3"}
+		"gopkg.in/yaml.v3",
+		// the integration tests' browser driver (the web console in headless
+		// Chromium); never linked into the binary (transitive above)
+		"github.com/chromedp/chromedp", "github.com/chromedp/cdproto", "github.com/go-json-experiment/json"}
 	// The modules of every package our packages and tests build with.
 	out := goList(t, "-deps", "-test", "-f", `{{with .Module}}{{if not .Main}}{{.Path}}{{end}}{{end}}`, "./...")
 	seen := map[string]bool{}

@@ -12,6 +12,8 @@ const (
 	DefaultWorkers         = 2
 	DefaultShutdownTimeout = 30 * time.Second
 	DefaultStopTimeout     = 10 * time.Second
+	DefaultExitTailLines   = 50
+	MaxExitTailLines       = 1000
 	DefaultMinStopGrace    = 2 * time.Second // the kubelet's minimum grace period
 	DefaultStopSignal      = syscall.SIGTERM
 	DefaultBackoffInitial  = 10 * time.Second
@@ -102,6 +104,10 @@ type Supervisor struct {
 	// HTTP is the address (HOST:PORT) of the read-only HTTP listener for
 	// /metrics, /healthz and /readyz; "" (the default) serves none.
 	HTTP string
+	// HTTPTokenFile, when set, names the file of the bearer token that
+	// opens the control verbs under /v1/ on the HTTP listener (checked
+	// by ReadTokenFile); without it the listener is read-only.
+	HTTPTokenFile string
 	// Line of the [supervisor] table; 0 when the file has none.
 	Line int
 }
@@ -188,6 +194,10 @@ type Program struct {
 	DependsOn   []string
 	StopSignal  syscall.Signal
 	StopTimeout time.Duration
+	// ExitTailLines is how many of a run's last lines, per stream, are
+	// kept with its end for `supervisectl why`; 0 means
+	// DefaultExitTailLines.
+	ExitTailLines int
 	// MinStopGrace is the least time the stop signal gets before SIGKILL,
 	// however much of StopTimeout pre_stop used (the kubelet's 2 s
 	// minimum grace period). 0 lets pre_stop use it all.

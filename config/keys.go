@@ -102,6 +102,17 @@ var supervisorKeys = []key[*Supervisor]{
 			s.HTTP = addr
 		}
 	}},
+	{"http_token_file", func(d *decoder, s *Supervisor, v *node) {
+		p, ok := d.path(v)
+		if !ok {
+			return
+		}
+		if _, err := ReadTokenFile(p); err != nil {
+			d.errorf(v.path, "%v", err)
+			return
+		}
+		s.HTTPTokenFile = p
+	}},
 }
 
 // programDecoding is one program table being decoded: the program, and
@@ -160,6 +171,7 @@ var programKeys = []key[*programDecoding]{
 		}
 	}},
 	{"stop_timeout", func(d *decoder, p *programDecoding, v *node) { setDuration(d, v, &p.StopTimeout) }},
+	{"exit_tail_lines", func(d *decoder, p *programDecoding, v *node) { setInt(d, v, 1, MaxExitTailLines, &p.ExitTailLines) }},
 	{"min_stop_grace", func(d *decoder, p *programDecoding, v *node) { setDuration(d, v, &p.MinStopGrace) }},
 	{"backoff", func(d *decoder, p *programDecoding, v *node) { p.Backoff = d.backoff(v, p.isDefaults) }},
 	{"sandbox", func(d *decoder, p *programDecoding, v *node) { p.Sandbox = d.sandbox(v, p.isDefaults) }},

@@ -86,6 +86,7 @@ func (ws *warnings) ownSettings(s config.Supervisor, target string) {
 		{"watch_config", !s.WatchConfig},
 		{"probe_jitter", !s.ProbeJitter},
 		{"strict_shutdown", s.StrictShutdown},
+		{"http_token_file", s.HTTPTokenFile != ""},
 	} {
 		if x.set {
 			ws.add("", "supervisor."+x.key, "not mapped: a setting of supervise itself, which %s replaces", target)

@@ -51,6 +51,7 @@ func keyCases() map[string]keyCase {
 		"supervisor.max_connections":  only("max_connections = 100\n"),
 		"supervisor.max_followers":    only("max_followers = 7\n"),
 		"supervisor.http":             only("http = \"127.0.0.1:9100\"\n"),
+		"supervisor.http_token_file":  only("http_token_file = \"token\"\n"),
 
 		"procfile.file":         {base: "file = \"Procfile\"\n", set: "file = \"Other.procfile\"\n"},
 		"procfile.port":         only("port = 7000\n"),
@@ -68,6 +69,7 @@ func keyCases() map[string]keyCase {
 		"program.*.dir":                                 only("dir = \"/srv\"\n"),
 		"program.*.env_file":                            only("env_file = \"e.env\"\n"),
 		"program.*.env":                                 only("env = { A = \"1\" }\n"),
+		"program.*.exit_tail_lines":                     only("exit_tail_lines = 7\n"),
 		"program.*.user":                                only("user = \"7\"\n"),
 		"program.*.group":                               only("group = \"7\"\n"),
 		"program.*.groups":                              only("groups = [\"7\"]\n"),
@@ -185,10 +187,11 @@ func keyConfig(t *testing.T, dir, key, lines string) *config.Config {
 	t.Helper()
 	for name, data := range map[string]string{
 		"e.env":          "FROM_FILE=1\n",
+		"token":          "0123456789abcdef0123456789abcdef\n",
 		"Procfile":       "web: /bin/web --port $PORT\nworker: /bin/worker\n",
 		"Other.procfile": "web: /bin/other-web\nworker: /bin/other-worker\n",
 	} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -493,6 +493,9 @@ func (k *kubeWriter) unmapped() {
 	if p.MinStopGrace != config.DefaultMinStopGrace {
 		k.warn("min_stop_grace", "Kubernetes gives the preStop hook and the stop signal one terminationGracePeriodSeconds together; there is no floor to map")
 	}
+	if p.ExitTailLines != config.DefaultExitTailLines {
+		k.warn("exit_tail_lines", "not mapped: the lines supervisectl why keeps of a run; Kubernetes keeps the logs its own way")
+	}
 	if p.Notify == config.NotifyFD && p.NotifyFD != config.DefaultNotifyFD {
 		k.warn("notify_fd", "the s6 notification descriptor has no Kubernetes equivalent")
 	}

@@ -484,6 +484,9 @@ func (e *unitWriter) unmapped() {
 	if !p.Autostart {
 		e.warn("autostart", "false: the unit is exported, but %q does not want it", e.opts.Prefix+".target")
 	}
+	if p.ExitTailLines != config.DefaultExitTailLines {
+		e.warn("exit_tail_lines", "not mapped: the lines supervisectl why keeps of a run; systemd keeps the logs its own way")
+	}
 	if p.Notify == config.NotifyFD && p.NotifyFD != config.DefaultNotifyFD {
 		e.warn("notify_fd", "the s6 notification descriptor has no systemd equivalent")
 	}

@@ -113,6 +113,7 @@ func (s *Supervisor) releaseSandbox(ctx context.Context, in *instance, keep bool
 // for, nor caused by a stop) is marked afterExit: decideRun then says
 // whether it restarts, and when, or ends for good (stepSettle).
 func (s *Supervisor) recordExit(in *instance, exit exitInfo, requested bool) {
+	s.noteRunEnd(in, exit, requested)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	in.procID, in.pid = "", 0

@@ -107,6 +107,7 @@ type Supervisor struct {
 	hooks  *hooks.Runner
 	logs   *logSet
 	events *eventLog
+	why    runBook // each instance's last ended run (why.go)
 
 	bootedAt  time.Time      // for the spread of first probes
 	randFloat func() float64 // [0, 1); tests replace it

@@ -333,7 +333,7 @@ func runPrograms(c *cli.Context, only []string) int {
 	// Closed (the socket removed) only once every actor has returned: the
 	// supervisor has stopped the programs by then.
 	defer srv.Close()
-	ms, httpAddr, err := r.listenMetrics(c)
+	ms, httpAddr, err := r.listenMetrics(c, srv)
 	if err != nil {
 		log.Error("metrics listener", "err", err)
 		return exitFailed
@@ -454,12 +454,22 @@ func (r *run) socketPath(c *cli.Context) string {
 
 // listenMetrics opens the metrics listener when one is asked for (nil
 // otherwise) and says its address.
-func (r *run) listenMetrics(c *cli.Context) (*metrics.Server, string, error) {
+func (r *run) listenMetrics(c *cli.Context, srv *ctl.Server) (*metrics.Server, string, error) {
 	addr := cmp.Or(c.String("http"), r.cfg.Supervisor.HTTP)
 	if addr == "" {
 		return nil, "", nil
 	}
 	h := metrics.NewHandler(r.sup, metrics.Build{Version: version.Version, GoVersion: runtime.Version()})
+	if tf := r.cfg.Supervisor.HTTPTokenFile; tf != "" {
+		// Checked when the config was read; read again here, as late as
+		// can be. The token itself is never logged.
+		token, err := config.ReadTokenFile(tf)
+		if err != nil {
+			return nil, "", fmt.Errorf("http_token_file: %w", err)
+		}
+		h.Control(srv.VerbHandler(), token)
+		r.log.Info("HTTP listener serves the control verbs to the token's holder", "token_file", tf)
+	}
 	ms, err := metrics.Listen(addr, h, r.log)
 	if err != nil {
 		return nil, "", err
