@@ -19,6 +19,7 @@ const mod = "github.com/supervise-dev/supervise/"
 // may use, and clock/fakeclock is for tests only.
 var imports = map[string][]string{
 	"clock":                {},
+	"schedule":             {},
 	"internal/unixsig":     {"golang.org/x/sys/unix"},
 	"internal/execpath":    {"golang.org/x/sys/unix"},
 	"internal/reap":        {"golang.org/x/sys/unix"},
