@@ -86,6 +86,7 @@ func (d *decoder) program(name string, n *node, isDefaults bool) *Program {
 		p.Env = pd.env
 	}
 	d.checkHealth(pd, n)
+	d.checkSchedule(pd, t)
 	return p
 }
 
@@ -705,6 +706,7 @@ func (d *decoder) crossCheck(cfg *Config) {
 		}
 	}
 	d.checkCompleted(cfg)
+	d.checkScheduled(cfg)
 	for _, cycle := range findCycles(cfg.Programs) {
 		first := byName[cycle[0]]
 		path := []string{"program", first.Name, "depends_on"}
