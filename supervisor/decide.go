@@ -13,6 +13,9 @@ type runView struct {
 	unmetDep         string        // a dependency not yet as asked; "" when all are
 	afterExit        bool          // the last run ended by itself (not asked to)
 	backoffLeft      time.Duration // of its crash backoff, counted from that exit
+	scheduled        bool          // a job: runs at the times of its schedule (schedule.go)
+	slotDue          bool          // a job's time came, or start asked for a run
+	overran          bool          // a job's run passed its max_runtime
 }
 
 // runStep is what reconcile does next for an instance meant to run.
@@ -43,12 +46,16 @@ func decideRun(v runView) runStep {
 		return stepStopForRestart
 	case v.running && v.unhealthy:
 		return stepStopUnhealthy
+	case v.running && v.overran:
+		return stepStopUnhealthy
 	case v.running:
 		return stepNothing
 	case v.settled && !v.restartRequested:
 		return stepNothing
 	case v.shuttingDown:
 		return stepNothing
+	case v.scheduled && !v.slotDue && !v.afterExit && !v.restartRequested:
+		return stepNothing // a job between its times
 	case v.unmetDep != "":
 		return stepWaitDependency
 	case v.afterExit && !v.restartRequested && v.backoffLeft > 0:

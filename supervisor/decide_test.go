@@ -53,7 +53,7 @@ func TestDecideRunInvariants(t *testing.T) {
 						for _, dep := range []string{"", "db"} {
 							for _, afterExit := range bools {
 								for _, left := range []time.Duration{0, time.Second} {
-									v := runView{running, restart, unhealthy, settled, shutting, dep, afterExit, left}
+									v := runView{running: running, restartRequested: restart, unhealthy: unhealthy, settled: settled, shuttingDown: shutting, unmetDep: dep, afterExit: afterExit, backoffLeft: left}
 									got := decideRun(v)
 									n++
 									check := func(ok bool, rule string) {

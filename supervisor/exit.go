@@ -114,6 +114,9 @@ func (s *Supervisor) recordExit(in *instance, exit exitInfo, requested bool) {
 		msg += ": " + e.Message
 	}
 	s.setStateLocked(in, Exited, msg)
+	if s.jobExitLocked(in, requested) {
+		return
+	}
 	if requested || in.goal != goalRun {
 		return
 	}

@@ -384,7 +384,7 @@ func (s *Supervisor) checkSystemdReadyLocked() {
 		return
 	}
 	for _, in := range s.instances {
-		if !in.spec.Autostart {
+		if !in.spec.Autostart || in.job != nil { // a job is not a service to wait for
 			continue
 		}
 		if !in.ready && in.state != Completed {

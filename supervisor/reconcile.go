@@ -96,6 +96,7 @@ func (s *Supervisor) reconcileRun(ctx context.Context, in *instance) error {
 			}
 			in.afterExit = false
 			in.nextStart = time.Time{}
+			s.jobRunStartsLocked(in)
 			s.mu.Unlock()
 			return s.start(ctx, in)
 		}
@@ -117,6 +118,7 @@ func (s *Supervisor) runViewLocked(in *instance) runView {
 		shuttingDown:     s.shuttingDown,
 		afterExit:        in.afterExit,
 	}
+	jobViewLocked(in, &v)
 	if v.running {
 		if !v.restartRequested {
 			v.unhealthy = s.checkHealthLocked(in)

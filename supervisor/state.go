@@ -183,6 +183,7 @@ type instance struct {
 
 	backoff *backoff.Crash
 	logs    programLogs
+	job     *jobState // a scheduled program's timers and runs (schedule.go); nil for a daemon
 }
 
 type exitEvent struct {

@@ -508,8 +508,8 @@ func (s *Supervisor) checkDoneLocked() {
 			continue // sidecars serve the others; shutdownAll stops them
 		}
 		mains++
-		if in.goal == goalRun && !in.settled {
-			return
+		if in.goal == goalRun && (!in.settled || in.job != nil) {
+			return // a job meant to run has another time coming
 		}
 		if in.procID != "" || in.state == Stopping || in.state == Starting {
 			return
@@ -586,6 +586,7 @@ func (s *Supervisor) shutdownAll() {
 		return
 	}
 	s.shuttingDown = true
+	s.stopJobsLocked()
 	timeout := s.cfg.Supervisor.ShutdownTimeout
 	maxLevel := 0
 	for _, l := range s.level {
