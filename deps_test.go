@@ -50,7 +50,7 @@ var imports = map[string][]string{
 	"supervisor/wait":      {"clock"},
 	"supervisor": {"internal/unixsig", "backoff", "clock", "config", "ctl", "hooks", "logs", "metrics", "notify", "probe", "proc",
 		"supervisor/wait", "supervisor/workqueue", "watch", "golang.org/x/sys/unix"},
-	"export":             {"config", "internal/execpath", "internal/unixsig"},
+	"export":             {"config", "schedule", "internal/execpath", "internal/unixsig"},
 	"cmd/supervise-init": {"internal/execcmd", "pid1", "proc"},
 	"cmd/supervise": {"internal/execcmd", "internal/unixsig", "internal/version", "internal/execpath", "export", "backoff", "clock", "config", "ctl", "ctl/ctlfmt", "logs", "metrics", "pid1", "proc", "supervisor", "watch",
 		"github.com/urfave/cli/v2", "golang.org/x/sys/unix"},

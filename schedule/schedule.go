@@ -403,3 +403,37 @@ func (s *Schedule) dayMatches(t time.Time) bool {
 	}
 	return dom || dow
 }
+
+// Values are the values each field matches, in increasing order, for
+// translating a schedule to other schedulers. DayOfWeek holds 0-6 (Sunday
+// is 0). The Star flags say a day field started with "*" or "?", which
+// decides how the two day fields combine (see the package doc).
+type Values struct {
+	Second, Minute, Hour, DayOfMonth, Month, DayOfWeek []int
+	DayOfMonthStar, DayOfWeekStar                      bool
+}
+
+// Values returns the fields' values; empty for "@every".
+func (s *Schedule) Values() Values {
+	if s.every > 0 {
+		return Values{}
+	}
+	list := func(bits uint64, lo, hi int) []int {
+		var out []int
+		for v := lo; v <= hi; v++ {
+			if bits&(1<<v) != 0 {
+				out = append(out, v)
+			}
+		}
+		return out
+	}
+	return Values{
+		Second: list(s.sec, 0, 59), Minute: list(s.min, 0, 59), Hour: list(s.hour, 0, 23),
+		DayOfMonth: list(s.dom, 1, 31), Month: list(s.month, 1, 12), DayOfWeek: list(s.dow, 0, 6),
+		DayOfMonthStar: s.domStar, DayOfWeekStar: s.dowStar,
+	}
+}
+
+// DaysCombineByOR reports whether a day matches when either day field
+// does (both restricted), rather than when both do.
+func (v Values) DaysCombineByOR() bool { return !v.DayOfMonthStar && !v.DayOfWeekStar }
