@@ -93,7 +93,9 @@ func (k *kubeWriter) workload() []obj {
 	labels := obj{{"app.kubernetes.io/name", k.opts.Name}, {"app.kubernetes.io/component", DNSLabel(p.Name)}}
 	pod := k.podSpec()
 	var out []obj
-	if p.Restart == config.RestartAlways {
+	if p.Scheduled() {
+		out = append(out, k.cronJob()) // kubernetes_cron.go
+	} else if p.Restart == config.RestartAlways {
 		spec := obj{{"replicas", p.Instances}, {"selector", obj{{"matchLabels", labels}}},
 			{"template", obj{{"metadata", obj{{"labels", labels}}}, {"spec", pod}}}}
 		if !p.Autostart {
@@ -547,8 +549,13 @@ func podDocs(cfg *config.Config, opts KubernetesOptions, ws *warnings) []obj {
 	var inits, containers []any
 	var ports []int
 	grace := 0
+	var crons []obj
 	for _, p := range inDependencyOrder(cfg) {
 		k := &kubeWriter{opts: opts, ws: ws, p: p, cfg: cfg}
+		if p.Scheduled() { // a CronJob beside the Pod: its runs are Pods of their own
+			crons = append(crons, k.cronJob())
+			continue
+		}
 		if p.Instances > 1 {
 			k.warn("instances", "one Pod runs one container per program: run more Pods (a Deployment of this Pod) for %d", p.Instances)
 		}
@@ -605,6 +612,7 @@ func podDocs(cfg *config.Config, opts KubernetesOptions, ws *warnings) []obj {
 		spec.set("terminationGracePeriodSeconds", grace)
 	}
 	docs := []obj{{{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", meta}, {"spec", spec}}}
+	docs = append(docs, crons...)
 	if len(ports) > 0 {
 		var sp []any
 		for _, port := range ports {
