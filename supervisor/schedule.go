@@ -61,22 +61,33 @@ func (s *Supervisor) syncJobsLocked() {
 		j := in.job
 		switch {
 		case !in.spec.Scheduled() || in.goal == goalRemove:
-			if j != nil {
-				j.stop()
-				in.job = nil
+			if j == nil {
+				continue
+			}
+			j.stop()
+			in.job = nil
+			if in.goal == goalRun {
+				// A daemon now: a job's run that ended does not keep it down.
+				in.settled = false
+				s.queue.Add(in.key)
 			}
 		case j == nil:
 			in.job = &jobState{cfg: in.spec.Schedule}
 			s.armLocked(in, in.job.nextAfter(now))
-		case !sameSchedule(j.cfg, in.spec.Schedule):
+		case !sameTimes(j.cfg, in.spec.Schedule):
 			j.stop()
 			j.cfg = in.spec.Schedule
 			s.armLocked(in, j.nextAfter(now))
+		default:
+			// The same times: the limits and policies apply from the next
+			// time on, and the timer stays.
+			j.cfg = in.spec.Schedule
 		}
 	}
 }
 
-func sameSchedule(a, b config.Schedule) bool {
+// sameTimes reports whether two schedules fire at the same times.
+func sameTimes(a, b config.Schedule) bool {
 	return a.Expr == b.Expr && a.Timezone == b.Timezone && a.Jitter == b.Jitter
 }
 
@@ -242,8 +253,10 @@ func (s *Supervisor) maxRuntimeReached(in *instance, seq int) {
 }
 
 // jobExitLocked records how a job's run ended, called by recordExit once
-// the exit is recorded. It reports whether it settled the instance itself:
-// a run stopped for max_runtime failed, and is not retried.
+// the exit is recorded, and applies the restart policy to the run. It
+// reports whether it did, which is always but for a stop that was asked
+// for (or a job no longer meant to run). A run stopped for max_runtime
+// failed, and is not retried.
 func (s *Supervisor) jobExitLocked(in *instance, requested bool) bool {
 	j := in.job
 	if j == nil || in.lastExit == nil {
@@ -270,14 +283,33 @@ func (s *Supervisor) jobExitLocked(in *instance, requested bool) bool {
 	case requested:
 		j.lastResult = "stopped"
 		return false
-	case e.failed(in.spec):
+	}
+	failed := e.failed(in.spec)
+	if failed {
 		j.lastResult = "failed: " + exitMessage(e)
-	default:
+	} else {
 		j.lastResult = "succeeded"
 		j.lastSuccess = j.lastEnd
 	}
 	s.events.add(in.key, "", "", "schedule: run "+j.lastResult)
-	return false
+	if in.goal != goalRun {
+		return false
+	}
+	// The restart policy, for this time's run only: a job that ended is
+	// neither the end of the supervisor (exit_on and critical are refused
+	// with schedule) nor its exit status, and has no dependents to stop.
+	if restartWanted(in.spec, e, failed) && !s.shuttingDown {
+		in.afterExit = true
+		return true
+	}
+	in.settled = true
+	msg := in.message
+	if failed {
+		s.setStateLocked(in, Failed, msg)
+	} else {
+		s.setStateLocked(in, Completed, msg)
+	}
+	return true
 }
 
 // jobStatusLocked adds a job's schedule, next time and last run to its

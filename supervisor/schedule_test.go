@@ -283,3 +283,53 @@ func TestDecideRunJobs(t *testing.T) {
 		}
 	}
 }
+
+// A reload that changes a job's limits (same times) applies them to the
+// next run.
+func TestJobReloadAppliesNewLimits(t *testing.T) {
+	h := newHarness(t, job("job", "*/30 * * * * *"), program("web"))
+	h.waitState("web", Running)
+	limited := job("job", "*/30 * * * * *", func(p *config.Program) { p.Schedule.MaxRuntime = 10 * time.Second })
+	if err := h.sup.ApplyConfig(context.Background(), &config.Config{File: "test.toml", Supervisor: h.sup.cfg.Supervisor, Programs: []*config.Program{limited, program("web")}}); err != nil {
+		t.Fatal(err)
+	}
+	h.stepWhenArmed(30 * time.Second)
+	h.waitState("job", Running)
+	h.stepWhenArmed(10 * time.Second)
+	h.waitState("job", Failed)
+}
+
+// A job that failed is not the supervisor's exit status: the run failed,
+// not the program for good.
+func TestJobFailureIsNotTheExitStatus(t *testing.T) {
+	h := newHarness(t, job("job", "*/30 * * * * *", func(p *config.Program) { p.Restart = config.RestartNever }))
+	h.stepWhenArmed(30 * time.Second)
+	h.waitState("job", Running)
+	h.exit("job", 3)
+	h.waitState("job", Failed)
+	h.stop()
+	select {
+	case code := <-h.code:
+		if code != 0 {
+			t.Errorf("exit status %d, want 0", code)
+		}
+		h.code <- code // for the harness's cleanup
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return")
+	}
+}
+
+// A job made a daemon by a reload runs as one at once, even after a run
+// that completed.
+func TestJobBecomesDaemonOnReload(t *testing.T) {
+	h := newHarness(t, job("job", "*/30 * * * * *"), program("web"))
+	h.waitState("web", Running)
+	h.stepWhenArmed(30 * time.Second)
+	h.waitState("job", Running)
+	h.exit("job", 0)
+	h.waitState("job", Completed)
+	if err := h.sup.ApplyConfig(context.Background(), &config.Config{File: "test.toml", Supervisor: h.sup.cfg.Supervisor, Programs: []*config.Program{program("job"), program("web")}}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitState("job", Running)
+}
