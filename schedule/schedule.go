@@ -266,14 +266,16 @@ func (s *Schedule) Fields() Fields {
 	return Fields{Seconds: s.seconds, Second: f[0], Minute: f[1], Hour: f[2], DayOfMonth: f[3], Month: f[4], DayOfWeek: f[5]}
 }
 
-// horizon bounds the search for the next time: the rarest schedule that
-// can fire (29 February on a given weekday, both restricted, is an OR, so
-// 29 February alone) fires at least every 8 years.
-const horizon = 10
+// horizon bounds the search for the next time. The Gregorian calendar's
+// days of the week repeat every 28 years (between century years that are
+// not leap years), so a schedule with no time in 30 years has none: a
+// day of a month on a weekday (AND, when a day field starts with "*") can
+// be 11 years away.
+const horizon = 30
 
 // Next returns the first time strictly after after at which the schedule
 // fires, in the schedule's zone, or the zero time if there is none in the
-// next ten years.
+// next 30 years.
 func (s *Schedule) Next(after time.Time) time.Time {
 	if s.every > 0 {
 		return after.Add(s.every).In(s.loc)

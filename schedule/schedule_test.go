@@ -254,3 +254,14 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// The rarest schedules repeat with the calendar's 28-year cycle: the next
+// time may be more than ten years away, and is still found.
+func TestNextFarAway(t *testing.T) {
+	// "*/30" starts with *: the day fields combine by AND, so this is a
+	// 1 February that is a Monday (2027, then 2038).
+	got := nexts(t, "0 0 */30 2 MON", nil, time.Date(2027, 2, 2, 0, 0, 0, 0, time.UTC), 1)
+	if got[0] != "2038-02-01T00:00:00Z" {
+		t.Errorf("got %v, want 2038-02-01", got)
+	}
+}

@@ -130,7 +130,7 @@ func (s *Supervisor) armLocked(in *instance, slot time.Time) {
 	}
 	j.slot, j.at = slot, slot
 	if slot.IsZero() {
-		return // never again (Next found nothing in ten years)
+		return // never again (Next found nothing in 30 years)
 	}
 	if j.cfg.Jitter > 0 {
 		j.at = slot.Add(time.Duration(s.randFloat() * float64(j.cfg.Jitter)))
