@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -142,5 +143,103 @@ func TestLoadRefusesHostileFile(t *testing.T) {
 	}
 	if _, err := Load(p); err == nil || !strings.Contains(err.Error(), p+":1: ") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// A key of thousands of parts (20 KB) took the decoder gigabytes: dotted
+// keys, table headers and dotted keys in inline tables are refused past
+// maxKeyParts parts, counted along the whole path (a probe's header, the
+// deepest key a config has, is 7).
+func TestLongKeysAreRefused(t *testing.T) {
+	parts := func(n int) string { return "x" + strings.Repeat(".a", n-1) }
+	for name, c := range map[string]struct {
+		src  string
+		line int
+	}{
+		"dotted key":        {"[program.a]\ncommand = 'x'\n" + parts(10_000) + " = 1\n", 3},
+		"table header":      {"[program.a]\ncommand = 'x'\n[" + parts(10_000) + "]\n", 3},
+		"array header":      {"[[" + parts(10_000) + "]]\n", 1},
+		"in an inline":      {"a = {" + parts(10_000) + " = 1}\n", 1},
+		"header and key":    {"[" + parts(5) + "]\n" + parts(5) + " = 1\n", 2},
+		"nested inlines":    {"a = {" + strings.Repeat("b.b.b = {", 11) + "c = 1" + strings.Repeat("}", 12) + "\n", 1},
+		"quoted key parts":  {"\"x\"" + strings.Repeat(".'a'", 10_000) + " = 1\n", 1},
+		"blanks around dot": {"x" + strings.Repeat(" . a", 10_000) + " = 1\n", 1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var err error
+			n := allocated(func() { _, err = Parse("k.toml", []byte(c.src)) })
+			want := fmt.Sprintf("k.toml:%d: ", c.line)
+			if err == nil || !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), "more than 8 parts") {
+				t.Fatalf("got %v, want %s… more than 8 parts", err, want)
+			}
+			if n > 16<<20 {
+				t.Errorf("refusing it allocated %d MiB", n>>20)
+			}
+		})
+	}
+	ok := "[program.a]\ncommand = 'x'\n[" + parts(4) + "]\n" + parts(4) + " = 1\n" +
+		"[program.a.probes.liveness]\nhttp = { url = 'http://x', headers = { Host = 'h' } }\n"
+	if err := checkTOMLBounds("k.toml", []byte(ok)); err != nil {
+		t.Errorf("a path of 8 parts refused: %v", err)
+	}
+}
+
+// Every key/value pair and array element costs the decoder and the
+// loader a few hundred bytes: a file of more than maxValues is refused.
+func TestTooManyValuesAreRefused(t *testing.T) {
+	for name, src := range map[string]string{
+		"keys":           strings.Repeat("k = 1\n", maxValues+1),
+		"array elements": "a = [" + strings.Repeat("1,", maxValues+1) + "]\n",
+		"inline tables":  "a = [" + strings.Repeat("{},", maxValues+1) + "]\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := checkTOMLBounds("v.toml", []byte(src))
+			if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("more than %d keys, key parts and array elements", maxValues)) {
+				t.Fatalf("got %v", err)
+			}
+		})
+	}
+}
+
+// Programs defined by dotted keys need no table header; they are bounded
+// on their own.
+func TestTooManyProgramsAreRefused(t *testing.T) {
+	var b strings.Builder
+	for i := range maxPrograms + 1 {
+		fmt.Fprintf(&b, "program.p%d.command = 'x'\n", i)
+	}
+	_, err := Parse("p.toml", []byte(b.String()))
+	want := fmt.Sprintf("p.toml:%d: program.p%d: more than %d programs", maxPrograms+1, maxPrograms, maxPrograms)
+	if err == nil || err.Error() != want {
+		t.Fatalf("got %v, want %s", err, want)
+	}
+}
+
+// Each program decodes [defaults] anew: values times programs is bounded,
+// and so are the environments of all programs together.
+func TestDefaultsOverManyProgramsAreBounded(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("[defaults.env]\n")
+	for i := range 100 {
+		fmt.Fprintf(&b, "D%d = '1'\n", i)
+	}
+	for i := range maxDefaultsApplied / 100 {
+		fmt.Fprintf(&b, "[program.p%d]\ncommand = 'x'\n", i)
+	}
+	_, err := Parse("d.toml", []byte(b.String()))
+	if err == nil || !strings.HasPrefix(err.Error(), "d.toml:1: defaults: 102 values applied to 2000 programs") {
+		t.Fatalf("got %.200v", err)
+	}
+	dir := t.TempDir()
+	env := filepath.Join(dir, "a.env")
+	must(t, os.WriteFile(env, []byte("BIG="+strings.Repeat("x", 60<<10)+"\n"), 0o644))
+	b.Reset()
+	fmt.Fprintf(&b, "[defaults]\nenv_file = %q\n", env)
+	for i := range 300 {
+		fmt.Fprintf(&b, "[program.p%d]\ncommand = 'x'\n", i)
+	}
+	_, err = Parse(filepath.Join(dir, "e.toml"), []byte(b.String()))
+	if err == nil || !strings.Contains(err.Error(), "e.toml:2: defaults.env_file: makes the environments of all programs (times their instances) larger than 16777216 bytes together") {
+		t.Fatalf("got %.300v", err)
 	}
 }

@@ -12,6 +12,8 @@ const (
 	DefaultWorkers         = 2
 	DefaultShutdownTimeout = 30 * time.Second
 	DefaultStopTimeout     = 10 * time.Second
+	DefaultExitTailLines   = 50
+	MaxExitTailLines       = 1000
 	DefaultMinStopGrace    = 2 * time.Second // the kubelet's minimum grace period
 	DefaultStopSignal      = syscall.SIGTERM
 	DefaultBackoffInitial  = 10 * time.Second
@@ -39,8 +41,12 @@ type Config struct {
 	// Dir is the absolute directory of File; relative paths in the file
 	// (dir, env_file, stdout.file, socket) were resolved against it.
 	Dir string
-	// Procfile is set when File was a Procfile (dev-runner defaults).
-	Procfile   bool
+	// Procfile is set when File was a Procfile (dev-runner defaults), or
+	// a TOML file with a [procfile] table naming one.
+	Procfile bool
+	// Sources are the other files the config was read from (the Procfile
+	// a [procfile] table names), for a reload to watch.
+	Sources    []string
 	Supervisor Supervisor
 	// Programs in the order they first appear in the file (a Procfile's line
 	// order), so status and console colours follow the file. Names are
@@ -98,6 +104,10 @@ type Supervisor struct {
 	// HTTP is the address (HOST:PORT) of the read-only HTTP listener for
 	// /metrics, /healthz and /readyz; "" (the default) serves none.
 	HTTP string
+	// HTTPTokenFile, when set, names the file of the bearer token that
+	// opens the control verbs under /v1/ on the HTTP listener (checked
+	// by ReadTokenFile); without it the listener is read-only.
+	HTTPTokenFile string
 	// Line of the [supervisor] table; 0 when the file has none.
 	Line int
 }
@@ -184,6 +194,10 @@ type Program struct {
 	DependsOn   []string
 	StopSignal  syscall.Signal
 	StopTimeout time.Duration
+	// ExitTailLines is how many of a run's last lines, per stream, are
+	// kept with its end for `supervisectl why`; 0 means
+	// DefaultExitTailLines.
+	ExitTailLines int
 	// MinStopGrace is the least time the stop signal gets before SIGKILL,
 	// however much of StopTimeout pre_stop used (the kubelet's 2 s
 	// minimum grace period). 0 lets pre_stop use it all.
@@ -286,6 +300,9 @@ type Watch struct {
 	// any depth, and a matched directory covers its subtree (package
 	// watch/glob). Every one compiles.
 	Include, Exclude []string
+	// GitIgnore also leaves out what the .gitignore at the top of each
+	// watched directory ignores (the dev runner's default).
+	GitIgnore bool
 	// Debounce is how long the files must stay quiet before a change
 	// counts (default 200ms); 0 reacts to the next batch of events.
 	Debounce time.Duration
@@ -337,11 +354,16 @@ type Hooks struct {
 }
 
 // Hook is a command (run inside the program's sandbox, as its user, in its
-// directory and environment) or an HTTP request: exactly one of Command and
-// HTTP is set.
+// directory and environment), an HTTP request, or a sleep: exactly one of
+// Command, HTTP and Sleep is set.
 type Hook struct {
 	Command []string
 	HTTP    *HTTPHook
+	// Sleep waits, running nothing: the kubelet's sleep action, the
+	// usual pre_stop of a program behind a load balancer (it keeps
+	// serving while the balancer notices it is going). Not longer than
+	// Timeout.
+	Sleep   time.Duration
 	Timeout time.Duration // default 30s
 }
 

@@ -23,9 +23,13 @@
 //   - A string command is split like a shell (SplitCommand) but no shell
 //     runs; an unquoted operator or $ is an error that suggests
 //     ["sh", "-c", "…"]. An array command is taken as is.
-//   - env values expand ${VAR} and ${VAR:-default} from the supervisor's
-//     environment at load time; $$ is a literal $, and any other $ stays as
-//     written. env_file values are literal. A reload re-reads env files.
+//   - env values expand ${VAR}, ${VAR:-default} and docker compose's other
+//     forms, nested (expand.go), from the supervisor's environment at load
+//     time; $$ is a literal $, and any other $ stays as written. env_file
+//     entries are .env files (LoadEnvFile), read once per load. A value
+//     expands to at most 128 KiB, a program's environment to at most
+//     1 MiB, all of them together to 16 MiB (bounds.go). A reload re-reads
+//     env files.
 //   - Relative paths (dir, env_file, stdout/stderr file, socket) resolve
 //     against the config file's directory; dir defaults to it.
 //   - Programs keep file order. instances > 1 is only validated here; the
@@ -43,7 +47,10 @@
 //     needs a new process. watch_config (default true) says whether the
 //     supervisor reloads when the config file changes.
 //   - Parse never panics on any input (FuzzParse), and reads no file but
-//     env_file ones, each at most 4 MiB and regular.
+//     env_file ones, each at most 1 MiB and regular. Key parts, keys,
+//     tables, programs and [defaults] times programs are bounded before
+//     decoding (bounds.go), so any file of 1 MiB is refused or loaded in
+//     well under 100 MiB (shapes_test.go).
 //   - Health (health.go): probes get the kubelet's defaults (period 10s,
 //     timeout 1s, success 1, failure 3, no initial delay) and are one of
 //     command, http, tcp (a program's choice drops the others from
@@ -59,10 +66,12 @@
 //     and ready_log_line do not.
 //
 // Keys: config.example.toml shows every one, commented. Each table's keys
-// are listed once, in the rows that decode them (supervisorKeys,
-// programKeys, sandboxKeys in keys.go; the nested tables' lists beside
-// their decoders); the unknown-key check reads those lists, and a test
-// fails when the example leaves a key out. Adding a key is a field of the
-// struct (tagged reload:"new-process" when a change needs a new process)
-// and its decoding row, then its line in the example.
+// are listed once, in the rows that decode them (supervisorKeys and
+// programKeys in keys.go; each nested table's rows beside its decoder, in
+// the file named after it); the unknown-key check reads those rows, Keys
+// returns every key's dotted path from them, and a test fails when the
+// example leaves a key out. Adding a key is a field of the struct (tagged
+// reload:"new-process" when a change needs a new process) and its
+// decoding row, then its line in the example; the export package's tests
+// then ask each exporter to map it or warn about it.
 package config

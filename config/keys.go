@@ -1,9 +1,10 @@
 package config
 
 import (
-	"maps"
+	"fmt"
 	"os/user"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -101,16 +102,27 @@ var supervisorKeys = []key[*Supervisor]{
 			s.HTTP = addr
 		}
 	}},
+	{"http_token_file", func(d *decoder, s *Supervisor, v *node) {
+		p, ok := d.path(v)
+		if !ok {
+			return
+		}
+		if _, err := ReadTokenFile(p); err != nil {
+			d.errorf(v.path, "%v", err)
+			return
+		}
+		s.HTTPTokenFile = p
+	}},
 }
 
 // programDecoding is one program table being decoded: the program, and
 // what its keys leave for the checks that involve several of them.
 type programDecoding struct {
 	*Program
-	isDefaults bool              // [defaults] alone: values only, no cross-key checks
-	env        map[string]string // env_file entries in order, then env over them
-	notify     *node             // notify, when it asks for a readiness signal
-	logLine    *node             // ready_log_line, when valid
+	isDefaults bool      // [defaults] alone: values only, no cross-key checks
+	env        envBudget // env_file entries in order, then env over them
+	notify     *node     // notify, when it asks for a readiness signal
+	logLine    *node     // ready_log_line, when valid
 }
 
 // programKeys are the keys of [program.NAME] and [defaults]. Order matters
@@ -120,7 +132,7 @@ var programKeys = []key[*programDecoding]{
 	{"command", func(d *decoder, p *programDecoding, v *node) { p.Command, _ = d.command(v) }},
 	{"dir", func(d *decoder, p *programDecoding, v *node) { p.Dir, _ = d.path(v) }},
 	{"env_file", (*decoder).envFiles},
-	{"env", func(d *decoder, p *programDecoding, v *node) { d.env(v, p.env) }},
+	{"env", func(d *decoder, p *programDecoding, v *node) { d.env(v, p) }},
 	{"user", func(d *decoder, p *programDecoding, v *node) { p.User, _ = d.identity(v) }},
 	{"group", func(d *decoder, p *programDecoding, v *node) { p.Group, _ = d.identity(v) }},
 	{"groups", func(d *decoder, p *programDecoding, v *node) {
@@ -159,6 +171,7 @@ var programKeys = []key[*programDecoding]{
 		}
 	}},
 	{"stop_timeout", func(d *decoder, p *programDecoding, v *node) { setDuration(d, v, &p.StopTimeout) }},
+	{"exit_tail_lines", func(d *decoder, p *programDecoding, v *node) { setInt(d, v, 1, MaxExitTailLines, &p.ExitTailLines) }},
 	{"min_stop_grace", func(d *decoder, p *programDecoding, v *node) { setDuration(d, v, &p.MinStopGrace) }},
 	{"backoff", func(d *decoder, p *programDecoding, v *node) { p.Backoff = d.backoff(v, p.isDefaults) }},
 	{"sandbox", func(d *decoder, p *programDecoding, v *node) { p.Sandbox = d.sandbox(v, p.isDefaults) }},
@@ -213,15 +226,10 @@ var programKeys = []key[*programDecoding]{
 	{"jitter", func(d *decoder, p *programDecoding, v *node) { setPositive(d, v, &p.Schedule.Jitter) }},
 }
 
-var rolloutKeys = []string{"max_unavailable", "timeout"}
-
-// rollout reads [program.NAME.rollout]: max_unavailable is a count or a
-// percentage like "25%"; timeout a duration above 0.
-func (d *decoder) rollout(n *node) Rollout {
-	var r Rollout
-	t := d.table(n, `a table like { max_unavailable = 1, timeout = "2m" }`)
-	d.known(t, rolloutKeys...)
-	if v := t["max_unavailable"]; v != nil {
+// rolloutKeys are the keys of [program.NAME.rollout]: max_unavailable is
+// a count or a percentage like "25%"; timeout a duration above 0.
+var rolloutKeys = []key[*Rollout]{
+	{"max_unavailable", func(d *decoder, r *Rollout, v *node) {
 		switch x := v.v.(type) {
 		case int64:
 			setInt(d, v, 1, 10000, &r.MaxUnavailable)
@@ -229,26 +237,32 @@ func (d *decoder) rollout(n *node) Rollout {
 			pct, err := strconv.Atoi(strings.TrimSuffix(x, "%"))
 			if !strings.HasSuffix(x, "%") || err != nil || pct < 1 || pct > 100 {
 				d.errorf(v.path, `must be a count like 1 or a percentage like "25%%" (got %q)`, x)
-				break
+				return
 			}
 			r.Percent = pct
 		default:
 			d.errorf(v.path, `must be a count like 1 or a percentage like "25%%" (got %s)`, describe(v.v))
 		}
-	}
-	if v := t["timeout"]; v != nil {
+	}},
+	{"timeout", func(d *decoder, r *Rollout, v *node) {
 		if dur, ok := d.duration(v); ok {
 			if dur <= 0 {
 				d.errorf(v.path, "must be more than 0")
 			}
 			r.Timeout = dur
 		}
-	}
+	}},
+}
+
+func (d *decoder) rollout(n *node) Rollout {
+	var r Rollout
+	decodeKeys(d, d.table(n, `a table like { max_unavailable = 1, timeout = "2m" }`), &r, rolloutKeys)
 	return r
 }
 
 // envFiles reads env_file (a path or an array of them) into p.env, in
-// order.
+// order. A file named by several programs (or by [defaults]) is read once
+// per load, and its strings are shared.
 func (d *decoder) envFiles(p *programDecoding, v *node) {
 	files, _ := d.strs(v)
 	for i, f := range files {
@@ -259,18 +273,78 @@ func (d *decoder) envFiles(p *programDecoding, v *node) {
 		}
 		abs := d.abs(f)
 		p.EnvFiles = append(p.EnvFiles, abs)
-		vars, err := LoadEnvFile(abs)
-		if list, ok := err.(ErrorList); ok {
+		read, ok := d.envFileCache[abs]
+		if !ok {
+			read = &envFileRead{reported: map[string]bool{}}
+			read.vars, read.err = LoadEnvFile(abs)
+			d.envFileCache[abs] = read
+		}
+		if read.err != nil {
+			// [defaults] names it for every program: report it once.
+			if k := keyString(path); read.reported[k] {
+				continue
+			} else {
+				read.reported[k] = true
+			}
+		}
+		if list, ok := read.err.(ErrorList); ok {
 			for _, e := range list {
 				d.errorf(path, "%v", e)
 			}
 			continue
-		} else if err != nil {
-			d.errorf(path, "%v", err)
+		} else if read.err != nil {
+			d.errorf(path, "%v", read.err)
 			continue
 		}
-		maps.Copy(p.env, vars)
+		for k, val := range read.vars {
+			if err := d.setEnv(p, k, val); err != nil {
+				d.errorf(path, "%v", err)
+				break
+			}
+		}
 	}
+}
+
+// countInstances counts the environment of each instance of p past the
+// first (setEnv counted one) against maxConfigEnvSize: each instance's
+// process is given a copy.
+func (d *decoder) countInstances(p *Program, n *node) {
+	if p.Instances <= 1 || len(p.Env) == 0 {
+		return
+	}
+	size := 0
+	for k, v := range p.Env {
+		size += envCost(k, v)
+	}
+	d.envBytes += size * (p.Instances - 1)
+	if d.envBytes > maxConfigEnvSize {
+		d.errorf(append(slices.Clip(n.path), "instances"), "%v", errConfigEnvTooLarge)
+	}
+}
+
+// envFileRead is one env_file as LoadEnvFile read it.
+type envFileRead struct {
+	vars     map[string]string
+	err      error
+	reported map[string]bool // the key paths its error was reported at
+}
+
+// setEnv sets a variable of p's environment within maxEnvSize, and within
+// what all the programs' environments may hold together: a variable set
+// for each of thousands of programs costs each of them a map entry.
+func (d *decoder) setEnv(p *programDecoding, k, v string) error {
+	if d.envVars+1 > maxConfigEnvVars {
+		return fmt.Errorf("more than %d variables in the environments of all programs together", maxConfigEnvVars)
+	}
+	if d.envBytes+envCost(k, v) > maxConfigEnvSize {
+		return errConfigEnvTooLarge
+	}
+	if err := p.env.set(k, v); err != nil {
+		return err
+	}
+	d.envVars++
+	d.envBytes += envCost(k, v)
+	return nil
 }
 
 // elemOf is the key path of the i-th value of v: v's own for a single
@@ -317,26 +391,61 @@ func setBool(d *decoder, v *node, dst *bool) bool {
 	return ok
 }
 
-// keyTables are every table's keys, for the check that the example
-// documents each one.
-func keyTables() map[string][]string {
-	return map[string][]string{
-		"supervisor":       keyNames(supervisorKeys),
-		"program":          keyNames(programKeys),
-		"program.sandbox":  keyNames(sandboxKeys),
-		"program.backoff":  backoffKeys,
-		"program.hooks":    hookNames,
-		"program.hooks.X":  hookKeys,
-		"hook.http":        httpHookKeys,
-		"program.stdout":   outputKeys,
-		"program.watch":    watchKeys,
-		"program.rollout":  rolloutKeys,
-		"program.probes":   probeNames,
-		"program.probes.X": probeKeys,
-		"probe.http":       httpProbeKeys,
-		"rlimits.X":        rlimitKeys,
-		"depends_on.X":     dependsOnKeys,
-		"restart_rules":    restartRuleKeys,
-		"restart_rules.X":  restartRuleMatchKeys,
+// A keyTable is one table's keys: path is where the table sits, dotted,
+// with "*" for a name the file chooses (a program, a dependency, a
+// rule's index).
+type keyTable struct {
+	path  string
+	names []string
+}
+
+// keyTables are every table's keys, read from the rows: for Keys and for
+// the check that the example documents each one. [defaults] takes the
+// keys of program.*.
+func keyTables() []keyTable {
+	const p = "program.*"
+	tables := []keyTable{
+		{"supervisor", keyNames(supervisorKeys)},
+		{"procfile", keyNames(procfileKeys)},
+		{p, keyNames(programKeys)},
+		{p + ".sandbox", keyNames(sandboxKeys)},
+		{p + ".sandbox.rlimits", keyNames(rlimitsKeys())},
+		{p + ".sandbox.rlimits.*", keyNames(rlimitKeys)},
+		{p + ".backoff", keyNames(backoffKeys)},
+		{p + ".hooks", keyNames(hooksKeys)},
+		{p + ".stdout", keyNames(outputKeys)},
+		{p + ".stderr", keyNames(outputKeys)},
+		{p + ".watch", keyNames(watchKeys)},
+		{p + ".rollout", keyNames(rolloutKeys)},
+		{p + ".probes", keyNames(probesKeys)},
+		{p + ".depends_on.*", keyNames(dependsOnKeys)},
+		{p + ".restart_rules.*", keyNames(restartRuleKeys)},
+		{p + ".restart_rules.*.exit_codes", keyNames(restartRuleMatchKeys)},
 	}
+	for _, h := range keyNames(hooksKeys) {
+		tables = append(tables, keyTable{p + ".hooks." + h, keyNames(hookKeys)}, keyTable{p + ".hooks." + h + ".http", keyNames(httpHookKeys)})
+	}
+	for _, k := range keyNames(probesKeys) {
+		tables = append(tables, keyTable{p + ".probes." + k, keyNames(probeKeys)}, keyTable{p + ".probes." + k + ".http", keyNames(httpProbeKeys)})
+	}
+	return tables
+}
+
+// Keys returns the dotted path of every key a config file may set, sorted,
+// with "*" for a name the file chooses: "supervisor.socket",
+// "program.*.stop_timeout", "program.*.hooks.pre_start.timeout",
+// "program.*.depends_on.*.condition". A table that is itself a key
+// ("program.*.hooks") is listed as well as its keys. [defaults] takes the
+// keys under program.*. It is read from the tables' rows, so that what
+// checks a config against the keys (the exporters' tests) sees a new key
+// as soon as it can be set.
+func Keys() []string {
+	var keys []string
+	for _, t := range keyTables() {
+		for _, name := range t.names {
+			keys = append(keys, t.path+"."+name)
+		}
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys)
 }

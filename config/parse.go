@@ -34,12 +34,46 @@ func LoadWithOptions(path string, opts ProcfileOptions) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load config: %w", err)
 	}
-	if !IsProcfile(path) {
-		if !opts.isZero() {
-			return nil, ErrorList{{File: path, Msg: "Procfile options (formation, ports, restart, keep running) apply to a Procfile only; set instances and env in the TOML file"}}
+	procfile, why := fileFormat(path, data)
+	if !procfile {
+		t, err := readProcfileTable(path, data)
+		if err != nil {
+			return nil, err
 		}
-		return Parse(path, data)
+		if t == nil {
+			if !opts.isZero() {
+				return nil, ErrorList{{File: path, Msg: "Procfile options (formation, ports, restart, keep running, watch) apply to a Procfile only (or a [procfile] table); set instances and env in the TOML file"}}
+			}
+			cfg, err := Parse(path, data)
+			if err != nil && !validTOML(path, data) {
+				err = triedAs(err, "TOML", why)
+			}
+			return cfg, err
+		}
+		// A [procfile] table: its Procfile's processes, with its settings
+		// under the flags. A reload reads this file again.
+		pdata, err := readFile(t.file)
+		if err != nil {
+			return nil, fmt.Errorf("load the Procfile named in %s: %w", path, err)
+		}
+		cfg, err := loadProcfile(t.file, pdata, opts.under(t.opts))
+		if err != nil {
+			return nil, err
+		}
+		// The project is the TOML file's folder (its dev runner's socket
+		// is found from there), wherever the Procfile is.
+		cfg.File, cfg.Dir, cfg.Sources = path, absDir(path), []string{t.file}
+		return cfg, nil
 	}
+	cfg, err := loadProcfile(path, data, opts)
+	if err != nil && !strings.HasPrefix(why, "its name") { // taken for a Procfile by its content
+		err = triedAs(err, "a Procfile", why)
+	}
+	return cfg, err
+}
+
+// loadProcfile is LoadWithOptions of a Procfile whose text is data.
+func loadProcfile(path string, data []byte, opts ProcfileOptions) (*Config, error) {
 	var envFiles []string
 	if opts.EnvFiles != nil {
 		envFiles = opts.EnvFiles
@@ -65,14 +99,13 @@ func LoadWithOptions(path string, opts ProcfileOptions) (*Config, error) {
 	}
 	for _, p := range cfg.Programs {
 		p.EnvFiles = slices.Clone(envFiles)
-		if opts.Watch {
-			p.Watch = &Watch{Paths: []string{cfg.Dir}, Debounce: DefaultWatchDebounce}
-		}
 	}
 	return cfg, nil
 }
 
-// IsProcfile reports whether Load reads path as a Procfile.
+// IsProcfile reports whether path's name makes it a Procfile ("Procfile"
+// or "Procfile.*"); Load also reads other names as Procfiles by their
+// content (fileFormat).
 func IsProcfile(path string) bool {
 	base := filepath.Base(path)
 	return base == "Procfile" || strings.HasPrefix(base, "Procfile.")
@@ -132,6 +165,8 @@ func parse(file string, data []byte, lookup func(string) (string, bool)) (*Confi
 		errs:    &errorSet{},
 		deps:    map[*Program][][]string{},
 		refused: map[string]bool{},
+
+		envFileCache: map[string]*envFileRead{},
 	}
 	cfg := d.config(toNode(nil, raw), md.Keys())
 	if err := d.errs.err(); err != nil {
@@ -183,6 +218,38 @@ func toNode(path []string, v any) *node {
 		t[k] = toNode(append(slices.Clip(path), k), x)
 	}
 	return &node{path: path, v: t}
+}
+
+// countValues counts the values under n (nil: none): keys and array
+// elements, nested ones too.
+func countValues(n *node) int {
+	if n == nil {
+		return 0
+	}
+	return countIn(n.v)
+}
+
+func countIn(v any) int {
+	c := 1
+	switch x := v.(type) {
+	case map[string]*node:
+		for _, n := range x {
+			c += countIn(n.v)
+		}
+	case map[string]any:
+		for _, y := range x {
+			c += countIn(y)
+		}
+	case []any:
+		for _, y := range x {
+			c += countIn(y)
+		}
+	case []map[string]any:
+		for _, y := range x {
+			c += countIn(y)
+		}
+	}
+	return c
 }
 
 // alternatives are keys of which a table holds one: when a program sets one
@@ -241,6 +308,10 @@ type decoder struct {
 	// refused names programs left out for their own errors, so references
 	// to them are not reported as unknown as well.
 	refused map[string]bool
+	// envFileCache holds each env_file read so far; envVars and envBytes
+	// count the variables of every program's environment (setEnv).
+	envFileCache      map[string]*envFileRead
+	envVars, envBytes int
 }
 
 func (d *decoder) errorf(path []string, format string, args ...any) {
@@ -293,10 +364,22 @@ func (d *decoder) config(root *node, keys []toml.Key) *Config {
 	}
 	// Programs in file order: MetaData.Keys lists keys as they appear.
 	var names []string
+	seen := map[string]bool{} // not slices.Contains: thousands of programs
 	for _, k := range keys {
-		if len(k) >= 2 && k[0] == "program" && table[k[1]] != nil && !slices.Contains(names, k[1]) {
+		if len(k) >= 2 && k[0] == "program" && table[k[1]] != nil && !seen[k[1]] {
+			seen[k[1]] = true
 			names = append(names, k[1])
 		}
+	}
+	if len(names) > maxPrograms {
+		// Each program costs a few KiB to decode: refuse before that.
+		d.errorf(table[names[maxPrograms]].path, "more than %d programs", maxPrograms)
+		return cfg
+	}
+	if n := countValues(defaults); n*len(names) > maxDefaultsApplied {
+		// Each program decodes every value of [defaults] anew.
+		d.errorf(defaults.path, "%d values applied to %d programs: more than %d to decode; move some into the programs that need them", n, len(names), maxDefaultsApplied)
+		return cfg
 	}
 	for _, name := range names {
 		n := table[name]
@@ -311,7 +394,9 @@ func (d *decoder) config(root *node, keys []toml.Key) *Config {
 		}
 		// A program with errors stays in the list so that its depends_on
 		// is checked too; any error refuses the whole file anyway.
-		cfg.Programs = append(cfg.Programs, d.program(name, merge(defaults, n, nil), false))
+		p := d.program(name, merge(defaults, n, nil), false)
+		d.countInstances(p, n)
+		cfg.Programs = append(cfg.Programs, p)
 	}
 	if progs == nil || table != nil && len(table) == 0 {
 		d.errorf([]string{"program"}, "no programs: add at least one [program.NAME] table with a command")
@@ -351,6 +436,9 @@ func (d *decoder) known(t map[string]*node, names ...string) {
 func suggest(k string, names []string) string {
 	best, bestD := "", len(k)/3+1
 	for _, n := range names {
+		if len(n)-len(k) >= bestD || len(k)-len(n) >= bestD {
+			continue // too far apart: thousands of unknown keys ask this
+		}
 		if dist := editDistance(strings.ToLower(k), n); dist < bestD {
 			best, bestD = n, dist
 		}
@@ -364,27 +452,28 @@ func editDistance(a, b string) int {
 	if len(a) > 64 || len(b) > 64 {
 		return max(len(a), len(b)) // no typo is that long; bound the work
 	}
-	d := make([][]int, len(a)+1)
-	for i := range d {
-		d[i] = make([]int, len(b)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
+	// Three rows on the stack: a file of thousands of unknown keys asks
+	// this thousands of times.
+	var rows [3][65]int
+	prev2, prev, cur := &rows[0], &rows[1], &rows[2]
+	for j := 0; j <= len(b); j++ {
+		prev[j] = j
 	}
 	for i := 1; i <= len(a); i++ {
+		cur[0] = i
 		for j := 1; j <= len(b); j++ {
 			c := 1
 			if a[i-1] == b[j-1] {
 				c = 0
 			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+c)
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+c)
 			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+				cur[j] = min(cur[j], prev2[j-2]+1)
 			}
 		}
+		prev2, prev, cur = prev, cur, prev2
 	}
-	return d[len(a)][len(b)]
+	return prev[len(b)]
 }
 
 // describe names a decoded value's type, with the value when short.

@@ -95,7 +95,7 @@ func TestParseProcfileErrors(t *testing.T) {
 		`Procfile: formation.web: must be between 0 and 10000 (got -1)`,
 		`Procfile: restart: must be one of always, on-failure, never (got "sometimes")`,
 		`Procfile:2: want "name: command" (no ":" on this line)`,
-		`Procfile:3: web: defined twice (first on line 1)`,
+		`Procfile:3: web: process type web is given twice: here and on Procfile:1 (names must be unique; rename one, e.g. web2)`,
 		`Procfile:4: bad name!: invalid process type name: up to 63 letters, digits, '_' or '-', starting with a letter or digit`,
 		`Procfile:5: empty: empty command`,
 	}
@@ -381,6 +381,111 @@ CHAIN=${INT}!
 	} {
 		if got[k] != want {
 			t.Errorf("%s = %q, want %q", k, got[k], want)
+		}
+	}
+}
+
+// The first PORT comes from -p, else the env files, else the shell, else
+// 5000; a port out of range, given or reached, is refused.
+func TestProcfilePorts(t *testing.T) {
+	src := []byte("web: a\nworker: b\n")
+	for _, c := range []struct {
+		opts ProcfileOptions
+		want int    // web's port when ok
+		err  string // else the error
+	}{
+		{ProcfileOptions{}, 5000, ""},
+		{ProcfileOptions{ShellPort: "9000"}, 9000, ""},
+		{ProcfileOptions{ShellPort: "9000", Env: map[string]string{"PORT": "8000"}}, 8000, ""},
+		{ProcfileOptions{ShellPort: "9000", BasePort: 3000}, 3000, ""},
+		{ProcfileOptions{BasePort: -5}, 0, "Procfile: port: must be from 1 to 65535 (got -5)"},
+		{ProcfileOptions{BasePort: 70000}, 0, "Procfile: port: must be from 1 to 65535 (got 70000)"},
+		{ProcfileOptions{ShellPort: "http"}, 0, `Procfile: $PORT: must be from 1 to 65535 (got "http")`},
+		{ProcfileOptions{Env: map[string]string{"PORT": "0"}}, 0, `Procfile: PORT of the env files: must be from 1 to 65535 (got "0")`},
+		{ProcfileOptions{BasePort: 65436}, 0, "Procfile:2: worker: PORT 65536 is past 65535"},
+		{ProcfileOptions{BasePort: 65435}, 65435, ""},
+		{ProcfileOptions{BasePort: 65000, Formation: map[string]int{"worker": 500}}, 0, "Procfile:2: worker: PORT 65599 is past 65535"},
+	} {
+		cfg, err := ParseProcfile("Procfile", src, c.opts)
+		switch {
+		case c.err == "" && err != nil:
+			t.Errorf("%+v: %v", c.opts, err)
+		case c.err == "" && cfg.Program("web").Port != c.want:
+			t.Errorf("%+v: web's port %d, want %d", c.opts, cfg.Program("web").Port, c.want)
+		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+			t.Errorf("%+v: error %v, want %q", c.opts, err, c.err)
+		}
+	}
+}
+
+// --watch leaves out the dev runner's defaults and the .gitignore; paths
+// and ignores add to it; a bad glob is refused.
+func TestProcfileWatch(t *testing.T) {
+	src := []byte("web: a\n")
+	cfg, err := ParseProcfile("/p/Procfile", src, ProcfileOptions{})
+	if err != nil || cfg.Program("web").Watch != nil {
+		t.Fatalf("no watch asked: %v, %+v", err, cfg.Program("web").Watch)
+	}
+	cfg, err = ParseProcfile("/p/Procfile", src, ProcfileOptions{Watch: true, WatchIgnore: []string{"*.gen"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Watch{Paths: []string{"/p"}, Exclude: []string{"node_modules", "/log", "/tmp", "*.gen"}, GitIgnore: true, Debounce: DefaultWatchDebounce}
+	if got := cfg.Program("web").Watch; !reflect.DeepEqual(got, want) {
+		t.Errorf("watch = %+v, want %+v", got, want)
+	}
+	cfg, err = ParseProcfile("/p/Procfile", src, ProcfileOptions{WatchPaths: []string{"app", "/etc/x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Program("web").Watch.Paths; !reflect.DeepEqual(got, []string{"/p/app", "/etc/x"}) {
+		t.Errorf("paths = %q", got)
+	}
+	_, err = ParseProcfile("/p/Procfile", src, ProcfileOptions{Watch: true, WatchIgnore: []string{"../x"}})
+	if err == nil || !strings.Contains(err.Error(), `/p/Procfile: watch_ignore: "../x":`) {
+		t.Errorf("a bad glob: %v", err)
+	}
+}
+
+// --can-die leaves a process type out of exit_on; --auto-restart restarts
+// it always; a name not in the Procfile is refused.
+func TestProcfileCanDieAutoRestart(t *testing.T) {
+	src := []byte("migrate: a\nworker: b\nweb: c\n")
+	cfg, err := ParseProcfile("Procfile", src, ProcfileOptions{CanDie: []string{"migrate"}, AutoRestart: []string{"worker"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Supervisor.ExitOn; !reflect.DeepEqual(got, []string{"worker", "web"}) {
+		t.Errorf("exit_on = %q, want worker, web", got)
+	}
+	if cfg.Program("worker").Restart != RestartAlways || cfg.Program("web").Restart != RestartNever {
+		t.Errorf("restart: worker %q, web %q", cfg.Program("worker").Restart, cfg.Program("web").Restart)
+	}
+	_, err = ParseProcfile("Procfile", src, ProcfileOptions{CanDie: []string{"nope"}, AutoRestart: []string{"gone"}})
+	if err == nil || !strings.Contains(err.Error(), `Procfile: can_die: no process type "nope"`) || !strings.Contains(err.Error(), `Procfile: auto_restart: no process type "gone"`) {
+		t.Errorf("unknown names: %v", err)
+	}
+}
+
+// A file's format comes from its name, else from its first line.
+func TestFileFormat(t *testing.T) {
+	for _, c := range []struct {
+		name, text string
+		procfile   bool
+	}{
+		{"Procfile", "", true},
+		{"Procfile.dev", "[x]\n", true},
+		{"Procfile-dev", "", true},
+		{"dev.procfile", "", true},
+		{"procfile.toml", "web: a\n", false},
+		{"supervise.toml", "", false},
+		{"Devfile", "# c\n\n  web: ./run\n", true},
+		{"Devfile", "[program.web]\n", false},
+		{"Devfile", "key = \"a: b\"\n", false},
+		{"Devfile", "", false},
+	} {
+		if got, why := fileFormat(c.name, []byte(c.text)); got != c.procfile || why == "" {
+			t.Errorf("%s %q: procfile %v (%s), want %v", c.name, c.text, got, why, c.procfile)
 		}
 	}
 }

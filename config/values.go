@@ -55,46 +55,17 @@ func validName(name string) error {
 
 var envNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
-// expandEnv replaces ${NAME} and ${NAME:-default} with the variable from
-// lookup (empty when unset, or default when unset or empty); $$ is a literal
-// $. A $ before anything else stays as it is, so a value like "pa$word"
-// needs no escaping.
+// expandEnv expands a TOML env value from lookup with docker compose's
+// forms (expand.go): ${NAME}, ${NAME:-default} and the others, nested; $$
+// is a literal $. A $ before anything but { or $ stays as it is, so a
+// value like "pa$word" needs no escaping; a ${ that starts no reference is
+// an error.
 func expandEnv(s string, lookup func(string) (string, bool)) (string, error) {
 	if !strings.Contains(s, "$") {
 		return s, nil
 	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c != '$' || i+1 >= len(s) {
-			b.WriteByte(c)
-			continue
-		}
-		switch s[i+1] {
-		case '$':
-			b.WriteByte('$')
-			i++
-		case '{':
-			end := strings.IndexByte(s[i+2:], '}')
-			if end < 0 {
-				return "", fmt.Errorf("unterminated \"${\" in %q (write $$ for a literal $)", s)
-			}
-			expr := s[i+2 : i+2+end]
-			name, def, hasDef := strings.Cut(expr, ":-")
-			if !envNameRE().MatchString(name) {
-				return "", fmt.Errorf("invalid variable name %q in \"${%s}\"", name, expr)
-			}
-			v, ok := lookup(name)
-			if hasDef && (!ok || v == "") {
-				v = def
-			}
-			b.WriteString(v)
-			i += 2 + end
-		default:
-			b.WriteByte(c)
-		}
-	}
-	return b.String(), nil
+	ex := &expander{lookup: lookup, strict: true}
+	return ex.expand(s)
 }
 
 // rlimitResources are the rlimits a program may set, by TOML name.

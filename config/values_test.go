@@ -95,8 +95,10 @@ func TestExpandEnv(t *testing.T) {
 		{"${X}${X}$${X}", "xx${X}", ""},
 		{"${", "", "unterminated"},
 		{"${HOME", "", "unterminated"},
-		{"${}", "", "invalid variable name"},
-		{"${A-B}", "", "invalid variable name"},
+		{"${}", "", "invalid variable reference"},
+		{"${A B}", "", "invalid variable reference"},
+		{"${A-B}", "B", ""},
+		{"${X-B}", "x", ""},
 	}
 	for _, tt := range tests {
 		got, err := expandEnv(tt.in, lookup)

@@ -91,22 +91,17 @@ func projectSocketName(dir string) string {
 	return name + "-" + hex.EncodeToString(sum[:8]) + ".sock"
 }
 
-// ProjectMarkers are the files that make a folder a project: what
-// `supervise` runs when given no file.
-var ProjectMarkers = []string{"supervise.toml", "Procfile"}
-
-// FindProjectSocket looks from dir up to the root for a project folder
-// whose dev runner's socket exists, and returns that socket; "" when there
-// is none, and the default socket applies.
+// FindProjectSocket looks from dir up to the root for a folder whose dev
+// runner's socket exists, and returns that socket; "" when there is none,
+// and the default socket applies. Any folder counts, not only one with a
+// Procfile or supervise.toml: a runner of `-f Procfile.dev` (or a file of
+// any name) keys its socket by that file's folder. The sockets live in a
+// directory private to the user (or root's), so one found there is a
+// runner of the user's own.
 func FindProjectSocket(dir string) string {
 	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
-		for _, m := range ProjectMarkers {
-			if _, err := os.Stat(filepath.Join(d, m)); err == nil {
-				if p := ProjectSocketPath(d); isSocket(p) {
-					return p
-				}
-				break
-			}
+		if p := ProjectSocketPath(d); isSocket(p) {
+			return p
 		}
 		if d == filepath.Dir(d) {
 			return ""

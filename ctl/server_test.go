@@ -520,8 +520,8 @@ func TestProjectSocketPath(t *testing.T) {
 		t.Errorf("a long non-ASCII name: %q", n)
 	}
 
-	// FindProjectSocket walks up to the nearest folder with a Procfile or
-	// supervise.toml whose runner's socket exists.
+	// FindProjectSocket walks up to the nearest folder whose runner's
+	// socket exists, whatever its Procfile is called.
 	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
 	root := t.TempDir()
 	proj := filepath.Join(root, "proj")
@@ -532,7 +532,7 @@ func TestProjectSocketPath(t *testing.T) {
 	if got := FindProjectSocket(deep); got != "" {
 		t.Errorf("no project: %q", got)
 	}
-	os.WriteFile(filepath.Join(proj, "Procfile"), []byte("web: x\n"), 0o644)
+	os.WriteFile(filepath.Join(proj, "Procfile.dev"), []byte("web: x\n"), 0o644)
 	if got := FindProjectSocket(deep); got != "" {
 		t.Errorf("a project without a runner: %q", got)
 	}

@@ -167,6 +167,30 @@ func (p *Program) NewPipe(stream string) (*os.File, error) {
 	if p.cfg.PipeSize > 0 {
 		setPipeSize(w, p.cfg.PipeSize)
 	}
+	p.startPumpLocked(stream, r, w)
+	return w, nil
+}
+
+// NewPty is NewPipe with a pseudo-terminal in place of the pipe: the
+// program sees a terminal (and prints its colours), and whatever it
+// writes to the returned slave, on stdout and stderr alike, is read in
+// the order written. The lines go where stream's go.
+func (p *Program) NewPty(stream string) (*os.File, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, fmt.Errorf("logs of %q: terminal for %s: %w", p.cfg.Name, stream, ErrClosed)
+	}
+	m, s, err := openPty()
+	if err != nil {
+		return nil, fmt.Errorf("logs of %q: %w", p.cfg.Name, err)
+	}
+	p.startPumpLocked(stream, m, s)
+	return s, nil
+}
+
+// startPumpLocked pumps r, the read end of w, into stream's sinks.
+func (p *Program) startPumpLocked(stream string, r, w *os.File) {
 	// os.Pipe leaves both ends non-blocking for the poller; a child must
 	// get a blocking stdout. Fd switches the write end back (os/exec would
 	// too, but not every way of starting a process goes through it).
@@ -180,7 +204,6 @@ func (p *Program) NewPipe(stream string) (*os.File, error) {
 	}
 	p.pipes[pump] = r
 	p.wg.Go(pump.run)
-	return w, nil
 }
 
 // Wait blocks until every pipe made so far has been read to its end, or

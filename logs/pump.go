@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -92,7 +93,9 @@ func (p *Pump) run() {
 			// What is left was read with the last data: it keeps that time.
 			p.sp.finish()
 			p.flush()
-			if err != io.EOF && !errors.Is(err, os.ErrClosed) {
+			// A pseudo-terminal's master reads EIO once every slave
+			// descriptor is closed: its end of file.
+			if err != io.EOF && !errors.Is(err, os.ErrClosed) && !errors.Is(err, syscall.EIO) {
 				p.err = err
 			}
 			break

@@ -19,10 +19,26 @@ type fakeSource struct {
 	mu      sync.Mutex
 	snap    Snapshot
 	healthy error
+	runs    map[string]Run
+	logs    map[string][]LogLine
 }
 
 func (f *fakeSource) Snapshot() Snapshot { f.mu.Lock(); defer f.mu.Unlock(); return f.snap }
 func (f *fakeSource) Healthy() error     { f.mu.Lock(); defer f.mu.Unlock(); return f.healthy }
+func (f *fakeSource) Runs() map[string]Run {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.runs
+}
+func (f *fakeSource) LogTail(name string, n int) ([]LogLine, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	lines, ok := f.logs[name]
+	if !ok {
+		return nil, fmt.Errorf("unknown program %q", name)
+	}
+	return lines[max(len(lines)-n, 0):], nil
+}
 
 var states = []string{"Stopped", "Starting", "Running", "Completed", "CrashLoopBackOff"}
 
@@ -210,8 +226,9 @@ func TestReadOnlyAndKnownPathsOnly(t *testing.T) {
 		{"POST", "/metrics", 405},
 		{"PUT", "/healthz", 405},
 		{"DELETE", "/readyz", 405},
-		{"GET", "/", 404},
+		{"POST", "/", 405},
 		{"GET", "/restart", 404},
+		{"POST", "/v1/restart", 404}, // no token file: no control verb
 		{"POST", "/stop", 404},
 		{"GET", "/metrics/../healthz", 404},
 		{"HEAD", "/metrics", 200},

@@ -50,7 +50,7 @@ func appendPrograms(e *encoder, s Snapshot) {
 			e.sample("supervise_program_start_time_seconds", unixSeconds(ps[i].StartedAt), lbl(&ps[i])...)
 		}
 	}
-	e.family("supervise_program_last_exit_code", "gauge", "Exit code of the instance's last run (-1 when a signal ended it); absent before the first exit.")
+	e.family("supervise_program_last_exit_code", "gauge", "Exit code of the instance's last run (128+N when signal N ended it, as shells show it); absent before the first exit.")
 	for i := range ps {
 		if x := ps[i].LastExit; x != nil {
 			e.sample("supervise_program_last_exit_code", float64(x.Code), lbl(&ps[i])...)

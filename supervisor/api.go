@@ -137,7 +137,11 @@ func statusLocked(in *instance, now time.Time) ctl.ProgramStatus {
 		st.StartedAt = &t
 	}
 	if e := in.lastExit; e != nil {
-		st.LastExit = &ctl.ExitInfo{Code: e.Code, Signal: unixsig.Name(e.Signal), Reason: e.Reason, FinishedAt: e.FinishedAt}
+		code := e.Code
+		if e.Signal != 0 {
+			code = 128 + int(e.Signal) // as the kubelet and shells show it; the name stays in Signal
+		}
+		st.LastExit = &ctl.ExitInfo{Code: code, Signal: unixsig.Name(e.Signal), Reason: e.Reason, FinishedAt: e.FinishedAt}
 	}
 	if in.state == CrashLoopBackOff && !in.nextStart.IsZero() {
 		st.NextStartInMs = max(in.nextStart.Sub(now).Milliseconds(), 0)
@@ -199,11 +203,9 @@ func (s *Supervisor) Start(ctx context.Context, names []string, opts ctl.WaitOpt
 	keys, err := s.command(names, func(in *instance) {
 		runNowLocked(in)
 		in.goal, in.stoppedFor = goalRun, ""
-		in.settled = false
-		if in.state == CrashLoopBackOff {
-			return // the backoff still decides; start does not jump the queue
-		}
-		in.afterExit = false
+		// In CrashLoopBackOff, the backoff still decides: start does not
+		// jump the queue.
+		askStartLocked(in, in.state != CrashLoopBackOff)
 	})
 	if err != nil || opts.NoWait {
 		return err

@@ -26,6 +26,10 @@ type logSet struct {
 	// refused, when set, hears of a log file that could not be opened
 	// (set once, before the first program starts).
 	refused func(key string, err error)
+	// oneStream: console-only programs get one pipe for both streams
+	// (Options.OneStream). Set before any program starts.
+	oneStream bool
+	tty       bool // and a pseudo-terminal instead of the pipe (Options.Tty)
 
 	// closing holds the routers being closed in the background (replaced
 	// or removed); close waits for them.
@@ -43,6 +47,8 @@ type instLogs struct {
 	outputs [2]config.Output
 	prog    *logs.Program
 	ring    *logs.Ring
+	merged  bool // one pipe for stdout and stderr
+	tty     bool // a pseudo-terminal for both
 }
 
 type programLogs = *instLogs
@@ -128,7 +134,9 @@ func (l *logSet) forKey(p *config.Program, key string) *instLogs {
 		cfg.Stdout.Console, cfg.Stderr.Console = true, true
 		prog, _ = logs.NewProgram(cfg)
 	}
-	il := &instLogs{key: key, outputs: outputs, prog: prog, ring: ring}
+	consoleOnly := func(o config.Output) bool { return o.Console && o.File == "" }
+	merged := l.oneStream && consoleOnly(p.Stdout) && consoleOnly(p.Stderr)
+	il := &instLogs{key: key, outputs: outputs, prog: prog, ring: ring, merged: merged, tty: merged && l.tty}
 	l.progs[key] = il
 	if old != nil {
 		l.closing.Go(old.close)
@@ -136,10 +144,20 @@ func (l *logSet) forKey(p *config.Program, key string) *instLogs {
 	return il
 }
 
-// pipes makes the stdout and stderr pipes of a process about to start.
+// pipes makes the stdout and stderr pipes of a process about to start:
+// the same file twice when the streams are merged.
 func (il *instLogs) pipes() (stdout, stderr *os.File, err error) {
+	if il.tty {
+		if stdout, err = il.prog.NewPty(logs.Stdout); err != nil {
+			return nil, nil, err
+		}
+		return stdout, stdout, nil
+	}
 	if stdout, err = il.prog.NewPipe(logs.Stdout); err != nil {
 		return nil, nil, err
+	}
+	if il.merged {
+		return stdout, stdout, nil
 	}
 	if stderr, err = il.prog.NewPipe(logs.Stderr); err != nil {
 		stdout.Close()

@@ -52,7 +52,7 @@ func (s *Supervisor) applyLocked(cfg *config.Config) {
 					in.goal = goalRun
 					in.restartRequested = in.procID != ""
 				}
-				in.settled = false
+				askStartLocked(in, false)
 				s.queue.Add(key)
 			}
 			if in.spec.Equal(p) {
@@ -76,7 +76,7 @@ func (s *Supervisor) applyLocked(cfg *config.Config) {
 			if !slices.Contains(rolled, key) {
 				in := s.instances[key]
 				in.restartRequested = true
-				in.settled = false
+				askStartLocked(in, false)
 			}
 		}
 	}

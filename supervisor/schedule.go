@@ -12,12 +12,17 @@ import (
 
 // Scheduled programs (jobs). A job's instance is meant to run (goal run)
 // but is not started between its times: a timer per job, owned by the
-// supervisor and run on its clock, marks a time due and queues the key;
-// decideRun starts a run only then (or for a retry of a failed run, or
-// when asked). The core calls in at a few hooks: applyLocked (arm,
-// re-arm, disarm), shutdownAll (disarm), runViewLocked and reconcileRun's
-// start (the run's facts), recordExit (its result), statusLocked, Snapshot,
-// Start and checkDoneLocked.
+// supervisor and run on its clock, marks a time due and asks a start, as a
+// command does (askStartLocked), and queues the key; decideRun starts a
+// run only then (or for a retry of a failed run, or when asked). A run
+// ends as any other: past max_runtime it is a health kill (ReasonMaxRuntime,
+// which restartWanted never retries), and its exit is settled through
+// decideRun's stepSettle, where settleLocked leaves exit_on and the exit
+// status alone for a job. The core calls in at a few hooks: applyLocked
+// (arm, re-arm, disarm), shutdownAll (disarm), runViewLocked and
+// reconcileRun's start (the run's facts), checkHealthLocked (max_runtime),
+// recordExit (its result, written down), settleLocked, statusLocked,
+// Snapshot, Start and checkDoneLocked.
 
 // ReasonMaxRuntime is the reason of a run stopped for passing max_runtime,
 // Kubernetes' name for a Job past its activeDeadlineSeconds.
@@ -42,7 +47,7 @@ type jobState struct {
 
 	due      bool      // a time came (or start asked for a run): run once
 	dueSlot  time.Time // the time the due run is for; zero when asked
-	overran  bool      // the current run passed max_runtime
+	overran  bool      // the current run passed max_runtime: a health kill
 	runSeq   int       // runs started; the max_runtime timer's run
 	runTimer clock.Timer
 
@@ -68,7 +73,7 @@ func (s *Supervisor) syncJobsLocked() {
 			in.job = nil
 			if in.goal == goalRun {
 				// A daemon now: a job's run that ended does not keep it down.
-				in.settled = false
+				askStartLocked(in, false)
 				s.queue.Add(in.key)
 			}
 		case j == nil:
@@ -188,7 +193,7 @@ func (s *Supervisor) slotDueLocked(in *instance, now time.Time) time.Time {
 	if in.procID != "" || in.startingID != "" || in.state == Starting || in.state == Stopping {
 		if j.cfg.Concurrency == config.ConcurrencyReplace {
 			s.events.add(in.key, "", "", "schedule: the run of "+stamp(slot)+" replaces the one still running (concurrency = replace)")
-			in.restartRequested = true
+			in.restartRequested = true // as `supervisectl restart` asks
 			j.due, j.dueSlot = true, slot
 			s.queue.Add(in.key)
 			return slot
@@ -199,8 +204,10 @@ func (s *Supervisor) slotDueLocked(in *instance, now time.Time) time.Time {
 	}
 	s.events.add(in.key, "", "", "schedule: run of "+stamp(slot))
 	j.due, j.dueSlot = true, slot
-	in.settled = false
-	in.afterExit = false // a retry of the last time's run gives way to this time's
+	// Asked as a command asks: it lifts the last run's end for good, and
+	// a retry of the last time's run waiting out its backoff gives way to
+	// this time's.
+	askStartLocked(in, true)
 	s.queue.Add(in.key)
 	return slot
 }
@@ -218,7 +225,7 @@ func runNowLocked(in *instance) {
 // jobViewLocked fills in what decideRun looks at of a job.
 func jobViewLocked(in *instance, v *runView) {
 	if j := in.job; j != nil {
-		v.scheduled, v.slotDue, v.overran = true, j.due, j.overran
+		v.scheduled, v.slotDue = true, j.due
 	}
 }
 
@@ -252,64 +259,43 @@ func (s *Supervisor) maxRuntimeReached(in *instance, seq int) {
 	s.queue.Add(in.key)
 }
 
-// jobExitLocked records how a job's run ended, called by recordExit once
-// the exit is recorded, and applies the restart policy to the run. It
-// reports whether it did, which is always but for a stop that was asked
-// for (or a job no longer meant to run). A run stopped for max_runtime
-// failed, and is not retried.
-func (s *Supervisor) jobExitLocked(in *instance, requested bool) bool {
+// jobKillLocked is checkHealthLocked's part for a job: a run that passed
+// max_runtime ends as a health kill (ReasonMaxRuntime), through the one
+// stop path, and its exit is a failure that is not retried (restartWanted).
+func jobKillLocked(in *instance, h *health) {
+	if j := in.job; j != nil && j.overran && h.killReason == "" {
+		h.killReason = ReasonMaxRuntime
+	}
+}
+
+// jobRunEndedLocked writes down how a job's run ended, for status and
+// metrics; recordExit calls it once the exit is recorded. What follows
+// (a retry, or Completed or Failed until the next time) is decideRun's.
+func (s *Supervisor) jobRunEndedLocked(in *instance, requested bool) {
 	j := in.job
 	if j == nil || in.lastExit == nil {
-		return false
+		return
 	}
 	j.stopRunTimer()
+	j.overran = false
 	e := in.lastExit
 	j.lastEnd = e.FinishedAt
 	if j.lastEnd.IsZero() {
 		j.lastEnd = s.clock.Now()
 	}
 	switch {
-	case j.overran:
-		j.overran = false
-		e.Reason = ReasonMaxRuntime
-		msg := "max_runtime " + j.cfg.MaxRuntime.String() + " exceeded"
-		j.lastResult = "failed: " + msg
-		s.events.add(in.key, "", "", "schedule: run failed: "+msg)
-		if in.goal == goalRun && !in.restartRequested {
-			in.settled = true
-			s.setStateLocked(in, Failed, msg)
-		}
-		return true
 	case requested:
 		j.lastResult = "stopped"
-		return false
-	}
-	failed := e.failed(in.spec)
-	if failed {
-		j.lastResult = "failed: " + exitMessage(e)
-	} else {
+		return
+	case e.Reason == ReasonMaxRuntime:
+		j.lastResult = "failed: max_runtime " + j.cfg.MaxRuntime.String() + " exceeded"
+	case e.failed(in.spec):
+		j.lastResult = "failed: " + exitText(e)
+	default:
 		j.lastResult = "succeeded"
 		j.lastSuccess = j.lastEnd
 	}
 	s.events.add(in.key, "", "", "schedule: run "+j.lastResult)
-	if in.goal != goalRun {
-		return false
-	}
-	// The restart policy, for this time's run only: a job that ended is
-	// neither the end of the supervisor (exit_on and critical are refused
-	// with schedule) nor its exit status, and has no dependents to stop.
-	if restartWanted(in.spec, e, failed) && !s.shuttingDown {
-		in.afterExit = true
-		return true
-	}
-	in.settled = true
-	msg := in.message
-	if failed {
-		s.setStateLocked(in, Failed, msg)
-	} else {
-		s.setStateLocked(in, Completed, msg)
-	}
-	return true
 }
 
 // jobStatusLocked adds a job's schedule, next time and last run to its

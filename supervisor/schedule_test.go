@@ -270,15 +270,20 @@ func TestDecideRunJobs(t *testing.T) {
 		want runStep
 	}{
 		{"job between its times", runView{scheduled: true}, stepNothing},
-		{"job's time came", runView{scheduled: true, slotDue: true}, stepStart},
-		{"job's failed run, backoff over", runView{scheduled: true, afterExit: true}, stepStart},
-		{"job's failed run, in backoff", runView{scheduled: true, afterExit: true, backoffLeft: time.Second}, stepBackOff},
-		{"job restarted by hand", runView{scheduled: true, restartRequested: true}, stepStart},
-		{"job's run past max_runtime", runView{scheduled: true, running: true, overran: true}, stepStopUnhealthy},
+		{"job between its times, a dependency back asks a start", runView{scheduled: true, startAsked: true}, stepNothing},
+		{"job's time came", runView{scheduled: true, slotDue: true, startAsked: true, waiveBackoff: true}, stepStart},
+		{"job's time came after a run that ended for good", runView{scheduled: true, settled: true, slotDue: true, startAsked: true, waiveBackoff: true}, stepStart},
+		{"job's time came during a retry's backoff", runView{scheduled: true, afterExit: true, policyRestart: true, backoffLeft: time.Second, slotDue: true, startAsked: true, waiveBackoff: true}, stepStart},
+		{"job's failed run, backoff over", runView{scheduled: true, afterExit: true, policyRestart: true}, stepStart},
+		{"job's failed run, in backoff", runView{scheduled: true, afterExit: true, policyRestart: true, backoffLeft: time.Second}, stepBackOff},
+		{"job's run ended, the policy says stay down", runView{scheduled: true, afterExit: true}, stepSettle},
+		{"job restarted by hand", runView{scheduled: true, restartRequested: true, startAsked: true}, stepStart},
+		{"job's run past max_runtime (a health kill)", runView{scheduled: true, running: true, unhealthy: true}, stepStopUnhealthy},
 		{"job running, its time came", runView{scheduled: true, running: true, slotDue: true}, stepNothing},
+		{"job's time came, a dependency unmet", runView{scheduled: true, slotDue: true, unmetDep: "db"}, stepWaitDependency},
 		{"job's time came during the shutdown", runView{scheduled: true, slotDue: true, shuttingDown: true}, stepNothing},
 	} {
-		if got := decideRun(tc.v); got != tc.want {
+		if got := decideRun(tc.v).step; got != tc.want {
 			t.Errorf("%s: %+v → %v, want %v", tc.name, tc.v, got, tc.want)
 		}
 	}

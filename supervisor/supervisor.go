@@ -80,6 +80,21 @@ type Options struct {
 	// Timestamps starts each console line with the time (the dev
 	// runner's --timestamps).
 	Timestamps bool
+	// OneStream gives a program whose stdout and stderr both go to the
+	// console and to no file one pipe for both, as foreman does, so its
+	// lines keep the order it wrote them in; they are all logged as
+	// stdout. Two pipes cannot keep that order: each has its own reader.
+	// The dev runner's; a service keeps its streams apart.
+	OneStream bool
+	// Tty, with OneStream, gives such a program a pseudo-terminal instead
+	// of the pipe, as overmind does: it sees a terminal and prints its
+	// colours.
+	Tty bool
+	// StartupGrace is how long after its start a process may still print
+	// its first line when an exit_on program's end stops the set (the
+	// dev runner's: a fast one-shot must not silence its neighbours); 0
+	// stops at once.
+	StartupGrace time.Duration
 }
 
 // Supervisor runs a set of programs.
@@ -92,9 +107,12 @@ type Supervisor struct {
 	hooks  *hooks.Runner
 	logs   *logSet
 	events *eventLog
+	why    runBook // each instance's last ended run (why.go)
 
 	bootedAt  time.Time      // for the spread of first probes
 	randFloat func() float64 // [0, 1); tests replace it
+
+	startupGrace time.Duration // Options.StartupGrace
 
 	ctx    context.Context // cancelled by Kill: aborts every blocking call
 	cancel context.CancelFunc
@@ -167,7 +185,7 @@ func New(opts Options) (*Supervisor, error) {
 			Clock:       clk,
 			RateLimiter: backoff.DefaultControllerRateLimiter[string](clk),
 		}),
-		hooks:     &hooks.Runner{Exec: opts.Runtime, Logger: log},
+		hooks:     &hooks.Runner{Exec: opts.Runtime, Logger: log, Clock: clk},
 		bootedAt:  clk.Now(),
 		randFloat: rand.Float64,
 		events:    newEventLog(clk, 1000),
@@ -181,10 +199,12 @@ func New(opts Options) (*Supervisor, error) {
 		done:      make(chan struct{}),
 		stopReq:   make(chan struct{}),
 	}
+	s.startupGrace = opts.StartupGrace
 	s.logs = newLogSet(console, opts.Color, opts.Terminal, opts.Timestamps, log, opts.Config.Programs)
 	s.logs.refused = func(key string, err error) {
 		s.events.add(key, "", "LogFileRefused", err.Error()+"; its lines go to the console")
 	}
+	s.logs.oneStream, s.logs.tty = opts.OneStream, opts.OneStream && opts.Tty
 	s.apply(opts.Config)
 	return s, nil
 }
@@ -279,6 +299,7 @@ func (s *Supervisor) Run(ctx context.Context) int {
 	case <-ctx.Done():
 	case <-s.done:
 	case <-s.stopReq:
+		s.awaitStartupOutput()
 	}
 	s.stopWatchers()
 	s.shutdownAll()
@@ -286,6 +307,7 @@ func (s *Supervisor) Run(ctx context.Context) int {
 	close(stop)
 	s.queue.ShutDown()
 	wg.Wait()
+	s.deleteSandboxes() // once no worker owns an instance any more
 	s.bg.Wait()
 	s.streams.close()
 	s.logs.close()
@@ -508,7 +530,7 @@ func (s *Supervisor) checkDoneLocked() {
 			continue // sidecars serve the others; shutdownAll stops them
 		}
 		mains++
-		if in.goal == goalRun && (!in.settled || in.job != nil) {
+		if in.goal == goalRun && (!endedLocked(in) || in.job != nil) {
 			return // a job meant to run has another time coming
 		}
 		if in.procID != "" || in.state == Stopping || in.state == Starting {
@@ -616,7 +638,6 @@ func (s *Supervisor) shutdownAll() {
 	for l := maxLevel; l >= 0 && s.ctx.Err() == nil; l-- {
 		s.stopLevel(l)
 	}
-	s.deleteSandboxes()
 }
 
 // stopLevel stops every instance of dependency level l and waits until
@@ -649,9 +670,9 @@ func (s *Supervisor) stopLevel(l int) {
 }
 
 // deleteSandboxes deletes what sandboxes are left once every process is
-// gone.
+// gone and the workers have ended: sandboxes outlive their processes only
+// until here.
 func (s *Supervisor) deleteSandboxes() {
-	// Sandboxes outlive their processes only until here.
 	s.mu.Lock()
 	var sandboxes []string
 	for _, in := range s.instances {

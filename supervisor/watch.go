@@ -69,7 +69,7 @@ func (s *Supervisor) startWatch(name string, spec config.Watch, dir string) *pro
 	// New returns with every watch in place: a change made from here on is
 	// seen.
 	wt, err := watch.New(watch.Config{
-		Paths: paths, Include: spec.Include, Exclude: spec.Exclude,
+		Paths: paths, Include: spec.Include, Exclude: spec.Exclude, GitIgnore: spec.GitIgnore,
 		Debounce: spec.Debounce, Clock: s.clock, Logger: s.log.With("program", name),
 	})
 	if err != nil {
@@ -125,8 +125,7 @@ func (s *Supervisor) filesChanged(name string, spec config.Watch, changed []stri
 		}
 		in := s.instances[key]
 		in.restartRequested = true
-		in.settled = false
-		in.afterExit = false
+		askStartLocked(in, true)
 		in.backoff.Reset(key)
 		s.queue.Add(key)
 	}

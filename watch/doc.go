@@ -20,7 +20,9 @@
 //   - Include and Exclude are globs with "**" (Glob), relative to the
 //     watched directory. Editor temp files (*.swp, *~, .#*, 4913, *.tmp …)
 //     and .git, .hg, .svn are always excluded (DefaultExcludes); an
-//     excluded directory is never watched.
+//     excluded directory is never watched. With GitIgnore, what the
+//     .gitignore at the top of each watched directory ignores is excluded
+//     too (glob.Ignore: a subset of gitignore's rules).
 //   - An inotify queue overflow (events were lost) counts as a change of
 //     every watched root, and the trees are walked again for directories
 //     whose creation was lost.

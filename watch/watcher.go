@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -53,6 +54,10 @@ type Config struct {
 	// Exclude apply inside directories: a file named in Paths is always
 	// watched.
 	Exclude []string
+	// GitIgnore also drops what the .gitignore at the top of each watched
+	// directory ignores (read once, by New; see glob.Ignore for the
+	// rules followed), and never descends into a folder it ignores.
+	GitIgnore bool
 	// Debounce is how long the tree must stay quiet before a batch fires.
 	// 0 fires as soon as the events already delivered are handled (the
 	// next event batch); callers with no opinion pass DefaultDebounce.
@@ -69,8 +74,9 @@ type Config struct {
 
 // root is one entry of Config.Paths, resolved.
 type root struct {
-	path string
-	dir  bool
+	path   string
+	dir    bool
+	ignore *glob.Ignore // the root's .gitignore, with Config.GitIgnore
 }
 
 // Watcher watches directory trees and files for changes and reports them
@@ -146,7 +152,11 @@ func New(cfg Config) (*Watcher, error) {
 		if err != nil {
 			return nil, fmt.Errorf("watch %s: %w", p, err)
 		}
-		w.roots = append(w.roots, root{path: abs, dir: st.IsDir()})
+		r := root{path: abs, dir: st.IsDir()}
+		if r.dir && cfg.GitIgnore {
+			r.ignore = readIgnore(filepath.Join(abs, ".gitignore"))
+		}
+		w.roots = append(w.roots, r)
 	}
 	slices.SortStableFunc(w.roots, func(a, b root) int { return len(b.path) - len(a.path) })
 
@@ -200,7 +210,7 @@ func (w *Watcher) addTree(r root, start string, found func(string)) error {
 			w.log.Warn("not watching a directory", "path", p, "err", err)
 			return nil // WalkDir skips what it could not read
 		}
-		if p != start && w.excluded(relTo(r.path, p)) {
+		if p != start && w.excluded(r, relTo(r.path, p), d.IsDir()) {
 			if d.IsDir() {
 				return filepath.SkipDir
 			}
@@ -236,8 +246,31 @@ func relTo(dir, p string) string {
 	return filepath.ToSlash(rel)
 }
 
-func (w *Watcher) excluded(rel string) bool {
-	return slices.ContainsFunc(w.exclude, func(g *glob.Glob) bool { return g.Match(rel) })
+// excluded reports whether rel, under root r, is left out; isDir says
+// whether it is a folder (for the .gitignore's folder-only patterns).
+func (w *Watcher) excluded(r root, rel string, isDir bool) bool {
+	return slices.ContainsFunc(w.exclude, func(g *glob.Glob) bool { return g.Match(rel) }) || r.ignore.Match(rel, isDir)
+}
+
+// maxIgnoreFile bounds the .gitignore read.
+const maxIgnoreFile = 1 << 20
+
+// readIgnore reads a .gitignore: nil when there is none; a file that
+// cannot be read, or is not a regular file, is no rules.
+func readIgnore(file string) *glob.Ignore {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return nil
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxIgnoreFile))
+	if err != nil {
+		return nil
+	}
+	return glob.ParseIgnore(string(data))
 }
 
 func (w *Watcher) included(rel string) bool {
@@ -298,7 +331,10 @@ func (w *Watcher) handle(ev fsnotify.Event, b *batch) bool {
 		return false
 	}
 	rel := relTo(r.path, ev.Name)
-	if w.excluded(rel) {
+	// A removed path is no folder any more: its folder-only patterns
+	// were checked when it was watched.
+	st, statErr := os.Lstat(ev.Name)
+	if w.excluded(r, rel, statErr == nil && st.IsDir()) {
 		return false
 	}
 	counts := false
@@ -306,7 +342,7 @@ func (w *Watcher) handle(ev fsnotify.Event, b *batch) bool {
 		w.forget(ev.Name)
 	}
 	if ev.Has(fsnotify.Create) {
-		if st, err := os.Lstat(ev.Name); err == nil && st.IsDir() {
+		if statErr == nil && st.IsDir() {
 			err := w.addTree(r, ev.Name, func(p string) {
 				if w.included(relTo(r.path, p)) {
 					b.add(p)

@@ -113,6 +113,29 @@ func TestExcludesAndEditorFiles(t *testing.T) {
 	}
 }
 
+// With GitIgnore, what the root's .gitignore ignores is dropped, and an
+// ignored folder is never watched; without it, the file means nothing.
+func TestGitIgnore(t *testing.T) {
+	dir := tempDir(t)
+	mkdirs(t, filepath.Join(dir, "log"), filepath.Join(dir, "src/log"), filepath.Join(dir, "coverage"))
+	writeFile(t, filepath.Join(dir, ".gitignore"), "/log/\n*.bak\ncoverage/\n!keep.bak\n")
+	h := start(t, Config{Paths: []string{dir}, GitIgnore: true, Debounce: debounce})
+	if h.w.dirs[filepath.Join(dir, "log")] || h.w.dirs[filepath.Join(dir, "coverage")] || !h.w.dirs[filepath.Join(dir, "src/log")] {
+		t.Errorf("watched folders: %v; want log and coverage left out, src/log in", h.w.dirs)
+	}
+	for _, name := range []string{"log/dev.log", "a.bak", "src/b.bak", "coverage/c.out"} {
+		writeFile(t, filepath.Join(dir, name), "ignored")
+	}
+	kept := join(dir, "keep.bak", "src/log/x.go")
+	for _, p := range kept {
+		writeFile(t, p, "kept")
+	}
+	h.sawEvent(kept[1], fsnotify.Write)
+	if got := h.fire(debounce); !reflect.DeepEqual(got, kept) {
+		t.Errorf("batch = %q, want %q", got, kept)
+	}
+}
+
 func TestIncludeKeepsOnlyMatches(t *testing.T) {
 	dir := tempDir(t)
 	mkdirs(t, filepath.Join(dir, "pkg"))

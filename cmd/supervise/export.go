@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -133,6 +134,35 @@ func importCommand() *cli.Command {
 					return errors.New("import supervisord: give the supervisord configuration file")
 				}
 				toml, warns, err := export.ImportSupervisordFile(c.Args().First())
+				if err != nil {
+					return err
+				}
+				return writeImport(c.String("output"), toml, warns)
+			},
+		}, {
+			Name:      "process-compose",
+			Usage:     "a process-compose.yaml and the .env beside it",
+			ArgsUsage: "[FILE]",
+			Description: "FILE defaults to the one process-compose would run here: the first of " +
+				strings.Join(export.ProcessComposeFiles, ", ") + ".",
+			Flags: []cli.Flag{out},
+			Action: func(c *cli.Context) error {
+				if c.Args().Len() > 1 {
+					return errors.New("import process-compose: give at most one file")
+				}
+				f := c.Args().First()
+				if f == "" {
+					var err error
+					if f, err = export.FindProcessCompose("."); err != nil {
+						return err
+					}
+				}
+				// env_file is relative to the supervise.toml written
+				envFrom := "."
+				if o := c.String("output"); o != "-" {
+					envFrom = filepath.Dir(o)
+				}
+				toml, warns, err := export.ImportProcessComposeFile(f, envFrom)
 				if err != nil {
 					return err
 				}

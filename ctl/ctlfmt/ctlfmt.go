@@ -69,17 +69,19 @@ func State(st ctl.ProgramStatus) string {
 	return s
 }
 
-// LastExit is the LAST EXIT column: "exit 1", "signal KILL", or the reason
-// when it says more than the status ("OOMKilled", "StartError",
-// "LivenessProbeFailed"); "-" when it never ended.
+// LastExit is the LAST EXIT column: "exit 1", "exit 137 (SIGKILL)", or
+// the reason when it says more than the status ("OOMKilled",
+// "StartError", "LivenessProbeFailed"); "-" when it never ended.
 func LastExit(e *ctl.ExitInfo) string {
 	switch {
 	case e == nil:
 		return "-"
 	case e.Reason != "" && e.Reason != "Completed" && e.Reason != "Error" && e.Reason != "Signaled":
 		return e.Reason
+	case e.Signal != "" && e.Code > 128:
+		return "exit " + strconv.Itoa(e.Code) + " (SIG" + e.Signal + ")"
 	case e.Signal != "":
-		return "signal " + e.Signal
+		return "signal " + e.Signal // a server from before 128+N
 	}
 	return "exit " + strconv.Itoa(e.Code)
 }

@@ -67,7 +67,8 @@ func TestStateAndLastExit(t *testing.T) {
 		{nil, "-"},
 		{&ctl.ExitInfo{Code: 0, Reason: "Completed"}, "exit 0"},
 		{&ctl.ExitInfo{Code: 1, Reason: "Error"}, "exit 1"},
-		{&ctl.ExitInfo{Code: 137, Signal: "KILL", Reason: "Signaled"}, "signal KILL"},
+		{&ctl.ExitInfo{Code: 137, Signal: "KILL", Reason: "Signaled"}, "exit 137 (SIGKILL)"},
+		{&ctl.ExitInfo{Code: -1, Signal: "KILL", Reason: "Signaled"}, "signal KILL"}, // a server from before 128+N
 		{&ctl.ExitInfo{Code: 137, Signal: "KILL", Reason: "OOMKilled"}, "OOMKilled"},
 		{&ctl.ExitInfo{Code: -1, Reason: "StartError"}, "StartError"},
 		{&ctl.ExitInfo{Code: -1, Signal: "KILL", Reason: "LivenessProbeFailed"}, "LivenessProbeFailed"},

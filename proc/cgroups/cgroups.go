@@ -629,9 +629,11 @@ func (r *Root) Create(name string, res Resources) (*Cgroup, error) {
 	for _, h := range r.hiers {
 		dir := filepath.Join(h.dir(), name)
 		err := r.k.Mkdir(dir)
-		if isNotExist(err) {
-			// Another supervisor sharing the subtree left while it held
-			// none of our cgroups, and removed it (see Close).
+		// Another supervisor sharing the subtree left while it held none
+		// of our cgroups, and removed it (see Close); several leaving one
+		// after another may remove it again between our two mkdirs, so
+		// the retries are a few, not one.
+		for try := 0; isNotExist(err) && try < 8; try++ {
 			if err = r.remake(h); err == nil {
 				err = r.k.Mkdir(dir)
 			}
