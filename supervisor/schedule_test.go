@@ -2,10 +2,13 @@ package supervisor
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/supervise-dev/supervise/clock/fakeclock"
 	"github.com/supervise-dev/supervise/config"
 	"github.com/supervise-dev/supervise/ctl"
 	"github.com/supervise-dev/supervise/schedule"
@@ -246,7 +249,7 @@ func TestJobTimerStoppedOnRemoval(t *testing.T) {
 
 func TestJobJitter(t *testing.T) {
 	h := newHarness(t, job("job", "*/30 * * * * *"), program("web"))
-	h.waitState("web", Running) // Run reads the config unlocked as it begins: no reload before
+	h.waitState("web", Running)
 	h.sup.mu.Lock()
 	h.sup.randFloat = func() float64 { return 0.5 }
 	h.sup.mu.Unlock()
@@ -337,4 +340,35 @@ func TestJobBecomesDaemonOnReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.waitState("job", Running)
+}
+
+// A reload may come as Run begins (a job's timer is armed by every apply):
+// Run must read the config it starts its workers by under the lock.
+func TestReloadAsRunBegins(t *testing.T) {
+	for range 20 {
+		clock := fakeclock.New(t0)
+		cfg := &config.Config{File: "test.toml", Supervisor: config.Supervisor{Workers: 2, ShutdownTimeout: 5 * time.Second}, Programs: []*config.Program{program("web")}}
+		sup, err := New(Options{Config: cfg, Runtime: newFakeRuntime(clock), Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Console: io.Discard})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		reloaded := make(chan error, 1)
+		go func() {
+			next := *cfg
+			next.Programs = []*config.Program{program("web"), job("job", "*/30 * * * * *")}
+			reloaded <- sup.ApplyConfig(ctx, &next)
+		}()
+		done := make(chan int, 1)
+		go func() { done <- sup.Run(ctx) }()
+		if err := <-reloaded; err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("Run did not return after cancel")
+		}
+	}
 }

@@ -275,7 +275,9 @@ func newCrashBackoff(p *config.Program, clk clock.Clock) *backoff.Crash {
 // every program has ended for good. It returns the supervisor's exit status:
 // 0, or the status of the first program that failed for good.
 func (s *Supervisor) Run(ctx context.Context) int {
-	workers := s.cfg.Supervisor.Workers
+	s.mu.Lock()
+	workers := s.cfg.Supervisor.Workers // a reload may replace cfg as Run begins
+	s.mu.Unlock()
 	if workers <= 0 {
 		workers = 2
 	}
