@@ -692,6 +692,9 @@ func podDocs(cfg *config.Config, opts KubernetesOptions, ws *warnings) ([]obj, e
 		}
 		grace = max(grace, ceilSeconds(p.StopTimeout))
 	}
+	if len(containers) == 0 && len(inits) == 0 && len(crons) > 0 {
+		return crons, nil // jobs only: their runs are Pods of their own
+	}
 	if len(containers) == 0 {
 		return nil, fmt.Errorf("export kubernetes --mode pod: every program is a sidecar or a one-shot, and a Pod needs a container: export without --mode pod")
 	}

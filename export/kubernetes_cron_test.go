@@ -70,3 +70,19 @@ restart = "never"
 		}
 	}
 }
+
+// --mode pod with jobs only: the CronJobs, and no Pod without a container.
+func TestKubernetesPodModeJobsOnly(t *testing.T) {
+	cfg := parse(t, `
+[program.report]
+command = ["report"]
+schedule = "30 6 * * *"
+`)
+	out, _, err := Kubernetes(cfg, KubernetesOptions{Image: "app:1", Name: "demo", Pod: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := string(out); !strings.Contains(s, `kind: "CronJob"`) || strings.Contains(s, `kind: "Pod"`) {
+		t.Fatalf("want the CronJob alone:\n%s", s)
+	}
+}
