@@ -22,6 +22,7 @@ const mod = "github.com/supervise-dev/supervise/"
 // others lives beside its users: cmd/internal/execcmd).
 var imports = map[string][]string{
 	"clock":                {},
+	"schedule":             {},
 	"internal/unixsig":     {"golang.org/x/sys/unix"},
 	"internal/execpath":    {"golang.org/x/sys/unix"},
 	"internal/reap":        {"golang.org/x/sys/unix"},
@@ -33,7 +34,7 @@ var imports = map[string][]string{
 	"internal/promcheck":   {},        // imported by tests only
 	"clock/fakeclock":      {"clock"}, // imported by tests only
 	"backoff":              {"clock", "golang.org/x/time/rate"},
-	"config":               {"internal/consolepath", "internal/size", "internal/unixsig", "github.com/BurntSushi/toml", "watch/glob", "golang.org/x/sys/unix"},
+	"config":               {"schedule", "internal/consolepath", "internal/size", "internal/unixsig", "github.com/BurntSushi/toml", "watch/glob", "golang.org/x/sys/unix"},
 	"proc":                 {"internal/execpath", "internal/reap", "internal/unixsig", "proc/cgroups", "golang.org/x/sys/unix"},
 	"proc/cgroups":         {"golang.org/x/sys/unix"},
 	"hooks":                {"clock", "internal/httpcheck", "proc"},
@@ -53,7 +54,7 @@ var imports = map[string][]string{
 	"supervisor/wait":      {"clock"},
 	"supervisor": {"internal/unixsig", "backoff", "clock", "config", "ctl", "hooks", "logs", "metrics", "notify", "probe", "proc",
 		"supervisor/wait", "supervisor/workqueue", "watch"},
-	"export":             {"config", "internal/execpath", "internal/unixsig", "gopkg.in/yaml.v3"},
+	"export":             {"config", "schedule", "internal/execpath", "internal/unixsig", "gopkg.in/yaml.v3"},
 	"cmd/supervise-init": {"cmd/internal/execcmd", "pid1", "proc"},
 	"cmd/supervise": {"cmd/internal/execcmd", "internal/unixsig", "internal/rungroup", "internal/version", "internal/execpath", "export", "config", "ctl", "ctl/ctlfmt", "logs", "metrics", "pid1", "proc", "supervisor", "watch",
 		"github.com/urfave/cli/v2", "golang.org/x/sys/unix"},

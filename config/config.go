@@ -242,6 +242,8 @@ type Program struct {
 	// ReadyLogLine is a regular expression (Go syntax, checked): the
 	// program is ready once a line of its output matches; "" = none.
 	ReadyLogLine string
+	// Schedule, when set, runs the program as a job at each of its times.
+	Schedule Schedule
 }
 
 // Rollout is a program's [program.NAME.rollout] table: how a restart, a

@@ -217,6 +217,13 @@ var programKeys = []key[*programDecoding]{
 			p.ReadyLogLine, p.logLine = s, v
 		}
 	}},
+	// Schedule (schedule.go); timezone before schedule, which is read in it.
+	{"timezone", (*decoder).timezone},
+	{"schedule", (*decoder).schedule},
+	{"concurrency", (*decoder).concurrency},
+	{"starting_deadline", func(d *decoder, p *programDecoding, v *node) { setPositive(d, v, &p.Schedule.StartingDeadline) }},
+	{"max_runtime", func(d *decoder, p *programDecoding, v *node) { setPositive(d, v, &p.Schedule.MaxRuntime) }},
+	{"jitter", func(d *decoder, p *programDecoding, v *node) { setPositive(d, v, &p.Schedule.Jitter) }},
 }
 
 // rolloutKeys are the keys of [program.NAME.rollout]: max_unavailable is

@@ -564,7 +564,7 @@ func TestExampleConfig(t *testing.T) {
 	for _, p := range cfg.Programs {
 		names = append(names, p.Name)
 	}
-	if want := []string{"web", "worker", "ticker", "sandboxed", "manual"}; !reflect.DeepEqual(names, want) {
+	if want := []string{"web", "worker", "ticker", "sandboxed", "report", "manual"}; !reflect.DeepEqual(names, want) {
 		t.Errorf("programs = %v, want %v", names, want)
 	}
 	root, _ := filepath.Abs("..")

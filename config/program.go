@@ -83,6 +83,7 @@ func (d *decoder) program(name string, n *node, isDefaults bool) *Program {
 		p.Env = pd.env.env
 	}
 	d.checkHealth(pd, n)
+	d.checkSchedule(pd, t)
 	return p
 }
 

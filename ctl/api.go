@@ -50,6 +50,22 @@ type ProgramStatus struct {
 	// Probes has the last result of each probe that ran in this run,
 	// keyed "startup", "readiness", "liveness".
 	Probes map[string]ProbeResult `json:"probes,omitempty"`
+	// Schedule is a scheduled program's cron expression; NextRun and
+	// NextRunInMs when its next run is due (absent while it is stopped);
+	// LastRun how its last time went.
+	Schedule    string     `json:"schedule,omitempty"`
+	NextRun     *time.Time `json:"next_run,omitempty"`
+	NextRunInMs int64      `json:"next_run_in_ms,omitempty"`
+	LastRun     *RunInfo   `json:"last_run,omitempty"`
+}
+
+// RunInfo is a scheduled program's last time: its run's start and end, and
+// "succeeded", "failed: …", "stopped" or "skipped: …" (a time skipped has
+// no run: only FinishedAt, when it was skipped).
+type RunInfo struct {
+	StartedAt  time.Time `json:"started_at"`
+	FinishedAt time.Time `json:"finished_at"`
+	Result     string    `json:"result"`
 }
 
 // ProbeResult is the outcome of one probe run.

@@ -121,6 +121,13 @@ func keyCases() map[string]keyCase {
 		"program.*.watchdog":                            with("notify = \"sd_notify\"\n", "watchdog = \"10s\"\n"),
 		"program.*.ready_log_line":                      only("ready_log_line = \"up\"\n"),
 	}
+	const sched = "schedule = \"0 3 * * *\"\n"
+	cs["program.*.schedule"] = only(sched)
+	cs["program.*.timezone"] = with(sched, "timezone = \"Europe/Berlin\"\n")
+	cs["program.*.concurrency"] = with(sched, "concurrency = \"replace\"\n")
+	cs["program.*.starting_deadline"] = with(sched, "starting_deadline = \"7m\"\n")
+	cs["program.*.max_runtime"] = with(sched, "max_runtime = \"7m\"\n")
+	cs["program.*.jitter"] = with(sched, "jitter = \"7m\"\n")
 	for _, out := range []string{"stdout", "stderr"} {
 		const file = ".file = \"/var/log/p.log\"\n"
 		cs["program.*."+out] = only(out + file)

@@ -100,7 +100,9 @@ func (k *kubeWriter) workload() []obj {
 	labels := obj{{"app.kubernetes.io/name", k.opts.Name}, {"app.kubernetes.io/component", DNSLabel(p.Name)}}
 	pod := k.podSpec()
 	var out []obj
-	if p.Restart == config.RestartAlways {
+	if p.Scheduled() {
+		out = append(out, k.cronJob()) // kubernetes_cron.go
+	} else if p.Restart == config.RestartAlways {
 		spec := obj{{"replicas", p.Instances}, {"selector", obj{{"matchLabels", labels}}},
 			{"template", obj{{"metadata", obj{{"labels", labels}}}, {"spec", pod}}}}
 		if !p.Autostart {
@@ -625,9 +627,14 @@ func podDocs(cfg *config.Config, opts KubernetesOptions, ws *warnings) ([]obj, e
 	var inits, containers []any
 	var ports []int
 	grace := 0
+	var crons []obj
 	policy := podRestartPolicy(cfg, oneShot, needed)
 	for _, p := range inDependencyOrder(cfg) {
 		k := &kubeWriter{opts: opts, ws: ws, p: p, cfg: cfg}
+		if p.Scheduled() { // a CronJob beside the Pod: its runs are Pods of their own
+			crons = append(crons, k.cronJob())
+			continue
+		}
 		if p.Instances > 1 {
 			k.warn("instances", "one Pod runs one container per program: run more Pods (a Deployment of this Pod) for %d", p.Instances)
 		}
@@ -685,6 +692,9 @@ func podDocs(cfg *config.Config, opts KubernetesOptions, ws *warnings) ([]obj, e
 		}
 		grace = max(grace, ceilSeconds(p.StopTimeout))
 	}
+	if len(containers) == 0 && len(inits) == 0 && len(crons) > 0 {
+		return crons, nil // jobs only: their runs are Pods of their own
+	}
 	if len(containers) == 0 {
 		return nil, fmt.Errorf("export kubernetes --mode pod: every program is a sidecar or a one-shot, and a Pod needs a container: export without --mode pod")
 	}
@@ -702,6 +712,7 @@ func podDocs(cfg *config.Config, opts KubernetesOptions, ws *warnings) ([]obj, e
 		spec.set("terminationGracePeriodSeconds", grace)
 	}
 	docs := []obj{{{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", meta}, {"spec", spec}}}
+	docs = append(docs, crons...)
 	if len(ports) > 0 {
 		var sp []any
 		for _, port := range ports {
@@ -730,7 +741,7 @@ func kubePolicy(r config.RestartPolicy) string {
 func podRestartPolicy(cfg *config.Config, oneShot, needed map[string]bool) string {
 	policy := ""
 	for _, p := range cfg.Programs {
-		if oneShot[p.Name] || needed[p.Name] || p.Sidecar {
+		if oneShot[p.Name] || needed[p.Name] || p.Sidecar || p.Scheduled() { // a CronJob's policy is its own
 			continue
 		}
 		switch kp := kubePolicy(p.Restart); {

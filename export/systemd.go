@@ -66,10 +66,15 @@ func Systemd(cfg *config.Config, opts SystemdOptions) ([]File, []Warning, error)
 		}
 		e := &unitWriter{opts: opts, ws: &ws, p: p, byName: byName}
 		data := e.service()
+		timer := e.timerFile() // a scheduled program's .timer (systemd_timer.go), wanted instead of it
 		refused += e.refused
 		files = append(files, File{Name: unitFile(opts.Prefix, p), Data: data})
+		wanted := instanceUnits(opts.Prefix, p)
+		if timer != nil {
+			files, wanted = append(files, *timer), []string{timer.Name}
+		}
 		if p.Autostart {
-			for _, u := range instanceUnits(opts.Prefix, p) {
+			for _, u := range wanted {
 				wants = append(wants, word(u))
 			}
 		}
@@ -180,6 +185,7 @@ func (e *unitWriter) service() []byte {
 	e.hooks()
 	e.sandbox()
 	e.outputs()
+	e.jobService()
 	e.unmapped()
 
 	var b strings.Builder

@@ -64,11 +64,12 @@ func TestSystemdExampleConfigVerifies(t *testing.T) {
 		t.Fatal(err)
 	}
 	verify(t, files)
-	if len(files) != len(cfg.Programs)+1 {
-		t.Errorf("%d files for %d programs and a target", len(files), len(cfg.Programs))
+	if len(files) != len(cfg.Programs)+2 {
+		t.Errorf("%d files for %d programs, a timer and a target", len(files), len(cfg.Programs))
 	}
 	target := unit(t, files, "demo.target")
-	if !strings.Contains(target, "demo-worker@0.service demo-worker@1.service") || strings.Contains(target, "demo-manual") {
+	if !strings.Contains(target, "demo-worker@0.service demo-worker@1.service") || strings.Contains(target, "demo-manual") ||
+		!strings.Contains(target, "demo-report.timer") || strings.Contains(target, "demo-report.service") {
 		t.Errorf("target:\n%s", target)
 	}
 	for _, w := range warns {

@@ -81,6 +81,10 @@ func TestMetricsExposition(t *testing.T) {
 	src.snap.Programs[1].StartedAt = time.Time{}
 	src.snap.Programs[1].LastExit = nil
 	src.snap.Programs[1].Stats = false
+	// p0000 is a scheduled program; the other is not.
+	src.snap.Programs[0].Scheduled = true
+	src.snap.Programs[0].LastSuccess = time.Unix(1700000100, 0)
+	src.snap.Programs[0].NextRun = time.Unix(1700000400, 0)
 	code, body, hdr := scrape(t, NewHandler(src, Build{Version: "v1.2.3", GoVersion: "go1.26"}), "GET", "/metrics")
 	if code != 200 || hdr.Get("Content-Type") != ContentType {
 		t.Fatalf("GET /metrics: %d %q", code, hdr.Get("Content-Type"))
@@ -99,6 +103,8 @@ func TestMetricsExposition(t *testing.T) {
 		`supervise_program_oom_kills_total{program="p0000",instance="0"} 1`,
 		`supervise_program_probe_success{program="p0000",instance="0",probe="readiness"} 1`,
 		`supervise_program_probe_duration_seconds{program="p0000",instance="0",probe="readiness"} 0.003`,
+		`supervise_program_last_success_time_seconds{program="p0000",instance="0"} 1.7000001e+09`,
+		`supervise_program_next_run_time_seconds{program="p0000",instance="0"} 1.7000004e+09`,
 		`workqueue_depth{name="programs"} 3`,
 		`workqueue_adds_total{name="programs"} 10`,
 		`workqueue_retries_total{name="programs"} 4`,
@@ -124,6 +130,8 @@ func TestMetricsExposition(t *testing.T) {
 		`supervise_program_start_time_seconds{program="we`,
 		`supervise_program_last_exit_code{program="we`,
 		`supervise_program_memory_bytes{program="we`,
+		`supervise_program_next_run_time_seconds{program="we`,
+		`supervise_program_last_success_time_seconds{program="we`,
 	} {
 		if strings.Contains(body, not) {
 			t.Errorf("%s… present, want absent", not)

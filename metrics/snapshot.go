@@ -79,6 +79,12 @@ type Program struct {
 	CPUSeconds  float64
 	OOMKills    int
 	Probes      []Probe
+	// Scheduled: a program run at the times of a schedule. LastSuccess is
+	// the end of its last successful run, NextRun when the next is due;
+	// zero when none (yet, or while it is stopped).
+	Scheduled   bool
+	LastSuccess time.Time
+	NextRun     time.Time
 }
 
 // Exit is how an instance last ended.

@@ -146,6 +146,7 @@ func statusLocked(in *instance, now time.Time) ctl.ProgramStatus {
 	if in.state == CrashLoopBackOff && !in.nextStart.IsZero() {
 		st.NextStartInMs = max(in.nextStart.Sub(now).Milliseconds(), 0)
 	}
+	jobStatusLocked(in, &st, now)
 	return st
 }
 
@@ -200,6 +201,7 @@ func (c *statsCache) get(rt Runtime, sid string, now time.Time) (proc.Stats, boo
 // its rollout timeout). One waiting for a dependency is waited for.
 func (s *Supervisor) Start(ctx context.Context, names []string, opts ctl.WaitOptions) error {
 	keys, err := s.command(names, func(in *instance) {
+		runNowLocked(in)
 		in.goal, in.stoppedFor = goalRun, ""
 		// In CrashLoopBackOff, the backoff still decides: start does not
 		// jump the queue.

@@ -18,6 +18,8 @@ type runView struct {
 	afterExit     bool          // the last run ended by itself (not asked to)
 	policyRestart bool          // its restart rules and policy restart that exit
 	backoffLeft   time.Duration // of its crash backoff, counted from that exit
+	scheduled     bool          // a job: runs at the times of its schedule (schedule.go)
+	slotDue       bool          // a job's time came, or start asked for a run
 }
 
 // runDecision is decideRun's answer: the step, and whether it uses up
@@ -51,9 +53,10 @@ func (s runStep) String() string { return stepNames[s] }
 // process that runs is dealt with first (a restart asked for, then its
 // health); with none, an exit of its own that its restart policy (or the
 // shutdown) does not restart ends it for good, and a program that ended
-// for good stays so unless asked; then the supervisor's shutdown, the
-// dependencies, and the crash backoff after an exit of its own (a restart
-// asked for skips it, as in the kubelet). With no process, what commands
+// for good stays so unless asked; then the supervisor's shutdown, a job
+// between its times (a run it retries is not), the dependencies, and the
+// crash backoff after an exit of its own (a restart asked for skips it, as
+// in the kubelet). With no process, what commands
 // asked is used up by the decision, whatever it is.
 func decideRun(v runView) runDecision {
 	if v.running {
@@ -75,6 +78,8 @@ func decideRun(v runView) runDecision {
 		d.step = stepNothing
 	case v.shuttingDown:
 		d.step = stepNothing
+	case v.scheduled && !v.slotDue && !v.afterExit && !v.restartRequested:
+		d.step = stepNothing // a job between its times
 	case v.unmetDep != "":
 		d.step = stepWaitDependency
 	case own && !v.restartRequested && v.backoffLeft > 0:

@@ -84,6 +84,9 @@ var invariants = []struct {
 	{"what commands asked is used up exactly when no process runs", func(v runView, d runDecision) bool {
 		return d.take == (!v.running && (v.restartRequested || v.startAsked || v.waiveBackoff))
 	}},
+	{"a job starts only at its time, to retry its run, or on a restart", func(v runView, d runDecision) bool {
+		return d.step != stepStart || !v.scheduled || v.slotDue || v.afterExit || v.restartRequested
+	}},
 }
 
 func lifted(v runView) bool { return v.restartRequested || v.startAsked }
@@ -92,11 +95,12 @@ func own(v runView) bool    { return v.afterExit && !v.waiveBackoff }
 // TestDecideRunInvariants checks every combination of the view against
 // the invariants.
 func TestDecideRunInvariants(t *testing.T) {
-	for bits := range 1 << 11 {
+	for bits := range 1 << 13 {
 		on := func(i int) bool { return bits&(1<<i) != 0 }
 		v := runView{
 			running: on(0), restartRequested: on(1), startAsked: on(2), waiveBackoff: on(3),
 			unhealthy: on(4), settled: on(5), shuttingDown: on(6), afterExit: on(7), policyRestart: on(8),
+			scheduled: on(11), slotDue: on(12),
 		}
 		if on(9) {
 			v.unmetDep = "db"

@@ -123,6 +123,7 @@ func (s *Supervisor) recordExit(in *instance, exit exitInfo, requested bool) {
 		in.oomKills++
 	}
 	s.setStateLocked(in, Exited, exitText(&e))
+	s.jobRunEndedLocked(in, requested)
 	if !requested && in.goal == goalRun {
 		in.afterExit = true
 	}
@@ -136,7 +137,10 @@ func (s *Supervisor) settleLocked(in *instance) {
 	in.afterExit = false
 	in.settled = true
 	failed := e.failed(in.spec)
-	if s.exitOnCode == nil && (in.spec.Critical || slices.Contains(s.cfg.Supervisor.ExitOn, in.spec.Name)) {
+	// A job's run ended, not the job: it is neither the end exit_on waits
+	// for nor supervise's exit status (schedule.go).
+	job := in.job != nil
+	if !job && s.exitOnCode == nil && (in.spec.Critical || slices.Contains(s.cfg.Supervisor.ExitOn, in.spec.Name)) {
 		// exit_on or critical: this program's end ends the supervisor, with
 		// its status.
 		st := 0
@@ -148,7 +152,7 @@ func (s *Supervisor) settleLocked(in *instance) {
 		s.stopOnce.Do(func() { close(s.stopReq) })
 	}
 	if failed {
-		if s.firstFail == nil {
+		if s.firstFail == nil && !job {
 			st := e.status()
 			s.firstFail = &st
 		}
@@ -200,6 +204,9 @@ func exitMessage(e *exitInfo) string {
 // restart policy, to an exit the program made on its own: an input of
 // decideRun (runView.policyRestart), which decides.
 func restartWanted(spec *config.Program, e *exitInfo, failed bool) bool {
+	if e.Reason == ReasonMaxRuntime {
+		return false // a job's run past max_runtime: its time is over
+	}
 	status := e.status()
 	for _, r := range spec.RestartRules {
 		if r.Match(status) {

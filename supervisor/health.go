@@ -20,13 +20,14 @@ const (
 	ReasonWatchdogTimeout     = "WatchdogTimeout"
 )
 
-// healthKill reports whether reason is one of the kills above. Such a run
+// healthKill reports whether reason is one of the kills above, or a job's
+// run stopped for passing max_runtime (ReasonMaxRuntime). Such a run
 // failed whatever its exit code: a program that traps SIGTERM and exits 0
 // after a failed liveness probe was still hung, and the kubelet restarts
 // it under every policy but Never.
 func healthKill(reason string) bool {
 	switch reason {
-	case ReasonLivenessProbeFailed, ReasonStartupProbeFailed, ReasonWatchdogTimeout:
+	case ReasonLivenessProbeFailed, ReasonStartupProbeFailed, ReasonWatchdogTimeout, ReasonMaxRuntime:
 		return true
 	}
 	return false
@@ -331,6 +332,7 @@ func (s *Supervisor) checkHealthLocked(in *instance) (kill bool) {
 			in.message = st.Failure
 		}
 	}
+	jobKillLocked(in, h) // max_runtime (schedule.go)
 	ready := readyLocked(in)
 	if ready != in.ready {
 		in.ready = ready
@@ -386,7 +388,7 @@ func (s *Supervisor) checkSystemdReadyLocked() {
 		return
 	}
 	for _, in := range s.instances {
-		if !in.spec.Autostart {
+		if !in.spec.Autostart || in.job != nil { // a job is not a service to wait for
 			continue
 		}
 		if !in.ready && in.state != Completed {

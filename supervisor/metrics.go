@@ -54,6 +54,7 @@ func (s *Supervisor) Snapshot() metrics.Snapshot {
 			}
 			slices.SortFunc(p.Probes, func(a, b metrics.Probe) int { return strings.Compare(a.Kind, b.Kind) })
 		}
+		jobMetricsLocked(in, &p)
 		snap.Programs = append(snap.Programs, p)
 		sid := ""
 		if in.pid != 0 {

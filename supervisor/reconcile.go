@@ -111,6 +111,7 @@ func (s *Supervisor) reconcileRun(ctx context.Context, in *instance) error {
 			}
 			in.afterExit = false
 			in.nextStart = time.Time{}
+			s.jobRunStartsLocked(in)
 			s.mu.Unlock()
 			return s.start(ctx, in)
 		}
@@ -131,6 +132,7 @@ func (s *Supervisor) runViewLocked(in *instance) runView {
 		shuttingDown:     s.shuttingDown,
 		afterExit:        in.afterExit,
 	}
+	jobViewLocked(in, &v)
 	if v.running {
 		v.unhealthy = in.health != nil && in.health.killReason != ""
 		return v

@@ -86,6 +86,7 @@ func (s *Supervisor) applyLocked(cfg *config.Config) {
 			s.queue.Add(key)
 		}
 	}
+	s.syncJobsLocked()
 }
 
 // ApplyConfig makes cfg the running config (a reload). The caller has

@@ -158,6 +158,9 @@ type instance struct {
 	spec    *config.Program
 	backoff *backoff.Crash
 	logs    programLogs
+	// job: a scheduled program's timers, its due time (an ask) and its
+	// last runs, all under Supervisor.mu (schedule.go); nil for a daemon.
+	job *jobState
 
 	// desired
 	goal             goal

@@ -275,7 +275,9 @@ func newCrashBackoff(p *config.Program, clk clock.Clock) *backoff.Crash {
 // every program has ended for good. It returns the supervisor's exit status:
 // 0, or the status of the first program that failed for good.
 func (s *Supervisor) Run(ctx context.Context) int {
-	workers := s.cfg.Supervisor.Workers
+	s.mu.Lock()
+	workers := s.cfg.Supervisor.Workers // a reload may replace cfg as Run begins
+	s.mu.Unlock()
 	if workers <= 0 {
 		workers = 2
 	}
@@ -530,8 +532,8 @@ func (s *Supervisor) checkDoneLocked() {
 			continue // sidecars serve the others; shutdownAll stops them
 		}
 		mains++
-		if in.goal == goalRun && !endedLocked(in) {
-			return
+		if in.goal == goalRun && (!endedLocked(in) || in.job != nil) {
+			return // a job meant to run has another time coming
 		}
 		if in.procID != "" || in.state == Stopping || in.state == Starting {
 			return
@@ -608,6 +610,7 @@ func (s *Supervisor) shutdownAll() {
 		return
 	}
 	s.shuttingDown = true
+	s.stopJobsLocked()
 	timeout := s.cfg.Supervisor.ShutdownTimeout
 	maxLevel := 0
 	for _, l := range s.level {

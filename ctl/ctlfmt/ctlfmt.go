@@ -62,6 +62,9 @@ func State(st ctl.ProgramStatus) string {
 		s += " (next start in " + Duration(time.Duration(st.NextStartInMs+999)/1000*time.Second) + ")"
 	case st.Ready != nil && !*st.Ready && st.State == "Running":
 		s += " (not ready)"
+	case st.NextRunInMs > 0:
+		// A scheduled program between its runs (or in one).
+		s += " (next run in " + Duration(time.Duration(st.NextRunInMs+999)/1000*time.Second) + ")"
 	}
 	return s
 }

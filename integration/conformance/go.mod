@@ -5,6 +5,7 @@ go 1.26.8
 replace github.com/supervise-dev/supervise => ../..
 
 require (
+	github.com/robfig/cron/v3 v3.0.1
 	github.com/supervise-dev/supervise v0.0.0-00010101000000-000000000000
 	k8s.io/api v0.37.2
 	k8s.io/client-go v0.37.2

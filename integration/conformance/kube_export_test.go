@@ -40,6 +40,8 @@ func decodeStrict(t *testing.T, out []byte) []any {
 			o = &appsv1.Deployment{}
 		case "batch/v1/Job":
 			o = &batchv1.Job{}
+		case "batch/v1/CronJob":
+			o = &batchv1.CronJob{}
 		case "v1/Service":
 			o = &corev1.Service{}
 		case "v1/Pod":
