@@ -104,17 +104,12 @@ func (b *boundsScan) scan(data []byte) error {
 			continue
 		}
 		if lineStart && b.depth == 0 {
-			// A line at the top level is a header or a key/value.
-			b.parts = 1
-			b.header, b.inKey = c == '[', c != '['
-			if b.header {
-				b.tables++
-				if b.tables > maxTables {
-					return b.fail("more than %d table headers", maxTables)
-				}
+			if err := b.startLine(c); err != nil {
+				return err
 			}
 		}
 		lineStart = false
+		var err error
 		switch c {
 		case '"', '\'':
 			var n int
@@ -122,58 +117,106 @@ func (b *boundsScan) scan(data []byte) error {
 			b.line += n
 			b.pending = 0
 		case '.':
-			if b.header || b.inKey {
-				// Each part costs the decoder a table: it counts as a value.
-				if b.values++; b.values > maxValues {
-					return b.fail("more than %d keys, key parts and array elements", maxValues)
-				}
-				b.parts++
-				if b.path() > maxKeyParts {
-					return b.fail("a key path of more than %d parts (a table header's, or a key's with its table and inline tables)", maxKeyParts)
-				}
-			}
+			err = b.dot()
 		case '=', ',':
-			b.values++
-			if b.values > maxValues {
-				return b.fail("more than %d keys, key parts and array elements", maxValues)
-			}
-			b.pending = 0
-			if c == '=' && b.inKey {
-				b.inKey, b.pending = false, b.parts
-			}
-			if c == ',' && b.depth > 0 && b.kinds[b.depth-1] == '{' {
-				b.inKey, b.parts = true, 1
-			}
+			err = b.separator(c)
 		case '[', '{':
-			if c == '{' { // an inline table costs the decoder a map
-				if b.values++; b.values > maxValues {
-					return b.fail("more than %d keys, key parts and array elements", maxValues)
-				}
-			}
-			if b.depth == maxNesting {
-				return b.fail("arrays and inline tables nested more than %d deep", maxNesting)
-			}
-			b.kinds[b.depth], b.keyParts[b.depth] = c, b.pending
-			b.open += b.pending
-			b.depth++
-			b.pending = 0
-			if c == '{' {
-				b.inKey, b.parts = true, 1
-			}
+			err = b.openNested(c)
 		case ']', '}':
-			if b.depth > 0 {
-				b.depth--
-				b.open -= b.keyParts[b.depth]
-			}
-			if b.header && b.depth == 0 {
-				b.header, b.table = false, b.parts
-			}
-			b.pending = 0
+			b.closeNested()
 		default:
 			b.pending = 0
 		}
+		if err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// startLine reads the first byte of a line at the top level: a header or
+// a key/value.
+func (b *boundsScan) startLine(c byte) error {
+	b.parts = 1
+	b.header, b.inKey = c == '[', c != '['
+	if b.header {
+		b.tables++
+		if b.tables > maxTables {
+			return b.fail("more than %d table headers", maxTables)
+		}
+	}
+	return nil
+}
+
+// countValue counts one key, key part, array element or inline table.
+func (b *boundsScan) countValue() error {
+	if b.values++; b.values > maxValues {
+		return b.fail("more than %d keys, key parts and array elements", maxValues)
+	}
+	return nil
+}
+
+// dot is a '.' outside strings: in a key or header, one more part.
+func (b *boundsScan) dot() error {
+	if !b.header && !b.inKey {
+		return nil
+	}
+	// Each part costs the decoder a table: it counts as a value.
+	if err := b.countValue(); err != nil {
+		return err
+	}
+	b.parts++
+	if b.path() > maxKeyParts {
+		return b.fail("a key path of more than %d parts (a table header's, or a key's with its table and inline tables)", maxKeyParts)
+	}
+	return nil
+}
+
+// separator is '=' or ',': a key's end, or the next element.
+func (b *boundsScan) separator(c byte) error {
+	if err := b.countValue(); err != nil {
+		return err
+	}
+	b.pending = 0
+	if c == '=' && b.inKey {
+		b.inKey, b.pending = false, b.parts
+	}
+	if c == ',' && b.depth > 0 && b.kinds[b.depth-1] == '{' {
+		b.inKey, b.parts = true, 1
+	}
+	return nil
+}
+
+// openNested is '[' or '{': an array, an inline table or a header.
+func (b *boundsScan) openNested(c byte) error {
+	if c == '{' { // an inline table costs the decoder a map
+		if err := b.countValue(); err != nil {
+			return err
+		}
+	}
+	if b.depth == maxNesting {
+		return b.fail("arrays and inline tables nested more than %d deep", maxNesting)
+	}
+	b.kinds[b.depth], b.keyParts[b.depth] = c, b.pending
+	b.open += b.pending
+	b.depth++
+	b.pending = 0
+	if c == '{' {
+		b.inKey, b.parts = true, 1
+	}
+	return nil
+}
+
+// closeNested is ']' or '}'.
+func (b *boundsScan) closeNested() {
+	if b.depth > 0 {
+		b.depth--
+		b.open -= b.keyParts[b.depth]
+	}
+	if b.header && b.depth == 0 {
+		b.header, b.table = false, b.parts
+	}
+	b.pending = 0
 }
 
 // skipString returns the index of the last byte of the string that starts
@@ -182,28 +225,8 @@ func (b *boundsScan) scan(data []byte) error {
 // the file's end for a multi-line one); the decoder then says what is wrong.
 func skipString(data []byte, i int) (end, newlines int) {
 	q := data[i]
-	multi := i+2 < len(data) && data[i+1] == q && data[i+2] == q
-	if multi {
-		i += 3
-		for ; i < len(data); i++ {
-			switch {
-			case data[i] == '\n':
-				newlines++
-			case data[i] == '\\' && q == '"':
-				if i+1 < len(data) && data[i+1] == '\n' {
-					newlines++
-				}
-				i++
-			case data[i] == q && i+2 < len(data) && data[i+1] == q && data[i+2] == q:
-				// Up to two more quotes may belong to the string ("""a"""").
-				i += 2
-				for k := 0; k < 2 && i+1 < len(data) && data[i+1] == q; k++ {
-					i++
-				}
-				return i, newlines
-			}
-		}
-		return len(data) - 1, newlines
+	if i+2 < len(data) && data[i+1] == q && data[i+2] == q {
+		return skipMultiString(data, i+3, q)
 	}
 	for i++; i < len(data); i++ {
 		switch data[i] {
@@ -218,6 +241,30 @@ func skipString(data []byte, i int) (end, newlines int) {
 		}
 	}
 	return len(data) - 1, 0
+}
+
+// skipMultiString is skipString for a multi-line string whose body starts
+// at data[i].
+func skipMultiString(data []byte, i int, q byte) (end, newlines int) {
+	for ; i < len(data); i++ {
+		switch {
+		case data[i] == '\n':
+			newlines++
+		case data[i] == '\\' && q == '"':
+			if i+1 < len(data) && data[i+1] == '\n' {
+				newlines++
+			}
+			i++
+		case data[i] == q && i+2 < len(data) && data[i+1] == q && data[i+2] == q:
+			// Up to two more quotes may belong to the string ("""a"""").
+			i += 2
+			for k := 0; k < 2 && i+1 < len(data) && data[i+1] == q; k++ {
+				i++
+			}
+			return i, newlines
+		}
+	}
+	return len(data) - 1, newlines
 }
 
 // checkLineBounds refuses a Procfile or .env file with more than maxLines

@@ -14,6 +14,8 @@ const (
 	DefaultWorkers         = 2
 	DefaultShutdownTimeout = 30 * time.Second
 	DefaultStopTimeout     = 10 * time.Second
+	DefaultExitTailLines   = 50
+	MaxExitTailLines       = 1000
 	DefaultMinStopGrace    = 2 * time.Second // the kubelet's minimum grace period
 	DefaultStopSignal      = syscall.SIGTERM
 	DefaultBackoffInitial  = 10 * time.Second
@@ -104,6 +106,10 @@ type Supervisor struct {
 	// HTTP is the address (HOST:PORT) of the read-only HTTP listener for
 	// /metrics, /healthz and /readyz; "" (the default) serves none.
 	HTTP string
+	// HTTPTokenFile, when set, names the file of the bearer token that
+	// opens the control verbs under /v1/ on the HTTP listener (checked
+	// by ReadTokenFile); without it the listener is read-only.
+	HTTPTokenFile string
 	// Line of the [supervisor] table; 0 when the file has none.
 	Line int
 }
@@ -190,6 +196,10 @@ type Program struct {
 	DependsOn   []string
 	StopSignal  syscall.Signal
 	StopTimeout time.Duration
+	// ExitTailLines is how many of a run's last lines, per stream, are
+	// kept with its end for `supervisectl why`; 0 means
+	// DefaultExitTailLines.
+	ExitTailLines int
 	// MinStopGrace is the least time the stop signal gets before SIGKILL,
 	// however much of StopTimeout pre_stop used (the kubelet's 2 s
 	// minimum grace period). 0 lets pre_stop use it all.
@@ -239,6 +249,8 @@ type Program struct {
 	// ReadyLogLine is a regular expression (Go syntax, checked): the
 	// program is ready once a line of its output matches; "" = none.
 	ReadyLogLine string
+	// Schedule, when set, runs the program as a job at each of its times.
+	Schedule Schedule
 }
 
 // Rollout is a program's [program.NAME.rollout] table: how a restart, a
@@ -349,11 +361,16 @@ type Hooks struct {
 }
 
 // Hook is a command (run inside the program's sandbox, as its user, in its
-// directory and environment) or an HTTP request: exactly one of Command and
-// HTTP is set.
+// directory and environment), an HTTP request, or a sleep: exactly one of
+// Command, HTTP and Sleep is set.
 type Hook struct {
 	Command []string
 	HTTP    *HTTPHook
+	// Sleep waits, running nothing: the kubelet's sleep action, the
+	// usual pre_stop of a program behind a load balancer (it keeps
+	// serving while the balancer notices it is going). Not longer than
+	// Timeout.
+	Sleep   time.Duration
 	Timeout time.Duration // default 30s
 }
 

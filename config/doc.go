@@ -72,10 +72,12 @@
 //     descriptors 3…, so a notify_fd among them is refused.
 //
 // Keys: config.example.toml shows every one, commented. Each table's keys
-// are listed once, in the rows that decode them (supervisorKeys,
-// programKeys, sandboxKeys in keys.go; the nested tables' lists beside
-// their decoders); the unknown-key check reads those lists, and a test
-// fails when the example leaves a key out. Adding a key is a field of the
-// struct (tagged reload:"new-process" when a change needs a new process)
-// and its decoding row, then its line in the example.
+// are listed once, in the rows that decode them (supervisorKeys and
+// programKeys in keys.go; each nested table's rows beside its decoder, in
+// the file named after it); the unknown-key check reads those rows, Keys
+// returns every key's dotted path from them, and a test fails when the
+// example leaves a key out. Adding a key is a field of the struct (tagged
+// reload:"new-process" when a change needs a new process) and its
+// decoding row, then its line in the example; the export package's tests
+// then ask each exporter to map it or warn about it.
 package config

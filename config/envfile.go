@@ -74,8 +74,6 @@ func parseEnvInto(file, data string, b *envBudget, outer func(string) (string, b
 	if err := checkLineBounds(file, []byte(data)); err != nil {
 		return err
 	}
-	errs := &errorSet{}
-	bad := func(line int, key, msg string) { errs.add(&Error{File: file, Line: line, Key: key, Msg: msg}) }
 	lookup := func(name string) (string, bool) {
 		if v, ok := b.env[name]; ok {
 			return v, true
@@ -85,68 +83,97 @@ func parseEnvInto(file, data string, b *envBudget, outer func(string) (string, b
 		}
 		return "", false
 	}
-	ex := &expander{lookup: lookup, bare: true}
+	p := &envParser{file: file, b: b, ex: &expander{lookup: lookup, bare: true}, errs: &errorSet{}}
 	lines := strings.Split(strings.ReplaceAll(data, "\r\n", "\n"), "\n")
 	for i := 0; i < len(lines); i++ {
-		lineNo := i + 1
-		text := strings.TrimSpace(lines[i])
-		if text == "" || strings.HasPrefix(text, "#") {
-			continue
+		i = p.line(lines, i)
+	}
+	return p.errs.err()
+}
+
+// envParser is one .env file being parsed.
+type envParser struct {
+	file string
+	b    *envBudget
+	ex   *expander
+	errs *errorSet
+}
+
+func (p *envParser) bad(line int, key, msg string) {
+	p.errs.add(&Error{File: p.file, Line: line, Key: key, Msg: msg})
+}
+
+// line parses the line lines[i] (with the lines a quoted value goes on
+// over) and returns the index of the last line it read.
+func (p *envParser) line(lines []string, i int) int {
+	lineNo := i + 1
+	text := strings.TrimSpace(lines[i])
+	if text == "" || strings.HasPrefix(text, "#") {
+		return i
+	}
+	if rest, ok := strings.CutPrefix(text, "export"); ok && (strings.HasPrefix(rest, " ") || strings.HasPrefix(rest, "\t")) {
+		text = strings.TrimSpace(rest)
+	}
+	key, val, ok := strings.Cut(text, "=")
+	key = strings.TrimSpace(key)
+	if !ok {
+		p.bad(lineNo, "", `want KEY=VALUE (no "=" on this line)`)
+		return i
+	}
+	if !envNameRE().MatchString(key) {
+		p.bad(lineNo, key, "invalid variable name: use letters, digits and '_', not starting with a digit")
+		return i
+	}
+	val = strings.TrimLeft(val, " \t")
+	raw, last, ok := p.rawValue(lines, i, key, val)
+	if ok {
+		p.assign(lineNo, key, val, raw)
+	}
+	return last
+}
+
+// rawValue is the value val starts on lines[i], as written: unquoted up to
+// a " #" comment, or between its quotes; and the index of its last line.
+// It sets how the expander reads escapes in it.
+func (p *envParser) rawValue(lines []string, i int, key, val string) (raw string, last int, ok bool) {
+	if val == "" || val[0] != '"' && val[0] != '\'' {
+		raw = val
+		if j := strings.Index(val, " #"); j >= 0 {
+			raw = val[:j]
 		}
-		if rest, ok := strings.CutPrefix(text, "export"); ok && (strings.HasPrefix(rest, " ") || strings.HasPrefix(rest, "\t")) {
-			text = strings.TrimSpace(rest)
-		}
-		key, val, ok := strings.Cut(text, "=")
-		key = strings.TrimSpace(key)
-		if !ok {
-			bad(lineNo, "", `want KEY=VALUE (no "=" on this line)`)
-			continue
-		}
-		if !envNameRE().MatchString(key) {
-			bad(lineNo, key, "invalid variable name: use letters, digits and '_', not starting with a digit")
-			continue
-		}
-		val = strings.TrimLeft(val, " \t")
-		raw, last, msg := val, i, ""
-		switch {
-		case val == "" || val[0] != '"' && val[0] != '\'':
-			if j := strings.Index(val, " #"); j >= 0 {
-				raw = val[:j]
-			}
-			raw = strings.TrimSpace(raw)
-			ex.esc = unquotedEscapes
-		default:
-			var closed bool
-			raw, last, closed, msg = quotedValue(lines, i, val)
-			if !closed {
-				bad(lineNo, key, msg) // where it opened
-				i = last
-				continue
-			}
-			ex.esc = quotedEscapes
-		}
-		i = last
-		if msg != "" {
-			bad(last+1, key, msg)
-			continue
-		}
-		if strings.IndexByte(raw, 0) >= 0 {
-			bad(lineNo, key, "the value contains a NUL byte, which no environment can hold")
-			continue
-		}
-		v := raw
-		if val != "" && val[0] != '\'' {
-			var err error
-			if v, err = ex.expand(raw); err != nil {
-				bad(lineNo, key, err.Error())
-				continue
-			}
-		}
-		if err := b.set(key, v); err != nil {
-			bad(lineNo, key, err.Error())
+		p.ex.esc = unquotedEscapes
+		return strings.TrimSpace(raw), i, true
+	}
+	raw, last, closed, msg := quotedValue(lines, i, val)
+	if !closed {
+		p.bad(i+1, key, msg) // where it opened
+		return "", last, false
+	}
+	p.ex.esc = quotedEscapes
+	if msg != "" {
+		p.bad(last+1, key, msg)
+		return "", last, false
+	}
+	return raw, last, true
+}
+
+// assign sets key to raw, expanded unless single-quoted.
+func (p *envParser) assign(lineNo int, key, val, raw string) {
+	if strings.IndexByte(raw, 0) >= 0 {
+		p.bad(lineNo, key, "the value contains a NUL byte, which no environment can hold")
+		return
+	}
+	v := raw
+	if val != "" && val[0] != '\'' {
+		var err error
+		if v, err = p.ex.expand(raw); err != nil {
+			p.bad(lineNo, key, err.Error())
+			return
 		}
 	}
-	return errs.err()
+	if err := p.b.set(key, v); err != nil {
+		p.bad(lineNo, key, err.Error())
+	}
 }
 
 // quotedValue finds the end of the quoted value that starts with val on

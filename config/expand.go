@@ -105,18 +105,12 @@ func (e *expander) text(s string, i, depth int, write bool) (next int, closed bo
 		switch {
 		case c == '}' && depth > 0:
 			return i + 1, true
-		case c == '\\' && i+1 < len(s) && (e.esc == quotedEscapes || e.esc == unquotedEscapes && s[i+1] == '$'):
+		case c == '\\' && e.escaped(s, i):
 			emit(unescape(s[i+1], e.esc))
 			i += 2
 		case c == '$':
 			n, st := e.reference(s, i, depth, write)
-			switch st {
-			case refOK:
-				i = n
-			case refBad:
-				emit("$")
-				i++
-			case refOpen:
+			if st == refOpen {
 				// No '}' closes it before the end: the rest is text (its
 				// own ${ cannot close either), and a word it sits in is
 				// unclosed too.
@@ -125,16 +119,32 @@ func (e *expander) text(s string, i, depth int, write bool) (next int, closed bo
 				}
 				return len(s), false
 			}
-		default:
-			j := i + 1
-			for j < len(s) && s[j] != '$' && (s[j] != '\\' || e.esc == noEscapes) && s[j] != '}' {
-				j++
+			if st == refBad {
+				emit("$")
+				n = i + 1
 			}
+			i = n
+		default:
+			j := e.plainEnd(s, i+1)
 			emit(s[i:j])
 			i = j
 		}
 	}
 	return i, false
+}
+
+// escaped reports whether the backslash at s[i] escapes the next byte.
+func (e *expander) escaped(s string, i int) bool {
+	return i+1 < len(s) && (e.esc == quotedEscapes || e.esc == unquotedEscapes && s[i+1] == '$')
+}
+
+// plainEnd is the end of the plain text from s[j]: the next '$', '}' or
+// (where escapes are read) backslash.
+func (e *expander) plainEnd(s string, j int) int {
+	for j < len(s) && s[j] != '$' && (s[j] != '\\' || e.esc == noEscapes) && s[j] != '}' {
+		j++
+	}
+	return j
 }
 
 // unescape is what a backslash and c stand for.
@@ -194,16 +204,9 @@ func (e *expander) reference(s string, i, depth int, write bool) (int, refStatus
 
 // braced reads ${NAME…} at s[i].
 func (e *expander) braced(s string, i, depth int, write bool) (int, refStatus) {
-	j := i + 2
-	for j < len(s) && nameByte(s[j]) {
-		j++
-	}
-	name := s[i+2 : j]
-	if j >= len(s) {
-		return e.bad(s, i, refOpen)
-	}
-	if name == "" || !nameStart(name[0]) {
-		return e.bad(s, i, refBad)
+	name, j, st := braceName(s, i)
+	if st != refOK {
+		return e.bad(s, i, st)
 	}
 	if s[j] == '}' {
 		if write {
@@ -219,39 +222,14 @@ func (e *expander) braced(s string, i, depth int, write bool) (int, refStatus) {
 	if j >= len(s) {
 		return e.bad(s, i, refOpen)
 	}
-	op := s[j]
-	if op != '-' && op != '+' && op != '?' {
+	if op := s[j]; op != '-' && op != '+' && op != '?' {
 		return e.bad(s, i, refBad)
 	}
 	if depth+1 > maxRefDepth {
 		e.err = fmt.Errorf("references nested more than %d deep", maxRefDepth)
 		return len(s), refOK
 	}
-	v, set := e.lookup(name)
-	if !write {
-		v, set = "", false // the answer is not needed, only the word's end
-	}
-	present := set && (v != "" || !colon)
-	var next int
-	var closed bool
-	switch op {
-	case '-':
-		if present {
-			e.write(v)
-		}
-		next, closed = e.text(s, j+1, depth+1, write && !present)
-	case '+':
-		next, closed = e.text(s, j+1, depth+1, write && present)
-	case '?':
-		if present {
-			e.write(v)
-		}
-		mark := len(e.out)
-		next, closed = e.text(s, j+1, depth+1, write && !present)
-		if write && !present && closed && e.err == nil {
-			e.err = requiredError(name, string(e.out[mark:]), colon)
-		}
-	}
+	next, closed := e.operand(s, j, depth, write, name, colon)
 	if e.err != nil {
 		return len(s), refOK
 	}
@@ -259,6 +237,46 @@ func (e *expander) braced(s string, i, depth int, write bool) (int, refStatus) {
 		return e.bad(s, i, refOpen)
 	}
 	return next, refOK
+}
+
+// braceName reads the NAME of ${NAME…} at s[i]; j is the index after it.
+func braceName(s string, i int) (name string, j int, st refStatus) {
+	j = i + 2
+	for j < len(s) && nameByte(s[j]) {
+		j++
+	}
+	name = s[i+2 : j]
+	switch {
+	case j >= len(s):
+		return name, j, refOpen
+	case name == "" || !nameStart(name[0]):
+		return name, j, refBad
+	}
+	return name, j, refOK
+}
+
+// operand expands ${NAME op word} from its operator at s[j] ('-', '+' or
+// '?'): the word, NAME's value, or for '?' an error when NAME is missing.
+func (e *expander) operand(s string, j, depth int, write bool, name string, colon bool) (next int, closed bool) {
+	op := s[j]
+	v, set := e.lookup(name)
+	if !write {
+		v, set = "", false // the answer is not needed, only the word's end
+	}
+	present := set && (v != "" || !colon)
+	if op == '+' {
+		return e.text(s, j+1, depth+1, write && present)
+	}
+	// '-' and '?': the value when present, else the word.
+	if present {
+		e.write(v)
+	}
+	mark := len(e.out)
+	next, closed = e.text(s, j+1, depth+1, write && !present)
+	if op == '?' && write && !present && closed && e.err == nil {
+		e.err = requiredError(name, string(e.out[mark:]), colon)
+	}
+	return next, closed
 }
 
 // requiredError is the error of ${NAME:?msg} or ${NAME?msg}.

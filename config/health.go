@@ -113,7 +113,7 @@ func (d *decoder) checkHealth(p *programDecoding, n *node) {
 	if slices.Contains(p.Sandbox.Namespaces, "net") {
 		for i, pr := range []*Probe{p.Probes.Startup, p.Probes.Readiness, p.Probes.Liveness} {
 			if pr != nil && (pr.HTTP != nil || pr.TCP != "") {
-				d.errorf(append(slices.Clip(n.path), "probes", probeNames[i]),
+				d.errorf(append(slices.Clip(n.path), "probes", probesKeys[i].name),
 					`an http or tcp probe cannot reach a program in its own "net" namespace: use a command probe (run inside it), like ["curl", "-fsS", "http://127.0.0.1:8080/healthz"]`)
 			}
 		}
@@ -137,24 +137,72 @@ func (d *decoder) checkHealth(p *programDecoding, n *node) {
 	}
 }
 
-var (
-	probeNames    = []string{"startup", "readiness", "liveness"}
-	probeKeys     = []string{"command", "http", "tcp", "initial_delay", "period", "timeout", "success_threshold", "failure_threshold", "termination_grace_period"}
-	httpProbeKeys = []string{"url", "headers", "expect_status"}
-	dependsOnKeys = []string{"condition", "restart_with"}
-)
+// probesDecoding is one probes table being decoded.
+type probesDecoding struct {
+	*Probes
+	isDefaults bool
+}
+
+// probesKeys are the keys of [program.NAME.probes]: the probes by kind.
+var probesKeys = []key[*probesDecoding]{
+	{"startup", func(d *decoder, ps *probesDecoding, v *node) { ps.Startup = d.probe("startup", v, ps.isDefaults) }},
+	{"readiness", func(d *decoder, ps *probesDecoding, v *node) { ps.Readiness = d.probe("readiness", v, ps.isDefaults) }},
+	{"liveness", func(d *decoder, ps *probesDecoding, v *node) { ps.Liveness = d.probe("liveness", v, ps.isDefaults) }},
+}
 
 func (d *decoder) probes(n *node, isDefaults bool) Probes {
 	var ps Probes
-	t := d.table(n, "a table: [program.NAME.probes.liveness] …")
-	d.known(t, probeNames...)
-	dst := []**Probe{&ps.Startup, &ps.Readiness, &ps.Liveness}
-	for i, name := range probeNames {
-		if v := t[name]; v != nil {
-			*dst[i] = d.probe(name, v, isDefaults)
+	decodeKeys(d, d.table(n, "a table: [program.NAME.probes.liveness] …"), &probesDecoding{&ps, isDefaults}, probesKeys)
+	return ps
+}
+
+// probeDecoding is one probe being decoded; kind is startup, readiness or
+// liveness.
+type probeDecoding struct {
+	*Probe
+	kind string
+}
+
+// probeKeys are the keys of one probe, [program.NAME.probes.liveness].
+var probeKeys = []key[*probeDecoding]{
+	{"command", func(d *decoder, p *probeDecoding, v *node) { p.Command, _ = d.command(v) }},
+	{"http", func(d *decoder, p *probeDecoding, v *node) { p.HTTP = d.httpProbe(v) }},
+	{"tcp", func(d *decoder, p *probeDecoding, v *node) { p.TCP, _ = d.tcpAddr(v) }},
+	{"initial_delay", func(d *decoder, p *probeDecoding, v *node) { p.InitialDelay, _ = d.duration(v) }},
+	{"period", func(d *decoder, p *probeDecoding, v *node) { d.positiveDuration(v, &p.Period) }},
+	{"timeout", func(d *decoder, p *probeDecoding, v *node) { d.positiveDuration(v, &p.Timeout) }},
+	{"success_threshold", func(d *decoder, p *probeDecoding, v *node) {
+		if i, ok := d.integer(v, 1, 1<<20); ok {
+			if i != 1 && p.kind != "readiness" {
+				d.errorf(v.path, "must be 1 for a %s probe (got %d): one success is enough", p.kind, i)
+			}
+			p.SuccessThreshold = int(i)
+		}
+	}},
+	{"failure_threshold", func(d *decoder, p *probeDecoding, v *node) { setInt(d, v, 1, 1<<20, &p.FailureThreshold) }},
+	{"termination_grace_period", func(d *decoder, p *probeDecoding, v *node) {
+		dur, ok := d.duration(v)
+		switch {
+		case !ok:
+		case p.kind == "readiness":
+			d.errorf(v.path, "only a startup or liveness probe stops the program; a readiness probe has no grace period")
+		case dur <= 0:
+			d.errorf(v.path, "must be more than 0 (leave it out to use stop_timeout)")
+		default:
+			p.TerminationGracePeriod = dur
+		}
+	}},
+}
+
+// positiveDuration stores a duration above 0 in dst.
+func (d *decoder) positiveDuration(v *node, dst *time.Duration) {
+	if dur, ok := d.duration(v); ok {
+		if dur <= 0 {
+			d.errorf(v.path, "must be more than 0")
+		} else {
+			*dst = dur
 		}
 	}
-	return ps
 }
 
 func (d *decoder) probe(kind string, n *node, isDefaults bool) *Probe {
@@ -162,13 +210,13 @@ func (d *decoder) probe(kind string, n *node, isDefaults bool) *Probe {
 	if t == nil {
 		return nil
 	}
-	d.known(t, probeKeys...)
 	p := &Probe{
 		Period:           DefaultProbePeriod,
 		Timeout:          DefaultProbeTimeout,
 		SuccessThreshold: DefaultProbeSuccessThreshold,
 		FailureThreshold: DefaultProbeFailureThreshold,
 	}
+	decodeKeys(d, t, &probeDecoding{p, kind}, probeKeys)
 	var set []string
 	for _, k := range []string{"command", "http", "tcp"} {
 		if t[k] != nil {
@@ -181,85 +229,36 @@ func (d *decoder) probe(kind string, n *node, isDefaults bool) *Probe {
 	case len(set) == 0 && !isDefaults:
 		d.errorf(n.path, "needs a command, an http URL or a tcp address")
 	}
-	if v := t["command"]; v != nil {
-		p.Command, _ = d.command(v)
-	}
-	if v := t["http"]; v != nil {
-		p.HTTP = d.httpProbe(v)
-	}
-	if v := t["tcp"]; v != nil {
-		p.TCP, _ = d.tcpAddr(v)
-	}
-	if v := t["initial_delay"]; v != nil {
-		p.InitialDelay, _ = d.duration(v)
-	}
-	for _, x := range []struct {
-		key string
-		dst *time.Duration
-	}{{"period", &p.Period}, {"timeout", &p.Timeout}} {
-		if v := t[x.key]; v != nil {
-			if dur, ok := d.duration(v); ok {
-				if dur <= 0 {
-					d.errorf(v.path, "must be more than 0")
-				} else {
-					*x.dst = dur
-				}
-			}
-		}
-	}
-	if v := t["success_threshold"]; v != nil {
-		if i, ok := d.integer(v, 1, 1<<20); ok {
-			if i != 1 && kind != "readiness" {
-				d.errorf(v.path, "must be 1 for a %s probe (got %d): one success is enough", kind, i)
-			}
-			p.SuccessThreshold = int(i)
-		}
-	}
-	if v := t["failure_threshold"]; v != nil {
-		if i, ok := d.integer(v, 1, 1<<20); ok {
-			p.FailureThreshold = int(i)
-		}
-	}
-	if v := t["termination_grace_period"]; v != nil {
-		if dur, ok := d.duration(v); ok {
-			switch {
-			case kind == "readiness":
-				d.errorf(v.path, "only a startup or liveness probe stops the program; a readiness probe has no grace period")
-			case dur <= 0:
-				d.errorf(v.path, "must be more than 0 (leave it out to use stop_timeout)")
-			default:
-				p.TerminationGracePeriod = dur
-			}
-		}
-	}
 	return p
+}
+
+// httpProbeKeys are the keys of a probe's http table.
+var httpProbeKeys = []key[*HTTPProbe]{
+	{"url", func(d *decoder, h *HTTPProbe, v *node) { h.URL = d.httpURL(v) }},
+	{"headers", func(d *decoder, h *HTTPProbe, v *node) {
+		h.Headers = d.headers(v, `a table like { Host = "web.internal" }`)
+	}},
+	{"expect_status", func(d *decoder, h *HTTPProbe, v *node) {
+		if i, ok := d.integer(v, 100, 599); ok {
+			h.ExpectStatus = int(i)
+		}
+	}},
 }
 
 // httpProbe reads a URL string, or a table with url, headers and
 // expect_status. Probes are always GET.
 func (d *decoder) httpProbe(n *node) *HTTPProbe {
 	h := &HTTPProbe{}
-	urlNode := n
-	if t, ok := n.v.(map[string]*node); ok {
-		d.known(t, httpProbeKeys...)
-		urlNode = t["url"]
-		if urlNode == nil {
+	switch t := n.v.(type) {
+	case map[string]*node:
+		decodeKeys(d, t, h, httpProbeKeys)
+		if t["url"] == nil {
 			d.errorf(n.path, "needs a url")
 		}
-		if v := t["headers"]; v != nil {
-			h.Headers = d.headers(v, `a table like { Host = "web.internal" }`)
-		}
-		if v := t["expect_status"]; v != nil {
-			if i, ok := d.integer(v, 100, 599); ok {
-				h.ExpectStatus = int(i)
-			}
-		}
-	} else if _, ok := n.v.(string); !ok {
+	case string:
+		h.URL = d.httpURL(n)
+	default:
 		d.errorf(n.path, "must be a URL or a table with url, headers, expect_status (got %s)", describe(n.v))
-		return h
-	}
-	if urlNode != nil {
-		h.URL = d.httpURL(urlNode)
 	}
 	return h
 }
@@ -292,6 +291,38 @@ func (d *decoder) tcpAddr(n *node) (string, bool) {
 	return net.JoinHostPort(host, port), true
 }
 
+// dependencyDecoding is one dependency of depends_on's table form being
+// decoded.
+type dependencyDecoding struct {
+	name        string
+	cond        string
+	restartWith bool
+	bad         bool // the dependency is not kept
+}
+
+// dependsOnKeys are the keys of one dependency's table:
+// { condition = "ready", restart_with = true }. condition comes first:
+// restart_with reads it.
+var dependsOnKeys = []key[*dependencyDecoding]{
+	{"condition", func(d *decoder, dep *dependencyDecoding, v *node) {
+		c, ok := d.enum(v, DependReady, DependRunning, DependCompleted)
+		dep.cond, dep.bad = c, !ok
+	}},
+	{"restart_with", func(d *decoder, dep *dependencyDecoding, v *node) {
+		if dep.bad {
+			return
+		}
+		if b, ok := d.boolean(v); ok && b {
+			if dep.cond == DependCompleted {
+				d.errorf(v.path, "a dependency waited for to complete is not restarted with: drop restart_with or wait for %q to be ready or running", dep.name)
+				dep.bad = true
+				return
+			}
+			dep.restartWith = true
+		}
+	}},
+}
+
 // dependsOnTable reads the table form of depends_on:
 // { db = "ready", migrate = "completed", cache = "running" }.
 func (d *decoder) dependsOnTable(p *Program, t map[string]*node) {
@@ -302,35 +333,23 @@ func (d *decoder) dependsOnTable(p *Program, t map[string]*node) {
 	cond := map[string]string{}
 	for _, name := range names {
 		v := t[name]
-		c := DependReady
+		dep := &dependencyDecoding{name: name, cond: DependReady}
 		if sub, isTable := v.v.(map[string]*node); isTable {
-			// { condition = "ready", restart_with = true }
-			d.known(sub, dependsOnKeys...)
-			if cv := sub["condition"]; cv != nil {
-				var ok bool
-				if c, ok = d.enum(cv, DependReady, DependRunning, DependCompleted); !ok {
-					continue
-				}
-			}
-			if rv := sub["restart_with"]; rv != nil {
-				if b, ok := d.boolean(rv); ok && b {
-					if c == DependCompleted {
-						d.errorf(rv.path, "a dependency waited for to complete is not restarted with: drop restart_with or wait for %q to be ready or running", name)
-						continue
-					}
-					if p.BoundTo == nil {
-						p.BoundTo = map[string]bool{}
-					}
-					p.BoundTo[name] = true
-				}
-			}
+			decodeKeys(d, sub, dep, dependsOnKeys)
 		} else {
-			var ok bool
-			if c, ok = d.enum(v, DependReady, DependRunning, DependCompleted); !ok {
-				continue
-			}
+			c, ok := d.enum(v, DependReady, DependRunning, DependCompleted)
+			dep.cond, dep.bad = c, !ok
 		}
-		cond[name] = c
+		if dep.bad {
+			continue
+		}
+		if dep.restartWith {
+			if p.BoundTo == nil {
+				p.BoundTo = map[string]bool{}
+			}
+			p.BoundTo[name] = true
+		}
+		cond[name] = dep.cond
 		p.DependsOn = append(p.DependsOn, name)
 		d.deps[p] = append(d.deps[p], v.path)
 	}

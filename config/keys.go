@@ -102,6 +102,17 @@ var supervisorKeys = []key[*Supervisor]{
 			s.HTTP = addr
 		}
 	}},
+	{"http_token_file", func(d *decoder, s *Supervisor, v *node) {
+		p, ok := d.path(v)
+		if !ok {
+			return
+		}
+		if _, err := ReadTokenFile(p); err != nil {
+			d.errorf(v.path, "%v", err)
+			return
+		}
+		s.HTTPTokenFile = p
+	}},
 }
 
 // programDecoding is one program table being decoded: the program, and
@@ -160,6 +171,7 @@ var programKeys = []key[*programDecoding]{
 		}
 	}},
 	{"stop_timeout", func(d *decoder, p *programDecoding, v *node) { setDuration(d, v, &p.StopTimeout) }},
+	{"exit_tail_lines", func(d *decoder, p *programDecoding, v *node) { setInt(d, v, 1, MaxExitTailLines, &p.ExitTailLines) }},
 	{"min_stop_grace", func(d *decoder, p *programDecoding, v *node) { setDuration(d, v, &p.MinStopGrace) }},
 	{"backoff", func(d *decoder, p *programDecoding, v *node) { p.Backoff = d.backoff(v, p.isDefaults) }},
 	{"sandbox", func(d *decoder, p *programDecoding, v *node) { p.Sandbox = d.sandbox(v, p.isDefaults) }},
@@ -207,17 +219,19 @@ var programKeys = []key[*programDecoding]{
 			p.ReadyLogLine, p.logLine = s, v
 		}
 	}},
+	// Schedule (schedule.go); timezone before schedule, which is read in it.
+	{"timezone", (*decoder).timezone},
+	{"schedule", (*decoder).schedule},
+	{"concurrency", (*decoder).concurrency},
+	{"starting_deadline", func(d *decoder, p *programDecoding, v *node) { setPositive(d, v, &p.Schedule.StartingDeadline) }},
+	{"max_runtime", func(d *decoder, p *programDecoding, v *node) { setPositive(d, v, &p.Schedule.MaxRuntime) }},
+	{"jitter", func(d *decoder, p *programDecoding, v *node) { setPositive(d, v, &p.Schedule.Jitter) }},
 }
 
-var rolloutKeys = []string{"max_unavailable", "timeout"}
-
-// rollout reads [program.NAME.rollout]: max_unavailable is a count or a
-// percentage like "25%"; timeout a duration above 0.
-func (d *decoder) rollout(n *node) Rollout {
-	var r Rollout
-	t := d.table(n, `a table like { max_unavailable = 1, timeout = "2m" }`)
-	d.known(t, rolloutKeys...)
-	if v := t["max_unavailable"]; v != nil {
+// rolloutKeys are the keys of [program.NAME.rollout]: max_unavailable is
+// a count or a percentage like "25%"; timeout a duration above 0.
+var rolloutKeys = []key[*Rollout]{
+	{"max_unavailable", func(d *decoder, r *Rollout, v *node) {
 		switch x := v.v.(type) {
 		case int64:
 			setInt(d, v, 1, 10000, &r.MaxUnavailable)
@@ -225,21 +239,26 @@ func (d *decoder) rollout(n *node) Rollout {
 			pct, err := strconv.Atoi(strings.TrimSuffix(x, "%"))
 			if !strings.HasSuffix(x, "%") || err != nil || pct < 1 || pct > 100 {
 				d.errorf(v.path, `must be a count like 1 or a percentage like "25%%" (got %q)`, x)
-				break
+				return
 			}
 			r.Percent = pct
 		default:
 			d.errorf(v.path, `must be a count like 1 or a percentage like "25%%" (got %s)`, describe(v.v))
 		}
-	}
-	if v := t["timeout"]; v != nil {
+	}},
+	{"timeout", func(d *decoder, r *Rollout, v *node) {
 		if dur, ok := d.duration(v); ok {
 			if dur <= 0 {
 				d.errorf(v.path, "must be more than 0")
 			}
 			r.Timeout = dur
 		}
-	}
+	}},
+}
+
+func (d *decoder) rollout(n *node) Rollout {
+	var r Rollout
+	decodeKeys(d, d.table(n, `a table like { max_unavailable = 1, timeout = "2m" }`), &r, rolloutKeys)
 	return r
 }
 
@@ -374,27 +393,61 @@ func setBool(d *decoder, v *node, dst *bool) bool {
 	return ok
 }
 
-// keyTables are every table's keys, for the check that the example
-// documents each one.
-func keyTables() map[string][]string {
-	return map[string][]string{
-		"supervisor":       keyNames(supervisorKeys),
-		"procfile":         keyNames(procfileKeys),
-		"program":          keyNames(programKeys),
-		"program.sandbox":  keyNames(sandboxKeys),
-		"program.backoff":  backoffKeys,
-		"program.hooks":    hookNames,
-		"program.hooks.X":  hookKeys,
-		"hook.http":        httpHookKeys,
-		"program.stdout":   outputKeys,
-		"program.watch":    watchKeys,
-		"program.rollout":  rolloutKeys,
-		"program.probes":   probeNames,
-		"program.probes.X": probeKeys,
-		"probe.http":       httpProbeKeys,
-		"rlimits.X":        rlimitKeys,
-		"depends_on.X":     dependsOnKeys,
-		"restart_rules":    restartRuleKeys,
-		"restart_rules.X":  restartRuleMatchKeys,
+// A keyTable is one table's keys: path is where the table sits, dotted,
+// with "*" for a name the file chooses (a program, a dependency, a
+// rule's index).
+type keyTable struct {
+	path  string
+	names []string
+}
+
+// keyTables are every table's keys, read from the rows: for Keys and for
+// the check that the example documents each one. [defaults] takes the
+// keys of program.*.
+func keyTables() []keyTable {
+	const p = "program.*"
+	tables := []keyTable{
+		{"supervisor", keyNames(supervisorKeys)},
+		{"procfile", keyNames(procfileKeys)},
+		{p, keyNames(programKeys)},
+		{p + ".sandbox", keyNames(sandboxKeys)},
+		{p + ".sandbox.rlimits", keyNames(rlimitsKeys())},
+		{p + ".sandbox.rlimits.*", keyNames(rlimitKeys)},
+		{p + ".backoff", keyNames(backoffKeys)},
+		{p + ".hooks", keyNames(hooksKeys)},
+		{p + ".stdout", keyNames(outputKeys)},
+		{p + ".stderr", keyNames(outputKeys)},
+		{p + ".watch", keyNames(watchKeys)},
+		{p + ".rollout", keyNames(rolloutKeys)},
+		{p + ".probes", keyNames(probesKeys)},
+		{p + ".depends_on.*", keyNames(dependsOnKeys)},
+		{p + ".restart_rules.*", keyNames(restartRuleKeys)},
+		{p + ".restart_rules.*.exit_codes", keyNames(restartRuleMatchKeys)},
 	}
+	for _, h := range keyNames(hooksKeys) {
+		tables = append(tables, keyTable{p + ".hooks." + h, keyNames(hookKeys)}, keyTable{p + ".hooks." + h + ".http", keyNames(httpHookKeys)})
+	}
+	for _, k := range keyNames(probesKeys) {
+		tables = append(tables, keyTable{p + ".probes." + k, keyNames(probeKeys)}, keyTable{p + ".probes." + k + ".http", keyNames(httpProbeKeys)})
+	}
+	return tables
+}
+
+// Keys returns the dotted path of every key a config file may set, sorted,
+// with "*" for a name the file chooses: "supervisor.socket",
+// "program.*.stop_timeout", "program.*.hooks.pre_start.timeout",
+// "program.*.depends_on.*.condition". A table that is itself a key
+// ("program.*.hooks") is listed as well as its keys. [defaults] takes the
+// keys under program.*. It is read from the tables' rows, so that what
+// checks a config against the keys (the exporters' tests) sees a new key
+// as soon as it can be set.
+func Keys() []string {
+	var keys []string
+	for _, t := range keyTables() {
+		for _, name := range t.names {
+			keys = append(keys, t.path+"."+name)
+		}
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys)
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -142,6 +143,9 @@ http = "http://localhost:8080/ready"
 [program.web.hooks.pre_stop]
 http = { url = "https://localhost/drain", method = "post", headers = { X-Token = "t" }, expect_status = 204 }
 
+[program.web.hooks.post_stop]
+sleep = "5s"
+
 [program.web.watch]
 paths = ["src", "/etc/web.conf"]
 include = ["**/*.go", "templates/**"]
@@ -193,7 +197,7 @@ signal = "HUP"
 		{"PreStart", w.Hooks.PreStart, &Hook{Command: []string{"./migrate.sh"}, Timeout: 5 * time.Second}},
 		{"PostStart", w.Hooks.PostStart, &Hook{HTTP: &HTTPHook{URL: "http://localhost:8080/ready", Method: "GET"}, Timeout: 30 * time.Second}},
 		{"PreStop", w.Hooks.PreStop, &Hook{HTTP: &HTTPHook{URL: "https://localhost/drain", Method: "POST", Headers: map[string]string{"X-Token": "t"}, ExpectStatus: 204}, Timeout: 30 * time.Second}},
-		{"PostStop", w.Hooks.PostStop, (*Hook)(nil)},
+		{"PostStop", w.Hooks.PostStop, &Hook{Sleep: 5 * time.Second, Timeout: 30 * time.Second}},
 		{"Watch", w.Watch, &Watch{
 			Paths: []string{"/etc/sv/src", "/etc/web.conf"}, Include: []string{"**/*.go", "templates/**"},
 			Exclude: []string{"vendor"}, Debounce: 50 * time.Millisecond, Signal: syscall.SIGHUP,
@@ -394,17 +398,28 @@ timeout = "0s"
 http = { url = "ftp://a/", method = "FETCH", expect_status = 42 }
 [program.web.hooks.later]
 command = "x"
+[program.web.hooks.post_stop]
+sleep = "1m"
+[program.other]
+command = "x"
+hooks.pre_stop = { http = "http://a/", sleep = "1s" }
+hooks.post_stop = { sleep = "0s" }
+hooks.pre_start = { sleep = 5 }
 `,
 			want: []string{
 				`test.toml:3: program.web.stdout.max_files: must be between 1 and 1000 (got 0)`,
 				`test.toml:3: program.web.stdout.max_size: must be at least 4KiB (got 100 bytes)`,
-				`test.toml:6: program.web.hooks.pre_start.http: a hook is a command or an http request, not both`,
-				`test.toml:7: program.web.hooks.post_start: needs a command or an http request`,
+				`test.toml:6: program.web.hooks.pre_start.http: a hook is one of a command, an http request and a sleep`,
+				`test.toml:7: program.web.hooks.post_start: needs a command, an http request or a sleep`,
 				`test.toml:8: program.web.hooks.post_start.timeout: must be more than 0`,
 				`test.toml:10: program.web.hooks.pre_stop.http.expect_status: must be between 100 and 599 (got 42)`,
 				`test.toml:10: program.web.hooks.pre_stop.http.method: must be an HTTP method like GET or POST (got "FETCH")`,
 				`test.toml:10: program.web.hooks.pre_stop.http.url: "ftp://a/" is not an http:// or https:// URL`,
 				`test.toml:11: program.web.hooks.later: unknown key (known: pre_start, post_start, pre_stop, post_stop)`,
+				`test.toml:14: program.web.hooks.post_stop.sleep: 1m0s is longer than the hook's timeout (30s): raise timeout`,
+				`test.toml:17: program.other.hooks.pre_stop.sleep: a hook is one of a command, an http request and a sleep`,
+				`test.toml:18: program.other.hooks.post_stop.sleep: must be more than 0`,
+				`test.toml:19: program.other.hooks.pre_start.sleep: must be a duration string like "10s" (got integer 5)`,
 			},
 		},
 		{
@@ -549,7 +564,7 @@ func TestExampleConfig(t *testing.T) {
 	for _, p := range cfg.Programs {
 		names = append(names, p.Name)
 	}
-	if want := []string{"web", "worker", "ticker", "sandboxed", "manual"}; !reflect.DeepEqual(names, want) {
+	if want := []string{"web", "worker", "ticker", "sandboxed", "report", "manual"}; !reflect.DeepEqual(names, want) {
 		t.Errorf("programs = %v, want %v", names, want)
 	}
 	root, _ := filepath.Abs("..")
@@ -565,13 +580,16 @@ func TestExampleConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var keys []string
-	for _, names := range keyTables() {
-		keys = append(keys, names...)
-	}
-	for _, k := range keys {
-		if !strings.Contains(string(data), k+" =") && !strings.Contains(string(data), "."+k+"]") && !strings.Contains(string(data), "."+k+".") {
-			t.Errorf("config.example.toml does not show key %q", k)
+	for _, table := range keyTables() {
+		for _, k := range table.names {
+			shown := strings.Contains(string(data), k+" =") || strings.Contains(string(data), "."+k+"]") || strings.Contains(string(data), "."+k+".")
+			if strings.HasSuffix(table.path, ".rlimits") {
+				// The resources are listed by name in a comment.
+				shown = regexp.MustCompile(`(?m)^# .*\b` + k + `\b`).Match(data)
+			}
+			if !shown {
+				t.Errorf("config.example.toml does not show key %s.%s", table.path, k)
+			}
 		}
 	}
 }

@@ -46,23 +46,9 @@ func SplitCommand(s string) ([]string, error) {
 			i += end + 1
 		case '"':
 			in = true
-			i++
-			for ; i < len(s) && s[i] != '"'; i++ {
-				if s[i] == '\\' && i+1 < len(s) {
-					switch s[i+1] {
-					case '$', '`', '"', '\\':
-						cur.WriteByte(s[i+1])
-						i++
-						continue
-					case '\n':
-						i++
-						continue
-					}
-				}
-				cur.WriteByte(s[i])
-			}
-			if i >= len(s) {
-				return nil, errors.New(`unbalanced " (double quote)`)
+			var err error
+			if i, err = doubleQuoted(s, i+1, &cur); err != nil {
+				return nil, err
 			}
 		case '\\':
 			if i+1 >= len(s) {
@@ -87,6 +73,30 @@ func SplitCommand(s string) ([]string, error) {
 	}
 	flush()
 	return words, nil
+}
+
+// doubleQuoted writes the double-quoted text from s[i] to cur, and returns
+// the index of its closing quote: a backslash escapes $ ` " \ and newline
+// (which it removes), and stays as written before anything else.
+func doubleQuoted(s string, i int, cur *strings.Builder) (int, error) {
+	for ; i < len(s) && s[i] != '"'; i++ {
+		if s[i] == '\\' && i+1 < len(s) {
+			switch s[i+1] {
+			case '$', '`', '"', '\\':
+				cur.WriteByte(s[i+1])
+				i++
+				continue
+			case '\n':
+				i++
+				continue
+			}
+		}
+		cur.WriteByte(s[i])
+	}
+	if i >= len(s) {
+		return i, errors.New(`unbalanced " (double quote)`)
+	}
+	return i, nil
 }
 
 func needsShell(s, what string) error {

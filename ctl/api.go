@@ -24,6 +24,8 @@ var (
 
 // ExitInfo describes how a program instance last ended.
 type ExitInfo struct {
+	// Code is the exit status; for a signal N, 128+N (137 for KILL), as
+	// the kubelet and shells show it.
 	Code       int       `json:"code"`
 	Signal     string    `json:"signal,omitempty"` // "KILL", without the SIG prefix
 	Reason     string    `json:"reason"`           // Completed, Error, Signaled, OOMKilled, HookError …
@@ -48,6 +50,22 @@ type ProgramStatus struct {
 	// Probes has the last result of each probe that ran in this run,
 	// keyed "startup", "readiness", "liveness".
 	Probes map[string]ProbeResult `json:"probes,omitempty"`
+	// Schedule is a scheduled program's cron expression; NextRun and
+	// NextRunInMs when its next run is due (absent while it is stopped);
+	// LastRun how its last time went.
+	Schedule    string     `json:"schedule,omitempty"`
+	NextRun     *time.Time `json:"next_run,omitempty"`
+	NextRunInMs int64      `json:"next_run_in_ms,omitempty"`
+	LastRun     *RunInfo   `json:"last_run,omitempty"`
+}
+
+// RunInfo is a scheduled program's last time: its run's start and end, and
+// "succeeded", "failed: …", "stopped" or "skipped: …" (a time skipped has
+// no run: only FinishedAt, when it was skipped).
+type RunInfo struct {
+	StartedAt  time.Time `json:"started_at"`
+	FinishedAt time.Time `json:"finished_at"`
+	Result     string    `json:"result"`
 }
 
 // ProbeResult is the outcome of one probe run.
@@ -57,6 +75,42 @@ type ProbeResult struct {
 	Time    time.Time `json:"time"`
 }
 
+// Why is how an instance last ended and where it stands now: what
+// `supervisectl why` shows.
+type Why struct {
+	Name     string `json:"name"`
+	State    string `json:"state"`
+	Restarts int    `json:"restarts"`
+	// BackoffMs is the crash backoff left before the next start (0 when
+	// none is being waited out).
+	BackoffMs int64 `json:"backoff_ms"`
+	// LastRun is nil until a run has ended.
+	LastRun *RunRecord `json:"last_run"`
+}
+
+// RunRecord is one ended run of an instance.
+type RunRecord struct {
+	// StartedAt is nil for a run that never started (a failed pre_start).
+	StartedAt  *time.Time `json:"started_at"`
+	EndedAt    time.Time  `json:"ended_at"`
+	DurationMs int64      `json:"duration_ms"`
+	// Status is the exit as a shell says it: the code, or 128+N for
+	// signal N; -1 when the process never ran.
+	Status  int    `json:"status"`
+	Code    int    `json:"code"`
+	Signal  string `json:"signal,omitempty"` // "KILL", without the SIG prefix
+	Reason  string `json:"reason"`           // Completed, Error, Signaled, OOMKilled, LivenessProbeFailed, Stopped …
+	Message string `json:"message,omitempty"`
+	// PeakMemoryBytes is the highest memory use of the program's cgroup
+	// (0 when not known: no cgroup, or a kernel without memory.peak).
+	PeakMemoryBytes int64 `json:"peak_memory_bytes"`
+	// Stdout and Stderr are the run's last lines on each stream, oldest
+	// first; Truncated says lines were cut or left out to bound them.
+	Stdout    []string `json:"stdout"`
+	Stderr    []string `json:"stderr"`
+	Truncated bool     `json:"truncated,omitempty"`
+}
+
 // Event is one state change of a program (or of the supervisor itself).
 type Event struct {
 	Time    time.Time `json:"time"`
@@ -64,6 +118,8 @@ type Event struct {
 	From    string    `json:"from"`
 	To      string    `json:"to"`
 	Message string    `json:"message,omitempty"`
+	// Run is set on the one event that records a run's end.
+	Run *RunRecord `json:"run,omitempty"`
 }
 
 // Backend is what the server exposes; the supervisor implements it.
@@ -75,6 +131,9 @@ type Event struct {
 type Backend interface {
 	// Status reports the named programs, every program when names is empty.
 	Status(ctx context.Context, names []string) ([]ProgramStatus, error)
+	// Why reports how the named instances (every one when names is
+	// empty) last ended.
+	Why(ctx context.Context, names []string) ([]Why, error)
 	// Start returns when the named programs are ready, or have failed,
 	// unless opts.NoWait.
 	Start(ctx context.Context, names []string, opts WaitOptions) error

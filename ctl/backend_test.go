@@ -99,6 +99,21 @@ func (b *memBackend) Status(ctx context.Context, names []string) ([]ProgramStatu
 	return out, nil
 }
 
+func (b *memBackend) Why(ctx context.Context, names []string) ([]Why, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	keys, err := b.resolveLocked(names, true)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Why, 0, len(keys))
+	for _, k := range keys {
+		st := b.progs[k].status
+		out = append(out, Why{Name: st.Name, State: st.State, Restarts: st.Restarts})
+	}
+	return out, nil
+}
+
 func (b *memBackend) setState(ctx context.Context, names []string, to string) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()

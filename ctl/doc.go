@@ -36,6 +36,7 @@
 // flushed per item.
 //
 //	GET  /v1/status?name=web&name=db     → [ProgramStatus, …]   (no name: every program)
+//	GET  /v1/why?name=web                → [Why, …]             (no name: every program)
 //	POST /v1/start    {"names": ["web"], "wait": true, "timeout_ms": 0} → {"ok": true}
 //	POST /v1/stop     {"names": ["web"], "with_dependents": false} → {"ok": true}
 //	POST /v1/restart  {"names": ["web"], "all_at_once": false, "wait": true, "timeout_ms": 0, "with_dependents": false} → {"ok": true}

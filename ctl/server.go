@@ -283,14 +283,9 @@ func (s *Server) admit(p peer) error {
 
 // ServeHTTP admits the peer and hands the request to the router.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	if s.draining {
-		s.mu.Unlock()
-		s.reply(w, &apiError{Status: http.StatusServiceUnavailable, Code: codeUnavailable, Msg: "supervise is shutting down"})
+	if !s.enter(w) {
 		return
 	}
-	s.handlers.Add(1)
-	s.mu.Unlock()
 	defer s.handlers.Done()
 	defer func() {
 		// net/http would recover too, but log it where nobody looks.
@@ -307,6 +302,35 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mux.ServeHTTP(w, r)
+}
+
+// enter counts a handler in, for Serve to wait on; once the server
+// drains, it answers 503 instead and returns false.
+func (s *Server) enter(w http.ResponseWriter) bool {
+	s.mu.Lock()
+	if s.draining {
+		s.mu.Unlock()
+		s.reply(w, &apiError{Status: http.StatusServiceUnavailable, Code: codeUnavailable, Msg: "supervise is shutting down"})
+		return false
+	}
+	s.handlers.Add(1)
+	s.mu.Unlock()
+	return true
+}
+
+// VerbHandler returns the verbs' routes (/v1/VERB) with the same JSON as
+// the socket, for another listener that authenticates its clients itself
+// (the HTTP listener's bearer token): no peer credentials are checked
+// here. Following streams count against MaxFollowers with the socket's.
+func (s *Server) VerbHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.enter(w) {
+			return
+		}
+		defer s.handlers.Done()
+		// No local peer: the logs say uid -1 rather than root's 0.
+		s.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), peerKey{}, peer{uid: -1, pid: -1})))
+	})
 }
 
 // routes gives each verb of verbTable its route, "METHOD /v1/VERB". What

@@ -32,6 +32,14 @@ var verbTable = []*verbDef{
 			}
 			return err
 		})},
+	{name: "why", method: http.MethodGet, params: []string{"name"},
+		serve: serveArgs(func(s *Server, ctx context.Context, w http.ResponseWriter, a *whyArgs) error {
+			ws, err := s.cfg.Backend.Why(ctx, a.Names)
+			if err == nil {
+				s.writeJSON(w, http.StatusOK, ws)
+			}
+			return err
+		})},
 	{name: "start", method: http.MethodPost, needNames: true,
 		foreign: []foreignField{allAtOnceIsRestarts("start"), {"with_dependents", "start: with_dependents is stop's and restart's (a start brings back what waits for it)"}},
 		serve: ok(func(ctx context.Context, b Backend, a *startArgs) error {
@@ -111,6 +119,25 @@ func (c *Client) Status(ctx context.Context, names []string) ([]ProgramStatus, e
 	var st []ProgramStatus
 	err := c.call(ctx, "status", &statusArgs{programNames{names}}, &st)
 	return st, err
+}
+
+// why: GET /v1/why?name=web; no name is every program.
+
+type whyArgs struct{ programNames }
+
+func (a *whyArgs) fromQuery(q url.Values) *apiError {
+	a.Names = q["name"]
+	return nil
+}
+
+func (a *whyArgs) query() url.Values { return url.Values{"name": a.Names} }
+
+// Why reports how each named instance (every one when names is empty)
+// last ended.
+func (c *Client) Why(ctx context.Context, names []string) ([]Why, error) {
+	var ws []Why
+	err := c.call(ctx, "why", &whyArgs{programNames{names}}, &ws)
+	return ws, err
 }
 
 // start: POST /v1/start {"names": ["web"], "wait": true, "timeout_ms": 0}.

@@ -203,6 +203,7 @@ func TestClientWire(t *testing.T) {
 	_ = c.Shutdown(ctx)
 	_, _ = c.Status(ctx, nil)
 	_, _ = c.Status(ctx, []string{"web", "db:1"})
+	_, _ = c.Why(ctx, []string{"web"})
 	_ = c.Logs(ctx, nil, -1, false, func(logs.Line) error { return nil })
 	_ = c.Logs(ctx, []string{"web"}, 20, true, func(logs.Line) error { return nil })
 	_ = c.Events(ctx, false, func(Event) error { return nil })
@@ -221,6 +222,7 @@ func TestClientWire(t *testing.T) {
 		`POST /v1/shutdown {}`,
 		`GET /v1/status`,
 		`GET /v1/status?name=web&name=db%3A1`,
+		`GET /v1/why?name=web`,
 		`GET /v1/logs`,
 		`GET /v1/logs?follow=1&n=20&name=web`,
 		`GET /v1/events`,

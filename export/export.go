@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/supervise-dev/supervise/config"
 )
 
 // Warning is a key the target cannot express as supervise does.
@@ -62,6 +64,45 @@ type warnings []Warning
 
 func (ws *warnings) add(program, key, format string, args ...any) {
 	*ws = append(*ws, Warning{Program: program, Key: key, Why: fmt.Sprintf(format, args...)})
+}
+
+// ownSettings warns about each [supervisor] key set away from its default
+// that configures supervise itself (its socket, logs, workers, limits):
+// target runs the programs in its place and has no use for it.
+func (ws *warnings) ownSettings(s config.Supervisor, target string) {
+	for _, x := range []struct {
+		key string
+		set bool
+	}{
+		{"socket", s.Socket != ""},
+		{"socket_group", s.SocketGroup != ""},
+		{"workers", s.Workers != config.DefaultWorkers},
+		{"shutdown_timeout", s.ShutdownTimeout != config.DefaultShutdownTimeout},
+		{"log_format", s.LogFormat != config.DefaultLogFormat},
+		{"log_level", s.LogLevel != config.DefaultLogLevel},
+		{"log_ring", s.LogRing != config.DefaultLogRing},
+		{"max_connections", s.MaxConnections != config.DefaultMaxConnections},
+		{"max_followers", s.MaxFollowers != config.DefaultMaxFollowers},
+		{"watch_config", !s.WatchConfig},
+		{"probe_jitter", !s.ProbeJitter},
+		{"strict_shutdown", s.StrictShutdown},
+		{"http_token_file", s.HTTPTokenFile != ""},
+	} {
+		if x.set {
+			ws.add("", "supervisor."+x.key, "not mapped: a setting of supervise itself, which %s replaces", target)
+		}
+	}
+}
+
+// outputSettings are a program's stdout and stderr by key.
+func outputSettings(p *config.Program) []struct {
+	key string
+	o   config.Output
+} {
+	return []struct {
+		key string
+		o   config.Output
+	}{{"stdout", p.Stdout}, {"stderr", p.Stderr}}
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -43,9 +43,16 @@ func Kubernetes(cfg *config.Config, opts KubernetesOptions) ([]byte, []Warning, 
 	if len(cfg.Supervisor.ExitOn) > 0 {
 		ws.add("", "supervisor.exit_on", "not mapped: each program is its own workload, and nothing stops the others when one ends")
 	}
+	if cfg.Supervisor.HTTP != "" {
+		ws.add("", "supervisor.http", "not mapped: the state is the API server's (kubectl get), not on an HTTP port")
+	}
+	ws.ownSettings(cfg.Supervisor, "Kubernetes")
 	var docs []obj
 	if opts.Pod {
-		docs = podDocs(cfg, opts, &ws)
+		var err error
+		if docs, err = podDocs(cfg, opts, &ws); err != nil {
+			return nil, ws, err
+		}
 	} else {
 		for _, p := range cfg.Programs {
 			k := &kubeWriter{opts: opts, ws: &ws, p: p, cfg: cfg}
@@ -93,7 +100,9 @@ func (k *kubeWriter) workload() []obj {
 	labels := obj{{"app.kubernetes.io/name", k.opts.Name}, {"app.kubernetes.io/component", DNSLabel(p.Name)}}
 	pod := k.podSpec()
 	var out []obj
-	if p.Restart == config.RestartAlways {
+	if p.Scheduled() {
+		out = append(out, k.cronJob()) // kubernetes_cron.go
+	} else if p.Restart == config.RestartAlways {
 		spec := obj{{"replicas", p.Instances}, {"selector", obj{{"matchLabels", labels}}},
 			{"template", obj{{"metadata", obj{{"labels", labels}}}, {"spec", pod}}}}
 		if !p.Autostart {
@@ -135,11 +144,14 @@ func (k *kubeWriter) podSpec() obj {
 	pod := obj{}
 	var inits []any
 	if h := p.Hooks.PreStart; h != nil {
-		if h.HTTP != nil {
+		switch {
+		case h.HTTP != nil:
 			k.warn("hooks.pre_start", "an HTTP pre_start has no Kubernetes equivalent: make it an init container with curl by hand")
-		} else {
+		case h.Sleep > 0:
+			k.warn("hooks.pre_start", "a sleep before the start is not exported: a Pod has no such pause")
+		default:
 			c := obj{{"name", "pre-start"}, {"image", k.opts.Image}, {"command", expandedStrs(h.Command)}}
-			c.set("workingDir", p.Dir)
+			c.set("workingDir", k.workingDir())
 			c.set("env", k.env())
 			inits = append(inits, c)
 		}
@@ -173,9 +185,10 @@ func (k *kubeWriter) waitFor(d string) obj {
 	cond := k.p.DependsOnCondition(d)
 	if cond == config.DependCompleted {
 		k.warn("depends_on."+d, "%q runs as an init container in each Pod of %q, before it starts (its own Job runs it once more)", d, k.p.Name)
+		quiet := &kubeWriter{opts: k.opts, ws: &warnings{}, p: dp, cfg: k.cfg} // dp's own export warns
 		c := obj{{"name", DNSLabel("run-" + d)}, {"image", k.opts.Image}, {"command", expandedStrs(dp.Command)}}
-		c.set("workingDir", dp.Dir)
-		c.set("env", (&kubeWriter{opts: k.opts, ws: &warnings{}, p: dp, cfg: k.cfg}).env())
+		c.set("workingDir", quiet.workingDir())
+		c.set("env", quiet.env())
 		return c
 	}
 	if len(ports) == 0 {
@@ -191,7 +204,7 @@ func (k *kubeWriter) waitFor(d string) obj {
 func (k *kubeWriter) container() obj {
 	p := k.p
 	c := obj{{"name", DNSLabel(p.Name)}, {"image", k.opts.Image}, {"command", expandedStrs(p.Command)}}
-	c.set("workingDir", p.Dir)
+	c.set("workingDir", k.workingDir())
 	c.set("env", k.env())
 	c.set("resources", k.resources())
 	c.set("securityContext", k.security())
@@ -215,6 +228,22 @@ func (k *kubeWriter) container() obj {
 	}
 	k.unmapped()
 	return c
+}
+
+// workingDir is the container's workingDir: the program's dir when it
+// was given, else "" for the image's own. The config knows only the
+// absolute path: the default is the config file's directory, and a
+// relative dir was resolved against it, paths of the exporting machine
+// the image need not have (warned).
+func (k *kubeWriter) workingDir() string {
+	dir, base := k.p.Dir, k.cfg.Dir
+	switch {
+	case dir == "" || dir == base:
+		return ""
+	case base != "" && strings.HasPrefix(dir, strings.TrimSuffix(base, "/")+"/"):
+		k.warn("dir", "%q is under the config file's directory on this machine (a relative dir is resolved against it): make sure the image has it", dir)
+	}
+	return dir
 }
 
 func (k *kubeWriter) env() []any {
@@ -402,6 +431,14 @@ func (k *kubeWriter) lifecycle() obj {
 		if x.h == nil {
 			continue
 		}
+		if x.h.Sleep > 0 {
+			secs := ceilSeconds(x.h.Sleep)
+			if time.Duration(secs)*time.Second != x.h.Sleep {
+				k.warn(x.key+".sleep", "%v is rounded up to %ds: the kubelet's sleep action counts whole seconds", x.h.Sleep, secs)
+			}
+			l.set(x.name, obj{{"sleep", obj{{"seconds", secs}}}})
+			continue
+		}
 		if x.h.HTTP != nil {
 			if x.h.HTTP.Method != "" && x.h.HTTP.Method != "GET" {
 				k.warn(x.key+".http.method", "the kubelet's httpGet sends GET, not %q", x.h.HTTP.Method)
@@ -455,6 +492,32 @@ func (k *kubeWriter) unmapped() {
 	if b.Initial != config.DefaultBackoffInitial || b.Max != config.DefaultBackoffMax {
 		k.warn("backoff", "the kubelet's crash backoff (10s doubling to 5m) applies; its maximum is a node setting (KubeletConfiguration crashLoopBackOff.maxContainerRestartPeriod)")
 	}
+	if b.ResetAfter != config.DefaultBackoffResetAfter {
+		k.warn("backoff.reset_after", "the kubelet forgives past crashes after 10 minutes of running; it is not set per container")
+	}
+	if p.MinStopGrace != config.DefaultMinStopGrace {
+		k.warn("min_stop_grace", "Kubernetes gives the preStop hook and the stop signal one terminationGracePeriodSeconds together; there is no floor to map")
+	}
+	if p.ExitTailLines != config.DefaultExitTailLines {
+		k.warn("exit_tail_lines", "not mapped: the lines supervisectl why keeps of a run; Kubernetes keeps the logs its own way")
+	}
+	if p.Notify == config.NotifyFD && p.NotifyFD != config.DefaultNotifyFD {
+		k.warn("notify_fd", "the s6 notification descriptor has no Kubernetes equivalent")
+	}
+	if p.Rollout != (config.Rollout{}) {
+		k.warn("rollout", "not exported: set the Deployment's strategy.rollingUpdate.maxUnavailable and progressDeadlineSeconds by hand")
+	}
+	for _, x := range []struct {
+		key string
+		h   *config.Hook
+	}{{"hooks.pre_start", p.Hooks.PreStart}, {"hooks.post_start", p.Hooks.PostStart}, {"hooks.pre_stop", p.Hooks.PreStop}, {"hooks.post_stop", p.Hooks.PostStop}} {
+		if x.h != nil && x.h.Timeout != config.DefaultHookTimeout {
+			k.warn(x.key+".timeout", "Kubernetes bounds hooks by the Pod's terminationGracePeriodSeconds (an init container by nothing), not one by one")
+		}
+		if x.h != nil && x.h.HTTP != nil && x.h.HTTP.ExpectStatus != 0 {
+			k.warn(x.key+".http.expect_status", "the kubelet's httpGet passes any 200–399; an exact status cannot be asked for")
+		}
+	}
 	if len(p.RestartRules) > 0 {
 		k.warn("restart_rules", "not exported: container restartPolicyRules need Kubernetes 1.34 or later; add them by hand")
 	}
@@ -464,11 +527,19 @@ func (k *kubeWriter) unmapped() {
 	if p.Critical {
 		k.warn("critical", "each program is its own workload: nothing stops the others when it ends")
 	}
-	if p.Sidecar {
+	if p.Sidecar && !k.opts.Pod {
 		k.warn("sidecar", "exported as its own workload; in one Pod it would be an init container with restartPolicy Always")
 	}
-	if p.Stdout.File != "" || p.Stderr.File != "" {
-		k.warn("stdout", "log files are not exported: Kubernetes keeps the containers' output")
+	for _, x := range outputSettings(p) {
+		if x.o.File != "" {
+			k.warn(x.key, "log files are not exported: Kubernetes keeps the containers' output")
+		}
+		if !x.o.Console {
+			k.warn(x.key+".console", "false: Kubernetes keeps the containers' output anyway")
+		}
+		if x.o.Timestamps {
+			k.warn(x.key+".timestamps", "the container runtime stamps each line (kubectl logs --timestamps)")
+		}
 	}
 	if len(p.SuccessExitCodes) > 1 || len(p.SuccessExitCodes) == 1 && p.SuccessExitCodes[0] != 0 {
 		k.warn("success_exit_codes", "only exit 0 is success for Kubernetes")
@@ -536,33 +607,57 @@ func isDNSLabel(s string) bool { return s != "" && DNSLabel(s) == s }
 
 // podDocs is --mode pod: one Pod with every program, and one Service for
 // the ports its probes name. Programs run in dependency order: one-shots
-// as init containers (each runs to its end before the next), programs
-// that others depend on as native sidecars (init containers with
-// restartPolicy Always, up once their startup probe passes), the rest as
-// the Pod's containers.
-func podDocs(cfg *config.Config, opts KubernetesOptions, ws *warnings) []obj {
+// (what others wait for to complete) as init containers, each run to its
+// end before the next; programs that others wait for to run or be ready,
+// and sidecars, as native sidecars (init containers with restartPolicy
+// Always, up once their startup probe passes); the rest, servers whatever
+// their restart, as the Pod's containers.
+func podDocs(cfg *config.Config, opts KubernetesOptions, ws *warnings) ([]obj, error) {
 	needed := map[string]bool{}
+	oneShot := map[string]bool{}
 	for _, p := range cfg.Programs {
 		for _, d := range p.DependsOn {
-			needed[d] = true
+			// Only a dependent waiting for it to complete says a program
+			// ends by itself: a restart of "never" or "on-failure" alone
+			// is as often a server's.
+			if p.DependsOnCondition(d) == config.DependCompleted {
+				oneShot[d] = true
+			} else {
+				needed[d] = true
+			}
 		}
 	}
 	var inits, containers []any
 	var ports []int
 	grace := 0
+	var crons []obj
+	policy := podRestartPolicy(cfg, oneShot, needed)
 	for _, p := range inDependencyOrder(cfg) {
 		k := &kubeWriter{opts: opts, ws: ws, p: p, cfg: cfg}
+		if p.Scheduled() { // a CronJob beside the Pod: its runs are Pods of their own
+			crons = append(crons, k.cronJob())
+			continue
+		}
 		if p.Instances > 1 {
 			k.warn("instances", "one Pod runs one container per program: run more Pods (a Deployment of this Pod) for %d", p.Instances)
 		}
 		if p.Hooks.PreStart != nil {
 			k.warn("hooks.pre_start", "not exported in a Pod: make it an init container before %q by hand", p.Name)
 		}
+		if !p.Autostart {
+			k.warn("autostart", "false: every container of the Pod starts with it")
+		}
+		if p.Sandbox.Hostname != "" {
+			k.warn("sandbox.hostname", "a Pod has one hostname for all its containers: set spec.hostname by hand")
+		}
 		c := k.container()
 		switch {
-		case p.Restart != config.RestartAlways:
-			if p.Restart == config.RestartOnFailure {
-				k.warn("restart", `an init container that fails is retried by the Pod's restart policy (Always here)`)
+		case oneShot[p.Name] && !p.Sidecar:
+			if needed[p.Name] {
+				k.warn("depends_on", "a one-shot runs to its end as an init container: the programs waiting for it to run or be ready start after it ended")
+			}
+			if kubePolicy(p.Restart) != policy {
+				k.warn("restart", "%q: an init container that fails is retried by the Pod's restartPolicy (%s here)", p.Restart, policy)
 			}
 			// A run-to-completion init container takes no probes and no
 			// lifecycle handlers.
@@ -574,7 +669,10 @@ func podDocs(cfg *config.Config, opts KubernetesOptions, ws *warnings) []obj {
 				return drop
 			})
 			inits = append(inits, c)
-		case needed[p.Name] || p.Sidecar:
+		case needed[p.Name] || p.Sidecar || oneShot[p.Name]:
+			if p.Restart != config.RestartAlways {
+				k.warn("restart", "%q: a native sidecar is restarted whenever it exits, until the Pod ends", p.Restart)
+			}
 			c = append(c, kv{"restartPolicy", "Always"})
 			if p.Probes.Startup == nil && p.Probes.Readiness != nil {
 				// A sidecar is up for the next container once its startup
@@ -585,6 +683,9 @@ func podDocs(cfg *config.Config, opts KubernetesOptions, ws *warnings) []obj {
 			}
 			inits = append(inits, c)
 		default:
+			if kubePolicy(p.Restart) != policy {
+				k.warn("restart", "%q: the Pod's restartPolicy (%s) is every container's", p.Restart, policy)
+			}
 			containers = append(containers, c)
 		}
 		for _, port := range k.ports() {
@@ -594,8 +695,11 @@ func podDocs(cfg *config.Config, opts KubernetesOptions, ws *warnings) []obj {
 		}
 		grace = max(grace, ceilSeconds(p.StopTimeout))
 	}
+	if len(containers) == 0 && len(inits) == 0 && len(crons) > 0 {
+		return crons, nil // jobs only: their runs are Pods of their own
+	}
 	if len(containers) == 0 {
-		ws.add("", "mode pod", "no long-running program: the Pod ends once its init containers have")
+		return nil, fmt.Errorf("export kubernetes --mode pod: every program is a sidecar or a one-shot, and a Pod needs a container: export without --mode pod")
 	}
 	labels := obj{{"app.kubernetes.io/name", opts.Name}}
 	meta := obj{{"name", opts.Name}}
@@ -604,10 +708,14 @@ func podDocs(cfg *config.Config, opts KubernetesOptions, ws *warnings) []obj {
 	spec := obj{}
 	spec.set("initContainers", inits)
 	spec.set("containers", containers)
+	if policy != "Always" {
+		spec.set("restartPolicy", policy)
+	}
 	if grace > 0 {
 		spec.set("terminationGracePeriodSeconds", grace)
 	}
 	docs := []obj{{{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", meta}, {"spec", spec}}}
+	docs = append(docs, crons...)
 	if len(ports) > 0 {
 		var sp []any
 		for _, port := range ports {
@@ -615,7 +723,41 @@ func podDocs(cfg *config.Config, opts KubernetesOptions, ws *warnings) []obj {
 		}
 		docs = append(docs, obj{{"apiVersion", "v1"}, {"kind", "Service"}, {"metadata", meta}, {"spec", obj{{"selector", labels}, {"ports", sp}}}})
 	}
-	return docs
+	return docs, nil
+}
+
+// kubePolicy is the Pod restartPolicy of a restart policy.
+func kubePolicy(r config.RestartPolicy) string {
+	switch r {
+	case config.RestartNever:
+		return "Never"
+	case config.RestartOnFailure:
+		return "OnFailure"
+	}
+	return "Always"
+}
+
+// podRestartPolicy is the Pod's restartPolicy: the restart of its
+// containers when they all agree, else Always, which restarts the most
+// and keeps the servers up. It is also what retries a failed init
+// container.
+func podRestartPolicy(cfg *config.Config, oneShot, needed map[string]bool) string {
+	policy := ""
+	for _, p := range cfg.Programs {
+		if oneShot[p.Name] || needed[p.Name] || p.Sidecar || p.Scheduled() { // a CronJob's policy is its own
+			continue
+		}
+		switch kp := kubePolicy(p.Restart); {
+		case policy == "":
+			policy = kp
+		case policy != kp:
+			return "Always"
+		}
+	}
+	if policy == "" {
+		return "Always"
+	}
+	return policy
 }
 
 // inDependencyOrder lists cfg's programs with every dependency before its

@@ -50,6 +50,7 @@ func Systemd(cfg *config.Config, opts SystemdOptions) ([]File, []Warning, error)
 	if cfg.Supervisor.HTTP != "" {
 		ws.add("", "supervisor.http", "not mapped: systemd's state is in systemctl and the journal, not on an HTTP port")
 	}
+	ws.ownSettings(cfg.Supervisor, "systemd")
 	byName := map[string]*config.Program{}
 	for _, p := range cfg.Programs {
 		byName[p.Name] = p
@@ -65,14 +66,19 @@ func Systemd(cfg *config.Config, opts SystemdOptions) ([]File, []Warning, error)
 		}
 		e := &unitWriter{opts: opts, ws: &ws, p: p, byName: byName}
 		data := e.service()
+		timer := e.timerFile() // a scheduled program's .timer (systemd_timer.go), wanted instead of it
 		files = append(files, File{Name: unitFile(opts.Prefix, p), Data: data})
 		if f, ok := e.socket(); ok { // systemd_socket.go
 			files = append(files, f)
 			wants = append(wants, word(f.Name))
 		}
 		refused += e.refused
+		wanted := instanceUnits(opts.Prefix, p)
+		if timer != nil {
+			files, wanted = append(files, *timer), []string{timer.Name}
+		}
 		if p.Autostart {
-			for _, u := range instanceUnits(opts.Prefix, p) {
+			for _, u := range wanted {
 				wants = append(wants, word(u))
 			}
 		}
@@ -184,6 +190,7 @@ func (e *unitWriter) service() []byte {
 	e.hooks()
 	e.sandbox()
 	e.outputs()
+	e.jobService()
 	e.unmapped()
 
 	var b strings.Builder
@@ -328,6 +335,11 @@ func (e *unitWriter) restart() {
 			e.warn(key, "a NotIn rule has no systemd equivalent (RestartForceExitStatus= lists codes, not their complement)")
 		}
 	}
+	if p.Restart != config.RestartNever {
+		// systemd's start limit (5 starts in 10s by default) fails the
+		// unit for good; supervise never gives up, it backs off.
+		e.u("StartLimitIntervalSec", "restart", lit("0"))
+	}
 	b := p.Backoff
 	e.s("RestartSec", "backoff.initial", lit(seconds(b.Initial)))
 	if e.opts.Version >= 254 && b.Max > b.Initial && b.Initial > 0 {
@@ -373,15 +385,40 @@ func (e *unitWriter) hooks() {
 			e.warn(x.key, "an HTTP hook has no systemd equivalent: run curl from a command hook instead")
 			continue
 		}
-		argv := e.command(x.hook.Command, x.key)
-		if x.directive == "ExecStopPost" {
+		cmd := x.hook.Command
+		if x.hook.Sleep > 0 { // systemd has no sleep action: sleep(1) does it
+			cmd = []string{"sleep", strconv.FormatFloat(x.hook.Sleep.Seconds(), 'f', -1, 64)}
+		}
+		argv := e.command(cmd, x.key)
+		switch x.directive {
+		case "ExecStop":
+			// systemd runs ExecStop= whenever a started service stops, after
+			// a crash too; supervise runs pre_stop only before it stops a
+			// running process. Until the main process has exited $EXIT_CODE
+			// is unset (systemd.exec(7)): the guard keeps pre_stop to stops
+			// that were asked for.
+			argv = join(" ", execWord("/bin/sh"), execWord("-c"), execWord(stopGuard), execWord("sh"), argv)
+		case "ExecStopPost":
 			argv = join("", lit("-"), argv) // post_stop's failure is only logged
 		}
 		e.s(x.directive, x.key, argv)
+		if x.directive == "ExecStopPost" || usesExitVars(x.hook.Command) {
+			e.warn(x.key, "SUPERVISE_EXIT_CODE, SUPERVISE_EXIT_SIGNAL and SUPERVISE_EXIT_REASON are not set under systemd: ExecStop= and ExecStopPost= get $EXIT_CODE (exited, killed or dumped), $EXIT_STATUS (the code or the signal's name) and $SERVICE_RESULT instead")
+		}
 		if x.hook.Timeout != config.DefaultHookTimeout {
 			e.warn(x.key+".timeout", "systemd bounds hooks by TimeoutStartSec= and TimeoutStopSec=, not one by one")
 		}
 	}
+}
+
+// stopGuard runs its arguments only while the main process still runs:
+// systemd sets $EXIT_CODE for ExecStop= once it has exited.
+const stopGuard = `[ -z "${EXIT_CODE-}" ] || exit 0; exec "$@"`
+
+// usesExitVars reports whether a hook's command names one of the exit
+// variables supervise gives hooks.
+func usesExitVars(argv []string) bool {
+	return slices.ContainsFunc(argv, func(a string) bool { return strings.Contains(a, "SUPERVISE_EXIT_") })
 }
 
 func (e *unitWriter) sandbox() {
@@ -457,6 +494,26 @@ func (e *unitWriter) unmapped() {
 	}
 	if !p.Autostart {
 		e.warn("autostart", "false: the unit is exported, but %q does not want it", e.opts.Prefix+".target")
+	}
+	if p.ExitTailLines != config.DefaultExitTailLines {
+		e.warn("exit_tail_lines", "not mapped: the lines supervisectl why keeps of a run; systemd keeps the logs its own way")
+	}
+	if p.Notify == config.NotifyFD && p.NotifyFD != config.DefaultNotifyFD {
+		e.warn("notify_fd", "the s6 notification descriptor has no systemd equivalent")
+	}
+	if p.Rollout != (config.Rollout{}) {
+		e.warn("rollout", "systemd has no rolling restart of a template's instances: restart them one by one by hand")
+	}
+	for _, x := range outputSettings(p) {
+		if !x.o.Console && x.o.File == "" {
+			e.warn(x.key+".console", "false: the journal gets the output anyway (Standard%s=null by hand to drop it)", strings.TrimPrefix(x.key, "std"))
+		}
+		if x.o.Timestamps {
+			e.warn(x.key+".timestamps", "the journal stamps each line itself; a log file gets no timestamps")
+		}
+		if x.o.File != "" && x.o.MaxFiles != config.DefaultLogMaxFiles {
+			e.warn(x.key+".max_files", "systemd does not rotate %q: keep files with logrotate, or use the journal", x.o.File)
+		}
 	}
 }
 

@@ -256,6 +256,9 @@ func hookField(key, directive string) hostileField {
 		func(v string) string { return key + " = { command = [\"/bin/echo\", " + tomlQuote(v) + "] }\n" },
 		execCheck(directive, func(p *config.Program) []string {
 			h := map[string]*config.Hook{"hooks.pre_start": p.Hooks.PreStart, "hooks.post_start": p.Hooks.PostStart, "hooks.pre_stop": p.Hooks.PreStop, "hooks.post_stop": p.Hooks.PostStop}[key]
+			if directive == "ExecStop" { // behind the guard that skips it after a crash
+				return append([]string{"/bin/sh", "-c", stopGuard, "sh"}, h.Command...)
+			}
 			return h.Command
 		})}
 }
@@ -458,7 +461,11 @@ func TestSystemdCommandPrefixes(t *testing.T) {
 				}
 				verify(t, files)
 				got := dumpCommands(t, dumpUnit(t, systemdDump(t, files, "app.target"), "app-p.service"), directive)
-				if want := [][]string{{prog, "-c", "exit 0"}}; !slices.EqualFunc(got, want, slices.Equal) {
+				want := [][]string{{prog, "-c", "exit 0"}}
+				if directive == "ExecStop" { // behind the guard that skips it after a crash
+					want[0] = append([]string{"/bin/sh", "-c", stopGuard, "sh"}, want[0]...)
+				}
+				if !slices.EqualFunc(got, want, slices.Equal) {
 					t.Errorf("systemd runs %q, want %q:\n%s", got, want, u)
 				}
 			})

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -63,11 +64,12 @@ func TestSystemdExampleConfigVerifies(t *testing.T) {
 		t.Fatal(err)
 	}
 	verify(t, files)
-	if len(files) != len(cfg.Programs)+1 {
-		t.Errorf("%d files for %d programs and a target", len(files), len(cfg.Programs))
+	if len(files) != len(cfg.Programs)+2 {
+		t.Errorf("%d files for %d programs, a timer and a target", len(files), len(cfg.Programs))
 	}
 	target := unit(t, files, "demo.target")
-	if !strings.Contains(target, "demo-worker@0.service demo-worker@1.service") || strings.Contains(target, "demo-manual") {
+	if !strings.Contains(target, "demo-worker@0.service demo-worker@1.service") || strings.Contains(target, "demo-manual") ||
+		!strings.Contains(target, "demo-report.timer") || strings.Contains(target, "demo-report.service") {
 		t.Errorf("target:\n%s", target)
 	}
 	for _, w := range warns {
@@ -139,7 +141,8 @@ depends_on = ["db"]
 		"RestartSec=2s", "RestartSteps=5", "RestartMaxDelaySec=60s",
 		"KillSignal=SIGQUIT", "TimeoutStopSec=7s",
 		"After=app-db.service", "BindsTo=app-db.service",
-		"ExecStartPre=/usr/bin/true", "ExecStartPost=/usr/bin/true", "ExecStop=/usr/bin/true", "ExecStopPost=-/usr/bin/true",
+		"ExecStartPre=/usr/bin/true", "ExecStartPost=/usr/bin/true", "ExecStopPost=-/usr/bin/true",
+		`ExecStop=/bin/sh -c "[ -z \"$${EXIT_CODE-}\" ] || exit 0; exec \"$$@\"" sh /usr/bin/true`,
 		"MemoryMax=67108864", "CPUQuota=50%", "TasksMax=32",
 		"PrivateNetwork=yes", "PrivateIPC=yes", "ProtectHostname=yes", "PrivateUsers=yes",
 		"NoNewPrivileges=yes", "UMask=0027", "LimitCORE=infinity:infinity", "LimitNOFILE=1024:4096",
@@ -221,5 +224,92 @@ func TestSystemdWarnings(t *testing.T) {
 			}
 			t.Errorf("no warning on %s; got %v", tc.key, warns)
 		})
+	}
+}
+
+// A box as people write it: a server restarted only on failure, a
+// one-shot it waits for, a sidecar, hooks and probes. The units verify
+// without a word, keep restarting as supervise's backoff does (no start
+// limit), run pre_stop only for a stop that was asked for, and warn that
+// the exit variables of hooks have other names under systemd.
+func TestSystemdFidelity(t *testing.T) {
+	cfg := parse(t, `
+[program.api]
+command = ["sleep", "1000"]
+restart = "on-failure"
+backoff = { initial = "1s", max = "1m" }
+depends_on = { migrate = "completed", proxy = "running" }
+[program.api.probes.liveness]
+tcp = 8080
+[program.api.hooks.pre_stop]
+command = ["sleep", "2"]
+[program.api.hooks.post_stop]
+command = ["sh", "-c", "echo exit $SUPERVISE_EXIT_CODE"]
+
+[program.migrate]
+command = ["true"]
+restart = "never"
+
+[program.proxy]
+command = ["sleep", "1000"]
+sidecar = true
+[program.proxy.hooks.pre_stop]
+sleep = "1.5s"
+`)
+	files, warns, err := Systemd(cfg, SystemdOptions{Prefix: "box"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	verify(t, files)
+	for _, name := range []string{"box-api.service", "box-proxy.service"} {
+		u := unit(t, files, name)
+		unitSection, _, _ := strings.Cut(u, "[Service]")
+		if !strings.Contains(unitSection, "\nStartLimitIntervalSec=0\n") {
+			t.Errorf("%s: no StartLimitIntervalSec=0 in [Unit]: systemd gives up after 5 starts in 10s, supervise keeps backing off\n%s", name, u)
+		}
+	}
+	if u := unit(t, files, "box-proxy.service"); !strings.Contains(u, " sh /usr/bin/sleep 1.5\n") {
+		t.Errorf("proxy: pre_stop sleep 1.5s is not sleep(1) behind the guard:\n%s", u)
+	}
+	api := unit(t, files, "box-api.service")
+	var stop string
+	for _, l := range strings.Split(api, "\n") {
+		if strings.HasPrefix(l, "ExecStop=") {
+			stop = l
+		}
+	}
+	if !strings.Contains(stop, "EXIT_CODE") || !strings.HasSuffix(stop, "/usr/bin/sleep 2") {
+		t.Errorf("ExecStop= runs pre_stop after a crash too (systemd runs it whenever the service stops): %q", stop)
+	}
+	// What systemd runs for ExecStop=, run for real with the environment
+	// systemd gives it: pre_stop (here its argv with echo before it) runs
+	// for a stop of a running service, not after an exit.
+	got := dumpCommands(t, dumpUnit(t, systemdDump(t, files, "box.target"), "box-api.service"), "ExecStop")
+	if len(got) != 1 {
+		t.Fatalf("ExecStop= command lines: %q", got)
+	}
+	for _, tc := range []struct {
+		env  []string
+		want string
+	}{
+		{nil, "/usr/bin/sleep 2\n"},
+		{[]string{"SERVICE_RESULT=exit-code", "EXIT_CODE=exited", "EXIT_STATUS=1"}, ""},
+		{[]string{"SERVICE_RESULT=signal", "EXIT_CODE=killed", "EXIT_STATUS=KILL"}, ""},
+	} {
+		argv := slices.Clone(got[0])
+		argv = slices.Insert(argv, len(argv)-2, "/bin/echo")
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Env = append([]string{"PATH=/usr/bin:/bin"}, tc.env...)
+		out, err := cmd.CombinedOutput()
+		if err != nil || string(out) != tc.want {
+			t.Errorf("ExecStop= with %q: %v, output %q, want %q", tc.env, err, out, tc.want)
+		}
+	}
+	keys := map[string]bool{}
+	for _, w := range warns {
+		keys[w.Program+" "+w.Key] = true
+	}
+	if !keys["api hooks.post_stop"] {
+		t.Errorf("no warning that SUPERVISE_EXIT_* are $EXIT_CODE/$EXIT_STATUS under systemd: %v", warns)
 	}
 }

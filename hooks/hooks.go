@@ -1,8 +1,9 @@
 // Package hooks runs a program's lifecycle hooks: pre_start, post_start,
-// pre_stop and post_stop. A hook is either a command run inside the program's
+// pre_stop and post_stop. A hook is a command run inside the program's
 // sandbox (through the runtime's Exec, as the kubelet runs its hooks through
-// the CRI) or an HTTP request. Every hook has its own timeout; what a failure
-// means (fail the start, log only) is the caller's policy, not ours.
+// the CRI), an HTTP request, or a sleep. Every hook has its own timeout; what
+// a failure means (fail the start, log only) is the caller's policy, not
+// ours.
 package hooks
 
 import (
@@ -15,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/supervise-dev/supervise/clock"
 	"github.com/supervise-dev/supervise/internal/httpcheck"
 	"github.com/supervise-dev/supervise/proc"
 )
@@ -32,10 +34,13 @@ const (
 // DefaultTimeout bounds a hook that names no timeout of its own.
 const DefaultTimeout = 30 * time.Second
 
-// Spec describes one hook. Exactly one of Command and HTTP is set.
+// Spec describes one hook. Exactly one of Command, HTTP and Sleep is set.
 type Spec struct {
 	Command []string
 	HTTP    *HTTP
+	// Sleep waits that long and runs nothing (the kubelet's sleep
+	// action); the timeout, or the caller's context, cuts it short.
+	Sleep   time.Duration
 	Timeout time.Duration
 }
 
@@ -73,6 +78,9 @@ type Runner struct {
 	Exec   Execer
 	Client *http.Client // nil: httpcheck's client (the hook's timeout applies)
 	Logger *slog.Logger
+	// Clock times sleeps; nil is the real clock. (Timeouts are the
+	// context's, which the Execer also reads.)
+	Clock clock.Clock
 }
 
 // defaultClient is the client of HTTP hooks, the one probes use.
@@ -98,13 +106,36 @@ func (r *Runner) Run(ctx context.Context, spec Spec, call Call) error {
 		err = r.runCommand(ctx, spec, call, timeout)
 	case spec.HTTP != nil:
 		err = r.runHTTP(ctx, spec.HTTP, timeout)
+	case spec.Sleep > 0:
+		err = r.sleep(ctx, spec.Sleep, timeout)
 	default:
-		err = errors.New("hook has neither command nor http")
+		err = errors.New("hook has neither command, http nor sleep")
 	}
 	if err != nil {
 		return fmt.Errorf("%s hook: %w", call.Phase, err)
 	}
 	return nil
+}
+
+// sleep waits d on the runner's clock. Cut short by the timeout or the
+// caller (a stop's grace ran out), it fails, as the kubelet's sleep
+// action does when the container is gone before it ended.
+func (r *Runner) sleep(ctx context.Context, d, timeout time.Duration) error {
+	clk := r.Clock
+	if clk == nil {
+		clk = clock.Real{}
+	}
+	t := clk.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return nil
+	case <-ctx.Done():
+		if ctx.Err() == context.DeadlineExceeded {
+			return fmt.Errorf("sleep %s cut short: %w after %s", d, ErrTimeout, timeout)
+		}
+		return fmt.Errorf("sleep %s cut short: %w", d, ctx.Err())
+	}
 }
 
 func (r *Runner) runCommand(ctx context.Context, spec Spec, call Call, timeout time.Duration) error {

@@ -410,7 +410,8 @@ signal = "HUP"
 func TestProcfileDevRunner(t *testing.T) {
 	dir := t.TempDir()
 	proc := func(name string) string {
-		return fmt.Sprintf(`%s: echo "%s PORT=$PORT GREETING=$GREETING"; trap 'echo "%s stopping"; exit 0' TERM INT; sleep 1000 & wait $!`, name, name, name)
+		// The trap first: the test signals once it has seen the line.
+		return fmt.Sprintf(`%s: trap 'echo "%s stopping"; exit 0' TERM INT; echo "%s PORT=$PORT GREETING=$GREETING"; sleep 1000 & wait $!`, name, name, name)
 	}
 	procfile := filepath.Join(dir, "Procfile")
 	must(t, os.WriteFile(procfile, []byte("# dev\n"+proc("web")+"\n"+proc("worker")+"\n\n"+proc("clock")+"\n"), 0o644))

@@ -53,6 +53,9 @@ type Ring struct {
 	followers map[*follower]struct{} // guarded by mu
 	watchers  map[*watcher]struct{}  // guarded by mu
 	closed    bool                   // guarded by mu
+	// written counts every line ever taken, kept or not, so that a mark
+	// taken at a run's end tells its lines from the next run's.
+	written uint64 // guarded by mu
 	// pending are chunks not yet cut into lines, newest last: a fast
 	// writer's reads are kept as they came, and cut only when someone
 	// reads the ring (or follows it), and then only as far as the ring
@@ -90,6 +93,7 @@ func (r *Ring) WriteLine(l Line) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.settleLocked()
+	r.written++
 	r.addLocked(l)
 	return nil
 }
@@ -112,7 +116,7 @@ func (r *Ring) WriteChunk(c *Chunk) error {
 	defer r.mu.Unlock()
 	if len(r.followers) > 0 {
 		r.settleLocked()
-		return c.EachLine(func(l Line) error { r.addLocked(l); return nil })
+		return c.EachLine(func(l Line) error { r.written++; r.addLocked(l); return nil })
 	}
 	lines := c.lines
 	if lines == 0 { // not counted by a pump
@@ -121,6 +125,7 @@ func (r *Ring) WriteChunk(c *Chunk) error {
 	if lines == 0 {
 		return nil
 	}
+	r.written += uint64(lines)
 	if len(r.watchers) > 0 {
 		r.watchChunkLocked(c)
 	}
@@ -362,6 +367,26 @@ func (r *Ring) Last(n int) []Line {
 	defer r.mu.Unlock()
 	r.settleLocked()
 	return r.lastLocked(n)
+}
+
+// Mark returns the count of lines the ring has taken so far: Since(mark)
+// returns the lines taken after it.
+func (r *Ring) Mark() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.written
+}
+
+// Since returns a copy of the lines taken after mark that the ring still
+// holds, oldest first, and the mark of its end (for the next Since).
+func (r *Ring) Since(mark uint64) (lines []Line, end uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.settleLocked()
+	if mark >= r.written {
+		return nil, r.written
+	}
+	return r.lastLocked(int(min(r.written-mark, uint64(r.n)))), r.written
 }
 
 func (r *Ring) lastLocked(n int) []Line {

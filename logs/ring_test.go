@@ -273,3 +273,28 @@ func TestRingFollowerQueueBoundedByBytes(t *testing.T) {
 		t.Errorf("follower was queued %d lines of 1 KiB, bound %d bytes", n, maxBytes)
 	}
 }
+
+// Since tells one run's lines from the next: a mark taken at a run's end
+// leaves out every line before it, whether the lines came one by one or
+// in chunks not yet cut, and whatever the ring dropped meanwhile.
+func TestRingSince(t *testing.T) {
+	r := NewRing(RingConfig{Size: 4})
+	r.WriteLine(Line{Text: "old"})
+	_, mark := r.Since(0)
+	if got, _ := r.Since(mark); len(got) != 0 {
+		t.Fatalf("Since(end) = %q, want nothing", texts(got))
+	}
+	r.WriteChunk(&Chunk{Data: []byte("1\n2\n")})
+	r.WriteLine(Line{Text: "3"})
+	got, end := r.Since(mark)
+	if !slices.Equal(texts(got), numbers(1, 3)) {
+		t.Fatalf("Since(mark) = %q, want 1 2 3", texts(got))
+	}
+	r.WriteChunk(&Chunk{Data: []byte("4\n5\n6\n7\n8\n")})
+	if got, _ := r.Since(end); !slices.Equal(texts(got), numbers(5, 8)) {
+		t.Fatalf("after the ring wrapped, Since = %q, want the 4 it holds: 5…8", texts(got))
+	}
+	if got, _ := r.Since(mark); !slices.Equal(texts(got), numbers(5, 8)) {
+		t.Fatalf("Since(older mark) = %q, want 5…8", texts(got))
+	}
+}

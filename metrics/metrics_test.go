@@ -19,10 +19,26 @@ type fakeSource struct {
 	mu      sync.Mutex
 	snap    Snapshot
 	healthy error
+	runs    map[string]Run
+	logs    map[string][]LogLine
 }
 
 func (f *fakeSource) Snapshot() Snapshot { f.mu.Lock(); defer f.mu.Unlock(); return f.snap }
 func (f *fakeSource) Healthy() error     { f.mu.Lock(); defer f.mu.Unlock(); return f.healthy }
+func (f *fakeSource) Runs() map[string]Run {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.runs
+}
+func (f *fakeSource) LogTail(name string, n int) ([]LogLine, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	lines, ok := f.logs[name]
+	if !ok {
+		return nil, fmt.Errorf("unknown program %q", name)
+	}
+	return lines[max(len(lines)-n, 0):], nil
+}
 
 var states = []string{"Stopped", "Starting", "Running", "Completed", "CrashLoopBackOff"}
 
@@ -65,6 +81,10 @@ func TestMetricsExposition(t *testing.T) {
 	src.snap.Programs[1].StartedAt = time.Time{}
 	src.snap.Programs[1].LastExit = nil
 	src.snap.Programs[1].Stats = false
+	// p0000 is a scheduled program; the other is not.
+	src.snap.Programs[0].Scheduled = true
+	src.snap.Programs[0].LastSuccess = time.Unix(1700000100, 0)
+	src.snap.Programs[0].NextRun = time.Unix(1700000400, 0)
 	code, body, hdr := scrape(t, NewHandler(src, Build{Version: "v1.2.3", GoVersion: "go1.26"}), "GET", "/metrics")
 	if code != 200 || hdr.Get("Content-Type") != ContentType {
 		t.Fatalf("GET /metrics: %d %q", code, hdr.Get("Content-Type"))
@@ -83,6 +103,8 @@ func TestMetricsExposition(t *testing.T) {
 		`supervise_program_oom_kills_total{program="p0000",instance="0"} 1`,
 		`supervise_program_probe_success{program="p0000",instance="0",probe="readiness"} 1`,
 		`supervise_program_probe_duration_seconds{program="p0000",instance="0",probe="readiness"} 0.003`,
+		`supervise_program_last_success_time_seconds{program="p0000",instance="0"} 1.7000001e+09`,
+		`supervise_program_next_run_time_seconds{program="p0000",instance="0"} 1.7000004e+09`,
 		`workqueue_depth{name="programs"} 3`,
 		`workqueue_adds_total{name="programs"} 10`,
 		`workqueue_retries_total{name="programs"} 4`,
@@ -108,6 +130,8 @@ func TestMetricsExposition(t *testing.T) {
 		`supervise_program_start_time_seconds{program="we`,
 		`supervise_program_last_exit_code{program="we`,
 		`supervise_program_memory_bytes{program="we`,
+		`supervise_program_next_run_time_seconds{program="we`,
+		`supervise_program_last_success_time_seconds{program="we`,
 	} {
 		if strings.Contains(body, not) {
 			t.Errorf("%s… present, want absent", not)
@@ -202,8 +226,9 @@ func TestReadOnlyAndKnownPathsOnly(t *testing.T) {
 		{"POST", "/metrics", 405},
 		{"PUT", "/healthz", 405},
 		{"DELETE", "/readyz", 405},
-		{"GET", "/", 404},
+		{"POST", "/", 405},
 		{"GET", "/restart", 404},
+		{"POST", "/v1/restart", 404}, // no token file: no control verb
 		{"POST", "/stop", 404},
 		{"GET", "/metrics/../healthz", 404},
 		{"HEAD", "/metrics", 200},

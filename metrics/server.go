@@ -28,12 +28,15 @@ const MaxConnections = 64
 // maxNotReady bounds the names /readyz lists in its body.
 const maxNotReady = 20
 
-// Handler serves /metrics, /healthz and /readyz from src, and answers
-// anything else 404 and any method but GET and HEAD 405.
+// Handler serves /metrics, /healthz and /readyz from src, the web
+// console at / (console.go), and, once Control was called, the control
+// verbs under /v1/ to the token's holder; it answers anything else 404
+// and any other method but GET and HEAD 405.
 type Handler struct {
 	src   Source
 	build Build
 	pool  sync.Pool // *encoder: a scrape of a thousand programs is ~1 MiB
+	controlState
 }
 
 // NewHandler returns the handler of src's figures.
@@ -44,8 +47,20 @@ func NewHandler(src Source, build Build) *Handler {
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if strings.HasPrefix(r.URL.Path, "/v1/") {
+		h.serveControl(w, r)
+		return
+	}
 	var serve func(http.ResponseWriter, *http.Request)
 	switch r.URL.Path {
+	case "/":
+		serve = h.page
+	case "/console.js", "/console.css":
+		serve = h.asset
+	case "/api/state":
+		serve = h.state
+	case "/api/logs":
+		serve = h.logTail
 	case "/metrics":
 		serve = h.metrics
 	case "/healthz", "/livez":
@@ -53,7 +68,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/readyz":
 		serve = h.readyz
 	default:
-		http.Error(w, "not found: this listener serves /metrics, /healthz and /readyz; commands go to the control socket", http.StatusNotFound)
+		http.Error(w, "not found: this listener serves /, /metrics, /healthz and /readyz; commands go to the control socket", http.StatusNotFound)
 		return
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {

@@ -8,6 +8,35 @@ type Source interface {
 	Snapshot() Snapshot
 	// Healthy reports an error when the supervisor's loop is stuck.
 	Healthy() error
+	// Runs returns the last ended run of each instance that has one, by
+	// name (the web console's why record).
+	Runs() map[string]Run
+	// LogTail returns the last n lines of the instance name ("web",
+	// "web:1"), oldest first; an error for a name it does not know.
+	LogTail(name string, n int) ([]LogLine, error)
+}
+
+// Run is how an instance's last run ended, as `supervisectl why` says.
+type Run struct {
+	StartedAt       time.Time `json:"started_at"` // zero: it never started
+	EndedAt         time.Time `json:"ended_at"`
+	DurationMs      int64     `json:"duration_ms"`
+	Status          int       `json:"status"` // the code, or 128+N for signal N
+	Code            int       `json:"code"`
+	Signal          string    `json:"signal,omitempty"`
+	Reason          string    `json:"reason"`
+	Message         string    `json:"message,omitempty"`
+	PeakMemoryBytes int64     `json:"peak_memory_bytes"`
+	Stdout          []string  `json:"stdout"`
+	Stderr          []string  `json:"stderr"`
+	Truncated       bool      `json:"truncated,omitempty"`
+}
+
+// LogLine is one line a program wrote.
+type LogLine struct {
+	Time   time.Time `json:"time"`
+	Stream string    `json:"stream"`
+	Text   string    `json:"text"`
 }
 
 // Snapshot is every figure served, at one instant.
@@ -40,6 +69,7 @@ type Program struct {
 	Up        bool
 	Autostart bool
 	Restarts  int
+	Pid       int // 0 when not running
 	// StartedAt is the start of the current run; zero when none runs.
 	StartedAt time.Time
 	LastExit  *Exit // nil before the first exit
@@ -49,6 +79,12 @@ type Program struct {
 	CPUSeconds  float64
 	OOMKills    int
 	Probes      []Probe
+	// Scheduled: a program run at the times of a schedule. LastSuccess is
+	// the end of its last successful run, NextRun when the next is due;
+	// zero when none (yet, or while it is stopped).
+	Scheduled   bool
+	LastSuccess time.Time
+	NextRun     time.Time
 }
 
 // Exit is how an instance last ended.

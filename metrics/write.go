@@ -50,7 +50,7 @@ func appendPrograms(e *encoder, s Snapshot) {
 			e.sample("supervise_program_start_time_seconds", unixSeconds(ps[i].StartedAt), lbl(&ps[i])...)
 		}
 	}
-	e.family("supervise_program_last_exit_code", "gauge", "Exit code of the instance's last run (-1 when a signal ended it); absent before the first exit.")
+	e.family("supervise_program_last_exit_code", "gauge", "Exit code of the instance's last run (128+N when signal N ended it, as shells show it); absent before the first exit.")
 	for i := range ps {
 		if x := ps[i].LastExit; x != nil {
 			e.sample("supervise_program_last_exit_code", float64(x.Code), lbl(&ps[i])...)
@@ -77,6 +77,18 @@ func appendPrograms(e *encoder, s Snapshot) {
 	e.family("supervise_program_oom_kills_total", "counter", "Runs of the instance ended by the OOM killer.")
 	for i := range ps {
 		e.sample("supervise_program_oom_kills_total", float64(ps[i].OOMKills), lbl(&ps[i])...)
+	}
+	e.family("supervise_program_last_success_time_seconds", "gauge", "End of the last successful run of a scheduled program, in seconds since the Unix epoch; absent before one.")
+	for i := range ps {
+		if ps[i].Scheduled && !ps[i].LastSuccess.IsZero() {
+			e.sample("supervise_program_last_success_time_seconds", unixSeconds(ps[i].LastSuccess), lbl(&ps[i])...)
+		}
+	}
+	e.family("supervise_program_next_run_time_seconds", "gauge", "When the next run of a scheduled program is due, in seconds since the Unix epoch; absent while it is stopped.")
+	for i := range ps {
+		if ps[i].Scheduled && !ps[i].NextRun.IsZero() {
+			e.sample("supervise_program_next_run_time_seconds", unixSeconds(ps[i].NextRun), lbl(&ps[i])...)
+		}
 	}
 	e.family("supervise_program_probe_success", "gauge", "1 when the last run of the probe succeeded, 0 when it failed; by probe (startup, readiness, liveness).")
 	for i := range ps {

@@ -21,8 +21,9 @@
 //     the startup probe failed; a failure whatever the exit code).
 //   - Every probe waits InitialDelay from the process start, then runs every
 //     Period, scheduled from when it was due (a probe that overran skips the
-//     periods it missed); each has Timeout, counted from when it was due, on
-//     the same clock. Readiness and liveness run at once when the startup
+//     periods it missed); each has Timeout, counted from when it runs (a
+//     probe due during post_start, or woken late, gets all of it), on the
+//     same clock. Readiness and liveness run at once when the startup
 //     probe passes, if their initial delay is over.
 //   - Defaults: period 10s, timeout 1s, success threshold 1, failure
 //     threshold 3, no initial delay. Success thresholds of startup and

@@ -224,7 +224,7 @@ func (r *Runner) worker(ctx context.Context, kind string, s Spec) {
 			return
 		}
 		began := r.clock.Now()
-		o := r.probe(ctx, &s, due)
+		o := r.probe(ctx, &s)
 		ended := r.clock.Now()
 		if ctx.Err() != nil {
 			return // stopped mid-probe: the result means nothing
@@ -270,16 +270,14 @@ func (r *Runner) sleepUntil(ctx context.Context, due time.Time) bool {
 	}
 }
 
-// probe runs s once, due at due; its timeout counts from due, on the clock.
-func (r *Runner) probe(ctx context.Context, s *Spec, due time.Time) outcome {
+// probe runs s once. Its timeout counts from now, when it runs, as the
+// kubelet's: a probe that was due while post_start ran, or whose timer
+// fired late on a loaded machine, still gets its whole timeout.
+func (r *Runner) probe(ctx context.Context, s *Spec) outcome {
 	pctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	if left := due.Add(s.Timeout).Sub(r.clock.Now()); left <= 0 {
-		cancel(errTimeout)
-	} else {
-		t := r.clock.AfterFunc(left, func() { cancel(errTimeout) })
-		defer t.Stop()
-	}
+	t := r.clock.AfterFunc(s.Timeout, func() { cancel(errTimeout) })
+	defer t.Stop()
 	o := r.check(pctx, s)
 	if !o.ok && errors.Is(context.Cause(pctx), errTimeout) {
 		return outcome{msg: fmt.Sprintf("timed out after %v", s.Timeout)}

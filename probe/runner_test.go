@@ -55,6 +55,9 @@ func (f *fakeExec) Exec(ctx context.Context, sid string, cfg proc.ExecConfig) (p
 	if !ok {
 		return proc.ExecResult{}, errors.New("no such command")
 	}
+	if err := ctx.Err(); err != nil { // as a real Exec: nothing starts under an ended context
+		return proc.ExecResult{}, err
+	}
 	if o.hang {
 		<-ctx.Done()
 		return proc.ExecResult{}, ctx.Err()
@@ -430,7 +433,7 @@ func TestStartupFailureIsLivenessFailure(t *testing.T) {
 }
 
 // TestCommandTimeout: a probe that does not answer within its timeout (on
-// the clock, from when it was due) fails.
+// the clock, from when it runs) fails.
 func TestCommandTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
@@ -546,5 +549,28 @@ func TestFirstProbeJitter(t *testing.T) {
 		e.clock.SetTime(t0.Add(5 * s)) // post_start took 5s
 		e.start(Config{Liveness: &Spec{Command: []string{"live"}, InitialDelay: 5 * s, Period: 10 * s}, StartedAt: t0})
 		e.wantTimes("live", 5*s) // due at once: the delay counted from the process start
+	})
+}
+
+// TestTimeoutCountsFromRun: a probe's timeout starts when it runs, not
+// when it was due. A probe due during a long post_start (it runs when the
+// process is up, past initial delay + timeout) and a probe whose timer
+// fired late both run and pass; the kubelet times the probe itself.
+func TestTimeoutCountsFromRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		e.exec.set("live", pass)
+		e.clock.SetTime(t0.Add(4 * s)) // post_start took 4s
+		r := e.start(Config{Liveness: &Spec{Command: []string{"live"}, Period: s, Timeout: s, FailureThreshold: 1}, StartedAt: t0})
+		e.wantTimes("live", 4*s)
+		if st := r.Status(); st.LivenessFailed || !st.Last[Liveness].OK {
+			t.Fatalf("after a long post_start: %+v, want the probe run and passed", st)
+		}
+		e.stepTo(7*s + s/2) // the timer due at 5s fires late, at 7.5s
+		e.wantTimes("live", 4*s, 7*s+s/2)
+		if st := r.Status(); st.LivenessFailed || !st.Last[Liveness].OK {
+			t.Fatalf("after a late wake-up: %+v, want the probe run and passed", st)
+		}
+		e.wantArmed(8 * s) // back on the period's boundaries
 	})
 }

@@ -38,7 +38,7 @@ type Spec struct {
 	InitialDelay time.Duration
 	// Period between two probes (default 10s).
 	Period time.Duration
-	// Timeout of one probe (default 1s), counted from when it was due; a
+	// Timeout of one probe (default 1s), counted from when it runs; a
 	// probe past it is a failure.
 	Timeout time.Duration
 	// SuccessThreshold consecutive successes make a failed probe succeed

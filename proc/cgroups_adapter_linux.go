@@ -78,5 +78,5 @@ func (g cgGroup) stats() (Stats, error) {
 	if err != nil {
 		return Stats{}, err
 	}
-	return Stats{MemoryBytes: s.MemoryBytes, CPUUsage: s.CPUUsage, Pids: s.Pids, OOMKills: s.OOMKills}, nil
+	return Stats{MemoryBytes: s.MemoryBytes, MemoryPeak: s.MemoryPeak, CPUUsage: s.CPUUsage, Pids: s.Pids, OOMKills: s.OOMKills}, nil
 }

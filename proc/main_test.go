@@ -5,6 +5,7 @@ package proc
 import (
 	"bufio"
 	"context"
+	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -131,11 +132,28 @@ func helper(role string, args ...string) ProcessConfig {
 	if err != nil {
 		panic(err)
 	}
+	env := []string{helperEnv + "=" + role, "GOMAXPROCS=1", "PATH=" + defaultPath}
+	if dir := coverDir(); dir != "" {
+		env = append(env, "GOCOVERDIR="+dir)
+	}
 	return ProcessConfig{
 		Args:  append([]string{exe}, args...),
-		Env:   []string{helperEnv + "=" + role, "GOMAXPROCS=1", "PATH=" + defaultPath},
+		Env:   env,
 		Umask: -1,
 	}
+}
+
+// coverDir is where a helper writes its coverage under -cover: the test's
+// own directory for it, so the helpers' runs count. Without it a helper
+// built with coverage ends by warning on stderr, which tests read.
+func coverDir() string {
+	if testing.CoverMode() == "" {
+		return ""
+	}
+	if f := flag.Lookup("test.gocoverdir"); f != nil && f.Value.String() != "" {
+		return f.Value.String()
+	}
+	return os.Getenv("GOCOVERDIR")
 }
 
 func shell(script string) ProcessConfig {

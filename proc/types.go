@@ -116,9 +116,12 @@ type SandboxStatus struct {
 // Stats are a sandbox's resource usage, read from its cgroup.
 type Stats struct {
 	MemoryBytes int64
-	CPUUsage    time.Duration
-	Pids        int64
-	OOMKills    uint64
+	// MemoryPeak is the highest MemoryBytes the cgroup reached (Stats
+	// only, not Usage; 0 when the kernel does not say).
+	MemoryPeak int64
+	CPUUsage   time.Duration
+	Pids       int64
+	OOMKills   uint64
 }
 
 // Rlimit is a resource limit set before the program starts. Name is the

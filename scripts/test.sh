@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 # checks the /metrics output; foreman (ruby-foreman) is the reference for
 # .env files; nginx fronts the zero-downtime rollout test; systemd
 # (systemd-analyze verify, and systemd --test, which prints the units as it
-# parsed them) reads the exported units back.
+# parsed them) reads the exported units back; chromium (headless) loads
+# the web console in the integration tests.
 need() { # need COMMAND PACKAGE
 	command -v "$1" >/dev/null && return
 	if [ "$(id -u)" = 0 ]; then
@@ -23,6 +24,7 @@ need promtool prometheus
 need foreman ruby-foreman
 need systemd-analyze systemd
 PATH=$PATH:/usr/sbin need nginx nginx
+need chromium chromium
 go vet ./...
 # The packages without Linux-only parts must keep building elsewhere, so the
 # config checker and the client work on a developer's laptop.

@@ -137,11 +137,16 @@ func statusLocked(in *instance, now time.Time) ctl.ProgramStatus {
 		st.StartedAt = &t
 	}
 	if e := in.lastExit; e != nil {
-		st.LastExit = &ctl.ExitInfo{Code: e.Code, Signal: unixsig.Name(e.Signal), Reason: e.Reason, FinishedAt: e.FinishedAt}
+		code := e.Code
+		if e.Signal != 0 {
+			code = 128 + int(e.Signal) // as the kubelet and shells show it; the name stays in Signal
+		}
+		st.LastExit = &ctl.ExitInfo{Code: code, Signal: unixsig.Name(e.Signal), Reason: e.Reason, FinishedAt: e.FinishedAt}
 	}
 	if in.state == CrashLoopBackOff && !in.nextStart.IsZero() {
 		st.NextStartInMs = max(in.nextStart.Sub(now).Milliseconds(), 0)
 	}
+	jobStatusLocked(in, &st, now)
 	return st
 }
 
@@ -196,12 +201,11 @@ func (c *statsCache) get(rt Runtime, sid string, now time.Time) (proc.Stats, boo
 // its rollout timeout). One waiting for a dependency is waited for.
 func (s *Supervisor) Start(ctx context.Context, names []string, opts ctl.WaitOptions) error {
 	keys, err := s.command(names, func(in *instance) {
+		runNowLocked(in)
 		in.goal, in.stoppedFor = goalRun, ""
-		in.settled = false
-		if in.state == CrashLoopBackOff {
-			return // the backoff still decides; start does not jump the queue
-		}
-		in.afterExit = false
+		// In CrashLoopBackOff, the backoff still decides: start does not
+		// jump the queue.
+		askStartLocked(in, in.state != CrashLoopBackOff)
 	})
 	if err != nil || opts.NoWait {
 		return err

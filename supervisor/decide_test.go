@@ -22,65 +22,98 @@ func TestDecideRun(t *testing.T) {
 		{"running, unhealthy", runView{running: true, unhealthy: true}, stepStopUnhealthy},
 		{"running during the shutdown", runView{running: true, shuttingDown: true}, stepNothing},
 		{"first start", runView{}, stepStart},
-		{"ended for good", runView{settled: true, afterExit: true}, stepNothing},
+		{"ended for good", runView{settled: true}, stepNothing},
+		{"exited, the policy says stay down", runView{afterExit: true}, stepSettle},
+		{"exited, the policy says stay down, restart asked", runView{afterExit: true, restartRequested: true}, stepStart},
+		{"exited during the shutdown", runView{afterExit: true, policyRestart: true, shuttingDown: true}, stepSettle},
+		{"exited, the policy says stay down, dependency unmet", runView{afterExit: true, unmetDep: "db"}, stepSettle},
 		{"ended for good, restart asked", runView{settled: true, restartRequested: true}, stepStart},
 		{"shutting down", runView{shuttingDown: true}, stepNothing},
 		{"shutting down, restart asked", runView{shuttingDown: true, restartRequested: true}, stepNothing},
 		{"dependency unmet", runView{unmetDep: "db"}, stepWaitDependency},
-		{"dependency unmet beats the backoff", runView{unmetDep: "db", afterExit: true, backoffLeft: time.Second}, stepWaitDependency},
+		{"dependency unmet beats the backoff", runView{unmetDep: "db", afterExit: true, policyRestart: true, backoffLeft: time.Second}, stepWaitDependency},
 		{"dependency unmet, restart asked", runView{unmetDep: "db", restartRequested: true}, stepWaitDependency},
-		{"crashed, in backoff", runView{afterExit: true, backoffLeft: 10 * time.Second}, stepBackOff},
-		{"crashed, backoff over", runView{afterExit: true}, stepStart},
-		{"crashed, restart asked skips the backoff", runView{afterExit: true, restartRequested: true, backoffLeft: time.Minute}, stepStart},
+		{"crashed, in backoff", runView{afterExit: true, policyRestart: true, backoffLeft: 10 * time.Second}, stepBackOff},
+		{"crashed, backoff over", runView{afterExit: true, policyRestart: true}, stepStart},
+		{"crashed, restart asked skips the backoff", runView{afterExit: true, policyRestart: true, restartRequested: true, backoffLeft: time.Minute}, stepStart},
 		{"backoff left but no exit of its own", runView{backoffLeft: time.Minute}, stepStart},
+		{"ended for good, start asked", runView{settled: true, startAsked: true}, stepStart},
+		{"in backoff, start asked: the backoff still decides", runView{afterExit: true, policyRestart: true, startAsked: true, backoffLeft: time.Second}, stepBackOff},
+		{"exited, start asked, backoff waived", runView{afterExit: true, policyRestart: true, startAsked: true, waiveBackoff: true, backoffLeft: time.Second}, stepStart},
+		{"exited, the policy says stay down, start asked", runView{afterExit: true, startAsked: true}, stepStart},
 	} {
-		if got := decideRun(tc.v); got != tc.want {
+		if got := decideRun(tc.v).step; got != tc.want {
 			t.Errorf("%s: %+v → %v, want %v", tc.name, tc.v, got, tc.want)
 		}
 	}
 }
 
+// invariants are what must hold of decideRun's answer d to view v,
+// whatever the order of its rules.
+var invariants = []struct {
+	rule string
+	ok   func(v runView, d runDecision) bool
+}{
+	{"a running process is only ever stopped or left alone", func(v runView, d runDecision) bool {
+		return !v.running || d.step == stepNothing || d.step == stepStopForRestart || d.step == stepStopUnhealthy
+	}},
+	{"nothing to stop without a process", func(v runView, d runDecision) bool {
+		return v.running || (d.step != stepStopForRestart && d.step != stepStopUnhealthy)
+	}},
+	{"no start during the shutdown or before the dependencies", func(v runView, d runDecision) bool {
+		return d.step != stepStart || (!v.shuttingDown && v.unmetDep == "")
+	}},
+	{"an end for good is lifted only by a restart or a start asked for", func(v runView, d runDecision) bool {
+		return d.step != stepStart || !v.settled || lifted(v)
+	}},
+	{"no start inside the crash backoff unless a restart was asked", func(v runView, d runDecision) bool {
+		return d.step != stepStart || !own(v) || v.backoffLeft == 0 || v.restartRequested
+	}},
+	{"backoff only after an exit of its own", func(v runView, d runDecision) bool {
+		return d.step != stepBackOff || (own(v) && !v.restartRequested && v.backoffLeft > 0)
+	}},
+	{"an exit of its own restarts only when its policy or a command asks", func(v runView, d runDecision) bool {
+		return d.step != stepStart || !own(v) || v.policyRestart || lifted(v)
+	}},
+	{"an end for good only after an exit of its own that nothing restarts", func(v runView, d runDecision) bool {
+		return d.step != stepSettle || (!v.running && own(v) && !lifted(v) && (!v.policyRestart || v.shuttingDown))
+	}},
+	{"an exit of its own that nothing restarts ends it for good", func(v runView, d runDecision) bool {
+		return v.running || !own(v) || lifted(v) || v.policyRestart && !v.shuttingDown || d.step == stepSettle
+	}},
+	{"what commands asked is used up exactly when no process runs", func(v runView, d runDecision) bool {
+		return d.take == (!v.running && (v.restartRequested || v.startAsked || v.waiveBackoff))
+	}},
+	{"a job starts only at its time, to retry its run, or on a restart", func(v runView, d runDecision) bool {
+		return d.step != stepStart || !v.scheduled || v.slotDue || v.afterExit || v.restartRequested
+	}},
+}
+
+func lifted(v runView) bool { return v.restartRequested || v.startAsked }
+func own(v runView) bool    { return v.afterExit && !v.waiveBackoff }
+
 // TestDecideRunInvariants checks every combination of the view against
-// what must always hold, whatever the order of the rules.
+// the invariants.
 func TestDecideRunInvariants(t *testing.T) {
-	bools := []bool{false, true}
-	n := 0
-	for _, running := range bools {
-		for _, restart := range bools {
-			for _, unhealthy := range bools {
-				for _, settled := range bools {
-					for _, shutting := range bools {
-						for _, dep := range []string{"", "db"} {
-							for _, afterExit := range bools {
-								for _, left := range []time.Duration{0, time.Second} {
-									v := runView{running, restart, unhealthy, settled, shutting, dep, afterExit, left}
-									got := decideRun(v)
-									n++
-									check := func(ok bool, rule string) {
-										if !ok {
-											t.Errorf("%+v → %v: %s", v, got, rule)
-										}
-									}
-									check(!running || got == stepNothing || got == stepStopForRestart || got == stepStopUnhealthy,
-										"a running process is only ever stopped or left alone")
-									check(running || (got != stepStopForRestart && got != stepStopUnhealthy),
-										"nothing to stop without a process")
-									check(got != stepStart || (!shutting && dep == ""),
-										"no start during the shutdown or before the dependencies")
-									check(got != stepStart || !settled || restart, "an end for good is lifted only by a restart")
-									check(got != stepStart || !afterExit || left == 0 || restart,
-										"no start inside the crash backoff unless a restart was asked")
-									check(got != stepBackOff || (afterExit && !restart && left > 0), "backoff only after an exit of its own")
-								}
-							}
-						}
-					}
-				}
+	for bits := range 1 << 13 {
+		on := func(i int) bool { return bits&(1<<i) != 0 }
+		v := runView{
+			running: on(0), restartRequested: on(1), startAsked: on(2), waiveBackoff: on(3),
+			unhealthy: on(4), settled: on(5), shuttingDown: on(6), afterExit: on(7), policyRestart: on(8),
+			scheduled: on(11), slotDue: on(12),
+		}
+		if on(9) {
+			v.unmetDep = "db"
+		}
+		if on(10) {
+			v.backoffLeft = time.Second
+		}
+		d := decideRun(v)
+		for _, inv := range invariants {
+			if !inv.ok(v, d) {
+				t.Errorf("%+v → %+v: %s", v, d, inv.rule)
 			}
 		}
-	}
-	if n != 256 {
-		t.Fatalf("checked %d views", n)
 	}
 }
 
@@ -95,8 +128,8 @@ func TestDecideRunCrashLoop(t *testing.T) {
 		exitAt := clock.Now()
 		waited := time.Duration(0)
 		for {
-			v := runView{afterExit: true, backoffLeft: b.Left("p", exitAt)}
-			switch step := decideRun(v); step {
+			v := runView{afterExit: true, policyRestart: true, backoffLeft: b.Left("p", exitAt)}
+			switch step := decideRun(v).step; step {
 			case stepBackOff:
 				clock.Step(v.backoffLeft)
 				waited += v.backoffLeft

@@ -93,7 +93,7 @@ func (s *Supervisor) dependentsLocked(keys []string, all bool) (deps []string, c
 // program with none running or meant to run.
 func (s *Supervisor) downWholeLocked(program string, named map[string]bool) bool {
 	for k, in := range s.instances {
-		if in.spec.Name == program && !named[k] && (in.procID != "" || in.goal == goalRun && !in.settled) {
+		if in.spec.Name == program && !named[k] && (in.procID != "" || in.goal == goalRun && !endedLocked(in)) {
 			return false
 		}
 	}
@@ -165,7 +165,8 @@ func (s *Supervisor) stopDependentsLocked(program string) {
 func (s *Supervisor) startDependentsLocked(program string) {
 	for k, in := range s.instances {
 		if in.stoppedFor == program && in.goal == goalStop {
-			in.goal, in.stoppedFor, in.settled = goalRun, "", false
+			in.goal, in.stoppedFor = goalRun, ""
+			askStartLocked(in, false)
 			s.queue.Add(k)
 		}
 	}

@@ -28,7 +28,15 @@ func newEventLog(clk clock.Clock, size int) *eventLog {
 }
 
 func (l *eventLog) add(program, from, to, msg string) {
-	ev := ctl.Event{Time: l.clock.Now(), Program: program, From: from, To: to, Message: msg}
+	l.push(ctl.Event{Time: l.clock.Now(), Program: program, From: from, To: to, Message: msg})
+}
+
+// addRun records the end of a run of program, with its record.
+func (l *eventLog) addRun(program, msg string, run *ctl.RunRecord) {
+	l.push(ctl.Event{Time: l.clock.Now(), Program: program, Message: msg, Run: run})
+}
+
+func (l *eventLog) push(ev ctl.Event) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.ring[l.next] = ev

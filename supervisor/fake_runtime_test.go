@@ -48,6 +48,11 @@ type fakeRuntime struct {
 	blockExec map[string]chan struct{}
 	goneExec  []string
 	deleted   chan struct{} // closed and replaced by every DeleteSandbox
+	// holdExits keeps exit events back (held) until releaseExits: proc
+	// may report an exit well after the process is gone.
+	holdExits  bool
+	held       []proc.ExitEvent
+	graceWaits int // Stop calls that waited out a grace on the clock
 }
 
 type fakeProc struct {
@@ -225,8 +230,24 @@ func (f *fakeRuntime) exitLocked(p *fakeProc, code int, sig syscall.Signal) {
 	case code != 0:
 		reason = proc.ReasonError
 	}
-	f.events <- proc.ExitEvent{ID: p.id, SandboxID: p.sandbox, Pid: p.pid, ExitCode: code, Signal: sig,
+	ev := proc.ExitEvent{ID: p.id, SandboxID: p.sandbox, Pid: p.pid, ExitCode: code, Signal: sig,
 		Reason: reason, StartedAt: p.started, FinishedAt: p.finished}
+	if f.holdExits {
+		f.held = append(f.held, ev)
+		return
+	}
+	f.events <- ev
+}
+
+// releaseExits reports the exits held back so far, and every later one.
+func (f *fakeRuntime) releaseExits() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.holdExits = false
+	for _, ev := range f.held {
+		f.events <- ev
+	}
+	f.held = nil
 }
 
 func (f *fakeRuntime) Signal(id string, sig syscall.Signal) error {
@@ -245,12 +266,30 @@ func (f *fakeRuntime) Signal(id string, sig syscall.Signal) error {
 	return nil
 }
 
+// Stop is proc's: the stop signal, then up to grace (on the fake clock)
+// for the exit, then SIGKILL.
 func (f *fakeRuntime) Stop(ctx context.Context, id string, grace time.Duration) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	p := f.procs[id]
 	if p == nil {
 		return proc.ErrNotFound
+	}
+	if grace > 0 && p.state == proc.StateRunning {
+		switch {
+		case f.termExit0[p.name]:
+			f.exitLocked(p, 0, 0)
+		case !p.ignoreStop:
+			f.exitLocked(p, -1, syscall.SIGTERM)
+		default:
+			f.graceWaits++
+			f.mu.Unlock()
+			select {
+			case <-f.clock.After(grace):
+			case <-ctx.Done():
+			}
+			f.mu.Lock()
+		}
 	}
 	if p.state == proc.StateRunning {
 		f.exitLocked(p, -1, syscall.SIGKILL)

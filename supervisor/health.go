@@ -20,13 +20,14 @@ const (
 	ReasonWatchdogTimeout     = "WatchdogTimeout"
 )
 
-// healthKill reports whether reason is one of the kills above. Such a run
+// healthKill reports whether reason is one of the kills above, or a job's
+// run stopped for passing max_runtime (ReasonMaxRuntime). Such a run
 // failed whatever its exit code: a program that traps SIGTERM and exits 0
 // after a failed liveness probe was still hung, and the kubelet restarts
 // it under every policy but Never.
 func healthKill(reason string) bool {
 	switch reason {
-	case ReasonLivenessProbeFailed, ReasonStartupProbeFailed, ReasonWatchdogTimeout:
+	case ReasonLivenessProbeFailed, ReasonStartupProbeFailed, ReasonWatchdogTimeout, ReasonMaxRuntime:
 		return true
 	}
 	return false
@@ -52,6 +53,7 @@ type health struct {
 	logReady    bool
 	status      string // STATUS= of sd_notify
 	killReason  string // set when the run must end for its health
+	killCause   string // what failed, for a kill not a probe's (post_start)
 	// notices: per probe kind, the last error or warning an event told
 	// of, so each new one is told once.
 	notices map[string]string
@@ -73,12 +75,13 @@ func toProbeSpec(p *config.Probe) *probe.Spec {
 }
 
 // prepareHealth runs before the process is created: the sd_notify socket
-// must exist, and its path be in the environment, before exec.
-func (s *Supervisor) prepareHealth(in *instance, env []string) (*health, []string, error) {
+// must exist, and its path be in the environment, before exec. spec is
+// the one the start took (a reload replaces in.spec under the lock).
+func (s *Supervisor) prepareHealth(in *instance, spec *config.Program, env []string) (*health, []string, error) {
 	h := &health{since: s.clock.Now()}
-	if in.spec.Notify == config.NotifySdNotify {
+	if spec.Notify == config.NotifySdNotify {
 		var owner *notify.Owner
-		if id := programIdent(in.spec); id != nil {
+		if id := programIdent(spec); id != nil {
 			owner = &notify.Owner{UID: id.UID, GID: id.GID}
 		}
 		sock, err := notify.ListenPrivate(notify.DefaultBase(), strings.ReplaceAll(in.key, ":", "-"), owner)
@@ -86,9 +89,9 @@ func (s *Supervisor) prepareHealth(in *instance, env []string) (*health, []strin
 			return nil, env, err
 		}
 		h.sock = sock
-		env = append(env, notify.Env(sock.Path(), in.spec.Watchdog)...)
+		env = append(env, notify.Env(sock.Path(), spec.Watchdog)...)
 	}
-	if in.spec.Notify == config.NotifyFD {
+	if spec.Notify == config.NotifyFD {
 		fd, w, err := notify.NewFD()
 		if err != nil {
 			return nil, env, err
@@ -329,6 +332,7 @@ func (s *Supervisor) checkHealthLocked(in *instance) (kill bool) {
 			in.message = st.Failure
 		}
 	}
+	jobKillLocked(in, h) // max_runtime (schedule.go)
 	ready := readyLocked(in)
 	if ready != in.ready {
 		in.ready = ready
@@ -384,7 +388,7 @@ func (s *Supervisor) checkSystemdReadyLocked() {
 		return
 	}
 	for _, in := range s.instances {
-		if !in.spec.Autostart {
+		if !in.spec.Autostart || in.job != nil { // a job is not a service to wait for
 			continue
 		}
 		if !in.ready && in.state != Completed {

@@ -39,6 +39,7 @@ func (s *Supervisor) Snapshot() metrics.Snapshot {
 			Autostart: in.spec.Autostart,
 			Restarts:  in.restarts,
 			OOMKills:  in.oomKills,
+			Pid:       in.pid,
 		}
 		p.Up = p.Ready || in.state == Completed
 		if in.procID != "" && !in.startedAt.IsZero() {
@@ -53,6 +54,7 @@ func (s *Supervisor) Snapshot() metrics.Snapshot {
 			}
 			slices.SortFunc(p.Probes, func(a, b metrics.Probe) int { return strings.Compare(a.Kind, b.Kind) })
 		}
+		jobMetricsLocked(in, &p)
 		snap.Programs = append(snap.Programs, p)
 		sid := ""
 		if in.pid != 0 {
@@ -75,6 +77,54 @@ func (s *Supervisor) Snapshot() metrics.Snapshot {
 	}
 	snap.Queue = queueFigures(s.queue.Stats())
 	return snap
+}
+
+// Runs returns the last ended run of every instance that has one, for
+// the web console.
+func (s *Supervisor) Runs() map[string]metrics.Run {
+	s.mu.Lock()
+	live := s.sortedKeysLocked()
+	s.mu.Unlock()
+	s.why.mu.Lock()
+	defer s.why.mu.Unlock()
+	s.why.pruneLocked(live)
+	out := make(map[string]metrics.Run, len(s.why.runs))
+	for k, p := range s.why.runs {
+		if r := p.last; r != nil {
+			m := metrics.Run{EndedAt: r.EndedAt, DurationMs: r.DurationMs, Status: r.Status, Code: r.Code,
+				Signal: r.Signal, Reason: r.Reason, Message: r.Message, PeakMemoryBytes: r.PeakMemoryBytes,
+				Stdout: r.Stdout, Stderr: r.Stderr, Truncated: r.Truncated}
+			if r.StartedAt != nil {
+				m.StartedAt = *r.StartedAt
+			}
+			out[k] = m
+		}
+	}
+	return out
+}
+
+// LogTail returns the last n lines of the instance key, for the web
+// console.
+func (s *Supervisor) LogTail(key string, n int) ([]metrics.LogLine, error) {
+	s.mu.Lock()
+	in := s.instances[key]
+	var il *instLogs
+	if in != nil {
+		il = in.logs
+	}
+	s.mu.Unlock()
+	if in == nil {
+		return nil, fmt.Errorf("no instance %q", key)
+	}
+	if il == nil {
+		return nil, nil
+	}
+	lines := il.ring.Last(n)
+	out := make([]metrics.LogLine, len(lines))
+	for i, l := range lines {
+		out[i] = metrics.LogLine{Time: l.Time, Stream: l.Stream, Text: l.Text}
+	}
+	return out, nil
 }
 
 func queueFigures(st workqueue.Stats) metrics.Queue {

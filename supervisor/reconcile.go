@@ -26,7 +26,7 @@ func (s *Supervisor) reconcile(ctx context.Context, key string) error {
 	pending := in.pendingExit
 	in.pendingExit = nil
 	if pending != nil && pending.procID != in.procID {
-		pending = nil // an exit we already handled inline (after Stop)
+		pending = nil // of a process whose start failed: launch removed it
 	}
 	s.mu.Unlock()
 
@@ -68,17 +68,31 @@ func (s *Supervisor) reconcileRun(ctx context.Context, in *instance) error {
 	// stop looks is decided again, as a start.
 	for range 2 {
 		s.mu.Lock()
+		if in.procID != "" && !in.restartRequested {
+			s.checkHealthLocked(in) // a change of readiness is recorded; a kill reason set
+		}
 		v := s.runViewLocked(in)
-		step := decideRun(v)
-		switch step {
+		d := decideRun(v)
+		if d.take {
+			s.takeAsksLocked(in, v)
+		}
+		switch d.step {
 		case stepStopForRestart, stepStopUnhealthy:
 			s.mu.Unlock()
 			// An unhealthy run ends as a crash: its health's reason, the
 			// backoff.
-			if s.advanceStop(ctx, in) || step == stepStopUnhealthy {
+			if s.advanceStop(ctx, in) || d.step == stepStopUnhealthy {
 				return nil
 			}
 			continue
+		case stepSettle:
+			s.settleLocked(in)
+			s.mu.Unlock()
+			// Nothing runs in its sandbox again.
+			if err := s.releaseSandbox(ctx, in, false); err != nil {
+				s.log.Warn("deleting sandbox", "program", in.key, "err", err)
+			}
+			return nil
 		case stepWaitDependency:
 			s.setStateLocked(in, Waiting, "waiting for "+v.unmetDep)
 		case stepBackOff:
@@ -86,16 +100,18 @@ func (s *Supervisor) reconcileRun(ctx context.Context, in *instance) error {
 			s.setStateLocked(in, CrashLoopBackOff, "back-off "+in.backoff.Get(in.key).String())
 			s.queue.AddAfter(in.key, v.backoffLeft)
 		case stepStart:
-			if v.afterExit && !v.restartRequested {
+			own := v.afterExit && !v.waiveBackoff
+			if own && !v.restartRequested {
 				in.backoff.Decide(in.key, in.lastExit.FinishedAt) // records the step
 			}
 			// As the kubelet's restartCount: restarts after an exit of
 			// the program's own, not the ones asked for.
-			if v.afterExit {
+			if own && v.policyRestart {
 				in.restarts++
 			}
 			in.afterExit = false
 			in.nextStart = time.Time{}
+			s.jobRunStartsLocked(in)
 			s.mu.Unlock()
 			return s.start(ctx, in)
 		}
@@ -105,58 +121,75 @@ func (s *Supervisor) reconcileRun(ctx context.Context, in *instance) error {
 	return nil
 }
 
-// runViewLocked copies out what decideRun looks at. Looking has effects of
-// its own: a change of readiness is recorded, and with no process left a
-// restart request is taken (this pass acts on it) and a restart asked for
-// lifts a program's end for good.
+// runViewLocked copies out what decideRun looks at; it changes nothing.
 func (s *Supervisor) runViewLocked(in *instance) runView {
 	v := runView{
 		running:          in.procID != "",
 		restartRequested: in.restartRequested,
+		startAsked:       in.startAsked,
+		waiveBackoff:     in.waiveBackoff,
 		settled:          in.settled,
 		shuttingDown:     s.shuttingDown,
 		afterExit:        in.afterExit,
 	}
+	jobViewLocked(in, &v)
 	if v.running {
-		if !v.restartRequested {
-			v.unhealthy = s.checkHealthLocked(in)
-		}
+		v.unhealthy = in.health != nil && in.health.killReason != ""
 		return v
 	}
-	in.restartRequested = false
-	if v.settled && !v.restartRequested {
-		return v
+	if (!v.settled || v.restartRequested || v.startAsked) && !v.shuttingDown {
+		v.unmetDep = s.unmetDepLocked(in)
 	}
-	in.settled = false
-	if v.shuttingDown {
-		return v
-	}
-	v.unmetDep = s.unmetDepLocked(in)
-	if v.afterExit && !v.restartRequested && in.lastExit != nil {
+	if v.afterExit && in.lastExit != nil {
+		v.policyRestart = restartWanted(in.spec, in.lastExit, in.lastExit.failed(in.spec))
 		v.backoffLeft = in.backoff.Left(in.key, in.lastExit.FinishedAt)
 	}
 	return v
 }
 
-func (s *Supervisor) runHook(ctx context.Context, in *instance, phase hooks.Phase, h *config.Hook, env []string) error {
-	s.mu.Lock()
-	sid := in.sandboxID
-	spec, streams := in.spec, in.logs
-	s.mu.Unlock()
-	spec2 := hooks.Spec{Command: h.Command, Timeout: h.Timeout}
+// takeAsksLocked uses up what commands asked of in's next run, as
+// decideRun said (runDecision.take).
+func (s *Supervisor) takeAsksLocked(in *instance, v runView) {
+	if v.restartRequested || v.startAsked {
+		in.settled = false
+	}
+	if v.waiveBackoff {
+		in.afterExit = false
+	}
+	in.restartRequested, in.startAsked, in.waiveBackoff = false, false, false
+}
+
+// askStartLocked lifts in's end for good for its next start (and with
+// waive, the crash backoff of its last exit); the worker takes the ask
+// (takeAsksLocked). A run under way is left as it is: its own exit is
+// judged as any other.
+func askStartLocked(in *instance, waive bool) {
+	if in.procID != "" || in.state == Starting {
+		return
+	}
+	in.startAsked = true
+	if waive {
+		in.waiveBackoff = true
+	}
+}
+
+// runHook runs hook h of in's run, in its sandbox, with spec and streams
+// as the caller took them (under the lock: a reload replaces both).
+func (s *Supervisor) runHook(ctx context.Context, in *instance, spec *config.Program, streams programLogs, phase hooks.Phase, h *config.Hook, env []string) error {
+	hs := hooks.Spec{Command: h.Command, Sleep: h.Sleep, Timeout: h.Timeout}
 	if h.HTTP != nil {
-		spec2.HTTP = &hooks.HTTP{URL: h.HTTP.URL, Method: h.HTTP.Method, Headers: h.HTTP.Headers, ExpectStatus: h.HTTP.ExpectStatus}
+		hs.HTTP = &hooks.HTTP{URL: h.HTTP.URL, Method: h.HTTP.Method, Headers: h.HTTP.Headers, ExpectStatus: h.HTTP.ExpectStatus}
 	}
 	out := streams.hookWriter(string(phase))
 	defer out.Close()
 	call := hooks.Call{
 		Phase:     phase,
-		SandboxID: sid,
+		SandboxID: in.sandboxID,
 		Exec:      execConfig(spec, append(env, "SUPERVISE_HOOK="+string(phase))),
 		Output:    out,
 	}
 	s.log.Info("hook", "program", in.key, "hook", phase)
-	return s.hooks.Run(ctx, spec2, call)
+	return s.hooks.Run(ctx, hs, call)
 }
 
 // ownNotifyVar are what systemd (or a parent supervisor) gave us to report

@@ -53,7 +53,7 @@ func (s *Supervisor) applyLocked(cfg *config.Config) {
 					in.goal = goalRun
 					in.restartRequested = in.procID != ""
 				}
-				in.settled = false
+				askStartLocked(in, false)
 				s.queue.Add(key)
 			}
 			if in.spec.Equal(p) {
@@ -77,7 +77,7 @@ func (s *Supervisor) applyLocked(cfg *config.Config) {
 			if !slices.Contains(rolled, key) {
 				in := s.instances[key]
 				in.restartRequested = true
-				in.settled = false
+				askStartLocked(in, false)
 			}
 		}
 	}
@@ -87,6 +87,7 @@ func (s *Supervisor) applyLocked(cfg *config.Config) {
 			s.queue.Add(key)
 		}
 	}
+	s.syncJobsLocked()
 }
 
 // ApplyConfig makes cfg the running config (a reload). The caller has

@@ -207,8 +207,7 @@ func (s *Supervisor) requestRestart(keys []string) (map[string]string, error) {
 		before[in.key] = in.procID
 		in.goal = goalRun
 		in.restartRequested = true
-		in.settled = false
-		in.afterExit = false
+		askStartLocked(in, true)
 		in.backoff.Reset(in.key)
 	})
 	return before, err
@@ -238,9 +237,9 @@ func (s *Supervisor) waitReadyAs(ctx context.Context, key, old string, timeout t
 			return false
 		case in.procID != "" && in.procID != old && in.ready:
 			return true
-		case in.state == Completed && in.settled: // a one-shot's success
+		case in.state == Completed && endedLocked(in): // a one-shot's success
 			return true
-		case in.state == Failed && in.settled, in.state == CrashLoopBackOff, in.state == Stopped && in.goal != goalRun:
+		case in.state == Failed && endedLocked(in), in.state == CrashLoopBackOff, in.state == Stopped && in.goal != goalRun:
 			verdict = fmt.Errorf("%s %s: %s %s", key, failed, in.state, in.message)
 			return true
 		}

@@ -2,10 +2,10 @@ package supervisor
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"reflect"
 
+	"github.com/supervise-dev/supervise/config"
 	"github.com/supervise-dev/supervise/hooks"
 	"github.com/supervise-dev/supervise/proc"
 )
@@ -19,19 +19,19 @@ import (
 // the program's backoff settings.
 func (s *Supervisor) start(ctx context.Context, in *instance) error {
 	s.mu.Lock()
-	spec := in.spec
+	spec, streams := in.spec, in.logs // a reload replaces both under the lock
 	s.setStateLocked(in, Starting, "")
-	last := in.lastExit
 	s.mu.Unlock()
+	last := in.lastExit
 
-	sid, err := s.ensureSandbox(ctx, in)
+	sid, err := s.ensureSandbox(ctx, in, spec)
 	if err != nil {
-		return s.startFailed(ctx, in, "", ReasonStartError, err)
+		return s.startFailed(ctx, in, ReasonStartError, err)
 	}
 	env := programEnv(spec, in, last)
 	if h := spec.Hooks.PreStart; h != nil {
-		if err := s.runHook(ctx, in, hooks.PreStart, h, env); err != nil {
-			return s.startFailed(ctx, in, "", ReasonHookError, err)
+		if err := s.runHook(ctx, in, spec, streams, hooks.PreStart, h, env); err != nil {
+			return s.startFailed(ctx, in, ReasonHookError, err)
 		}
 	}
 	if s.startCancelled(in) {
@@ -41,14 +41,14 @@ func (s *Supervisor) start(ctx context.Context, in *instance) error {
 		s.log.Info("start cancelled by a stop", "program", in.key)
 		return nil
 	}
-	h, env, err := s.prepareHealth(in, env)
+	h, env, err := s.prepareHealth(in, spec, env)
 	if err != nil {
-		return s.startFailed(ctx, in, "", ReasonStartError, fmt.Errorf("creating the notify socket: %w", err))
+		return s.startFailed(ctx, in, ReasonStartError, fmt.Errorf("creating the notify socket: %w", err))
 	}
-	st, err := s.launch(ctx, in, sid, env, h)
+	st, err := s.launch(ctx, in, spec, streams, sid, env, h)
 	if err != nil {
 		h.stop()
-		return s.startFailed(ctx, in, "", ReasonStartError, err)
+		return s.startFailed(ctx, in, ReasonStartError, err)
 	}
 	s.mu.Lock()
 	in.health = h
@@ -59,8 +59,16 @@ func (s *Supervisor) start(ctx context.Context, in *instance) error {
 	}
 	s.mu.Unlock()
 
-	if err := s.postStart(ctx, in, env); err != nil {
-		return s.startFailed(ctx, in, st.ID, ReasonHookError, err)
+	if err := s.postStart(ctx, in, spec, streams, env); err != nil {
+		// The process runs: it ends through the stop path (pre_stop, the
+		// signal, the grace, SIGKILL) as for a failed liveness probe, and
+		// its exit, as any other, brings the key back.
+		s.log.Error("start failed", "program", in.key, "reason", ReasonHookError, "err", err)
+		s.mu.Lock()
+		h.killReason, h.killCause = ReasonHookError, err.Error()
+		s.mu.Unlock()
+		s.queue.Add(in.key)
+		return nil
 	}
 	s.mu.Lock()
 	if in.procID == st.ID {
@@ -76,28 +84,22 @@ func (s *Supervisor) start(ctx context.Context, in *instance) error {
 
 // ensureSandbox returns the sandbox in's next process runs in: the kept
 // one when it still fits the spec and its init lives, else a new one.
-func (s *Supervisor) ensureSandbox(ctx context.Context, in *instance) (string, error) {
-	s.mu.Lock()
-	sid, spec := in.sandboxID, in.spec
-	s.mu.Unlock()
+func (s *Supervisor) ensureSandbox(ctx context.Context, in *instance, spec *config.Program) (string, error) {
+	sid := in.sandboxID
 	want := sandboxConfig(spec, in.key)
 	if sid != "" && s.reusable(sid, in, want) {
 		return sid, nil
 	}
-	if sid != "" {
-		s.mu.Lock()
-		in.sandboxID = ""
-		s.mu.Unlock()
-		if err := s.rt.DeleteSandbox(ctx, sid); err != nil && !errors.Is(err, proc.ErrNotFound) {
-			s.log.Warn("deleting sandbox", "program", in.key, "err", err)
-		}
+	if err := s.releaseSandbox(ctx, in, false); err != nil {
+		s.log.Warn("deleting a sandbox that does not fit", "program", in.key, "err", err)
 	}
 	sid, err := s.rt.CreateSandbox(ctx, want)
 	if err != nil {
 		return "", fmt.Errorf("creating sandbox: %w", err)
 	}
+	in.run.sandboxCfg = want
 	s.mu.Lock()
-	in.sandboxID, in.sandboxCfg = sid, want
+	in.sandboxID = sid
 	s.mu.Unlock()
 	return sid, nil
 }
@@ -105,10 +107,7 @@ func (s *Supervisor) ensureSandbox(ctx context.Context, in *instance) (string, e
 // launch creates and starts the process in sandbox sid with its output
 // pipes and h's descriptors, and returns its status. On failure nothing of
 // the process is left.
-func (s *Supervisor) launch(ctx context.Context, in *instance, sid string, env []string, h *health) (proc.ProcessStatus, error) {
-	s.mu.Lock()
-	spec, streams := in.spec, in.logs // a reload replaces both under the lock
-	s.mu.Unlock()
+func (s *Supervisor) launch(ctx context.Context, in *instance, spec *config.Program, streams programLogs, sid string, env []string, h *health) (proc.ProcessStatus, error) {
 	stdout, stderr, err := streams.pipes()
 	if err != nil {
 		return proc.ProcessStatus{}, fmt.Errorf("creating log pipes: %w", err)
@@ -155,31 +154,13 @@ func (s *Supervisor) launch(ctx context.Context, in *instance, sid string, env [
 	return st, nil
 }
 
-// postStart runs the post_start hook, if any. When it fails, the process
-// is to be killed for it, after its pre_stop, as the kubelet's
-// killContainer runs preStop whatever the reason; the caller kills.
-func (s *Supervisor) postStart(ctx context.Context, in *instance, env []string) error {
-	s.mu.Lock()
-	spec := in.spec
-	s.mu.Unlock()
+// postStart runs the post_start hook, if any.
+func (s *Supervisor) postStart(ctx context.Context, in *instance, spec *config.Program, streams programLogs, env []string) error {
 	h := spec.Hooks.PostStart
 	if h == nil {
 		return nil
 	}
-	err := s.runHook(ctx, in, hooks.PostStart, h, env)
-	if err == nil {
-		return nil
-	}
-	if ps := spec.Hooks.PreStop; ps != nil {
-		hs := *ps
-		if grace := stopGraceLocked(spec, nil); hs.Timeout <= 0 || hs.Timeout > grace {
-			hs.Timeout = grace
-		}
-		if perr := s.runHook(ctx, in, hooks.PreStop, &hs, env); perr != nil {
-			s.log.Warn("pre_stop hook failed; stopping anyway", "program", in.key, "err", perr)
-		}
-	}
-	return err
+	return s.runHook(ctx, in, spec, streams, hooks.PostStart, h, env)
 }
 
 // startCancelled reports whether the instance is no longer meant to run.
@@ -189,38 +170,13 @@ func (s *Supervisor) startCancelled(in *instance) bool {
 	return in.goal != goalRun || s.shuttingDown
 }
 
-// startFailed records a start that did not get to Running as a crash, so
-// the program's backoff decides when the next try comes.
-func (s *Supervisor) startFailed(ctx context.Context, in *instance, procID, reason string, cause error) error {
+// startFailed records a start that failed before its process ran as a
+// crash, so the program's backoff decides when the next try comes. (A
+// start that fails once its process runs ends through the stop path.)
+func (s *Supervisor) startFailed(ctx context.Context, in *instance, reason string, cause error) error {
 	s.log.Error("start failed", "program", in.key, "reason", reason, "err", cause)
-	if procID != "" {
-		s.mu.Lock()
-		grace := in.spec.StopTimeout
-		s.mu.Unlock()
-		_ = s.rt.Stop(ctx, procID, grace)
-		s.mu.Lock()
-		in.procID, in.pid = "", 0 // the exit we cause here is the hook's failure
-		s.mu.Unlock()
-		_ = s.rt.Remove(ctx, procID)
-	}
 	s.recordExit(in, exitInfo{Code: -1, Reason: reason, FinishedAt: s.clock.Now(), Message: cause.Error()}, false)
-	s.mu.Lock()
-	sid := in.sandboxID
-	in.sandboxID = ""
-	s.mu.Unlock()
-	if sid != "" {
-		if err := s.rt.DeleteSandbox(ctx, sid); err != nil && !errors.Is(err, proc.ErrNotFound) {
-			// Out of descriptors, say: what failed the start fails this
-			// too. Forgotten, the sandbox's cgroup would stay forever;
-			// kept, the next start takes or deletes it, a stop deletes it.
-			s.log.Warn("deleting the sandbox of a failed start; keeping it for the next try", "program", in.key, "err", err)
-			s.mu.Lock()
-			if in.sandboxID == "" {
-				in.sandboxID = sid
-			}
-			s.mu.Unlock()
-		}
-	}
+	s.disposeSandbox(ctx, in)
 	s.queue.Add(in.key)
 	return nil
 }
@@ -228,10 +184,7 @@ func (s *Supervisor) startFailed(ctx context.Context, in *instance, procID, reas
 // reusable says whether the kept sandbox sid can take in's next process:
 // created as want asks, and its init alive.
 func (s *Supervisor) reusable(sid string, in *instance, want proc.SandboxConfig) bool {
-	s.mu.Lock()
-	have := in.sandboxCfg
-	s.mu.Unlock()
-	if !reflect.DeepEqual(have, want) {
+	if !reflect.DeepEqual(in.run.sandboxCfg, want) {
 		return false
 	}
 	st, err := s.rt.SandboxStatus(sid)
@@ -241,15 +194,12 @@ func (s *Supervisor) reusable(sid string, in *instance, want proc.SandboxConfig)
 // freshSandboxIfGone replaces the sandbox of in when its init has died: a
 // pid namespace ends with its PID 1, so a post_stop hook gets a new sandbox
 // of the same kind (same namespaces, limits and identity) to run in.
-func (s *Supervisor) freshSandboxIfGone(ctx context.Context, in *instance) {
-	s.mu.Lock()
-	sid, spec := in.sandboxID, in.spec
-	s.mu.Unlock()
-	if sid != "" {
+func (s *Supervisor) freshSandboxIfGone(ctx context.Context, in *instance, spec *config.Program) {
+	if sid := in.sandboxID; sid != "" {
 		if st, err := s.rt.SandboxStatus(sid); err == nil && st.State == proc.SandboxReady {
 			return
 		}
-		_ = s.rt.DeleteSandbox(ctx, sid)
+		_ = s.releaseSandbox(ctx, in, false)
 	}
 	cfg := sandboxConfig(spec, in.key)
 	newID, err := s.rt.CreateSandbox(ctx, cfg)
@@ -257,7 +207,8 @@ func (s *Supervisor) freshSandboxIfGone(ctx context.Context, in *instance) {
 		s.log.Warn("creating a sandbox for post_stop", "program", in.key, "err", err)
 		newID = ""
 	}
+	in.run.sandboxCfg = cfg
 	s.mu.Lock()
-	in.sandboxID, in.sandboxCfg = newID, cfg
+	in.sandboxID = newID
 	s.mu.Unlock()
 }

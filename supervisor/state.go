@@ -35,7 +35,7 @@ var allStates = []State{Stopped, Waiting, Starting, Running, Stopping, Exited, C
 var transitions = map[State][]State{
 	Stopped:          {Starting, Waiting},
 	Waiting:          {Starting, Stopped},
-	Starting:         {Running, Exited, Stopped},
+	Starting:         {Running, Stopping, Exited, Stopped},
 	Running:          {Stopping, Exited},
 	Stopping:         {Exited},
 	Exited:           {Starting, Waiting, CrashLoopBackOff, Completed, Failed, Stopped},
@@ -51,6 +51,7 @@ var why = map[[2]State]string{
 	{Waiting, Starting}:          "the dependencies are there",
 	{Waiting, Stopped}:           "stop",
 	{Starting, Running}:          "started, post_start passed",
+	{Starting, Stopping}:         "post_start failed: its process is stopped (HookError)",
 	{Starting, Exited}:           "the start failed (StartError, HookError) or the process ended at once",
 	{Starting, Stopped}:          "a stop came during the start sequence",
 	{Running, Stopping}:          "stop, restart, a failed liveness probe or watchdog, shutdown",
@@ -140,49 +141,74 @@ func (e *exitInfo) status() int {
 }
 
 // instance is one running copy of a program: "web", or "web:2".
-// Every field is guarded by Supervisor.mu. The work queue guarantees that one
-// key is reconciled by one worker at a time, so the actual-state fields are
-// written by that worker only (and the exit handler, which only hands an
-// exit over through pendingExit).
+//
+// The work queue gives a key to one worker at a time, and that worker owns
+// the instance's run while it holds the key. So the fields fall in three:
+//   - desired: what commands and reloads ask, written by them under
+//     Supervisor.mu; the worker reads them under the lock and uses the
+//     asks up (takeAsksLocked). spec, logs and backoff are a reload's.
+//   - published: the run as others see it (status, metrics, the other
+//     instances' dependency checks, the exit watcher, waiters). Only the
+//     worker writes them, always under the lock, so it reads its own
+//     without the lock, and everyone else under it.
+//   - run: the worker's alone, no lock at all.
 type instance struct {
-	key   string
-	spec  *config.Program
-	index int
+	key     string
+	index   int
+	spec    *config.Program
+	backoff *backoff.Crash
+	logs    programLogs
+	// job: a scheduled program's timers, its due time (an ask) and its
+	// last runs, all under Supervisor.mu (schedule.go); nil for a daemon.
+	job *jobState
 
-	// desired state
+	// desired
 	goal             goal
 	restartRequested bool // a manual restart: stop if running, start at once
-	settled          bool // exited and the restart policy says: stay down
+	// startAsked and waiveBackoff: see askStartLocked.
+	startAsked   bool
+	waiveBackoff bool
 	// stoppedFor names the dependency whose stop (or end) stopped this
 	// instance; it runs again once that program runs. "" otherwise.
 	stoppedFor string
+	// pendingExit is proc's report of the run's exit, handed over by the
+	// exit watcher (under the lock) for the worker to handle.
+	pendingExit *exitEvent
 
-	// actual state
-	state     State
-	message   string
-	sandboxID string
-	// sandboxCfg is what sandboxID was created with: a kept sandbox is
-	// reused only for a spec that asks for the same.
-	sandboxCfg proc.SandboxConfig
+	// published
+	state      State
+	message    string
 	procID     string
+	startingID string // the process being started, until procID is set
 	pid        int
 	startedAt  time.Time
+	sandboxID  string
+	health     *health // watchers of the current run; nil when none runs
+	ready      bool    // the current run passed its readiness check
 	lastExit   *exitInfo
-	afterExit  bool // the next start is a restart after an exit: crash backoff applies
+	afterExit  bool // the last run ended by itself: decideRun judges that exit
+	settled    bool // ended for good (Completed, Failed): see endedLocked
 	restarts   int
 	oomKills   int // runs ended by the OOM killer
 	nextStart  time.Time
+
+	run runState
+}
+
+// runState is the worker's alone.
+type runState struct {
+	// sandboxCfg is what sandboxID was created with: a kept sandbox is
+	// reused only for a spec that asks for the same.
+	sandboxCfg proc.SandboxConfig
 	// stopDeadline is when a stop in progress escalates to SIGKILL; zero
 	// when no stop is in progress.
 	stopDeadline time.Time
-	pendingExit  *exitEvent
-	startingID   string // the process being started, until procID is set
+}
 
-	health *health // watchers of the current run; nil when none runs
-	ready  bool    // the current run passed its readiness check
-
-	backoff *backoff.Crash
-	logs    programLogs
+// endedLocked reports whether in ended for good and nothing asks it to run
+// again (the worker has not taken a start asked for yet).
+func endedLocked(in *instance) bool {
+	return in.settled && !in.startAsked && !in.restartRequested
 }
 
 type exitEvent struct {

@@ -3,7 +3,6 @@ package supervisor
 import (
 	"context"
 	"errors"
-	"fmt"
 	"syscall"
 	"time"
 
@@ -21,20 +20,13 @@ func (s *Supervisor) reconcileStop(ctx context.Context, in *instance, final Stat
 		return false, nil // the exit, or the end of the grace period, brings the key back
 	}
 	s.mu.Lock()
-	sid := in.sandboxID
-	in.sandboxID = ""
 	if in.state != final && (in.state != Completed && in.state != Failed || in.goal == goalRemove) {
 		in.nextStart = time.Time{}
 		s.setStateLocked(in, final, "")
 	}
 	s.checkDoneLocked()
 	s.mu.Unlock()
-	if sid != "" {
-		if err := s.rt.DeleteSandbox(ctx, sid); err != nil {
-			return true, fmt.Errorf("deleting sandbox of %q: %w", in.key, err)
-		}
-	}
-	return true, nil
+	return true, s.releaseSandbox(ctx, in, false)
 }
 
 // advanceStop drives a stop without holding a worker for the grace period:
@@ -44,20 +36,18 @@ func (s *Supervisor) reconcileStop(ctx context.Context, in *instance, final Stat
 // of stop_timeout, as in the kubelet. It reports whether a process is still
 // there to wait for.
 func (s *Supervisor) advanceStop(ctx context.Context, in *instance) bool {
-	s.mu.Lock()
-	spec, id, sid, last := in.spec, in.procID, in.sandboxID, in.lastExit
-	deadline := in.stopDeadline
-	s.mu.Unlock()
+	id, sid, last, health := in.procID, in.sandboxID, in.lastExit, in.health
+	deadline := in.run.stopDeadline
 	if id == "" {
 		return false
 	}
+	s.mu.Lock()
+	spec, streams := in.spec, in.logs
+	grace := stopGraceLocked(spec, health) // a watchdog sets its kill reason under the lock
+	s.mu.Unlock()
 	if deadline.IsZero() { // the stop begins
-		s.mu.Lock()
-		health := in.health
-		grace := stopGraceLocked(spec, health)
 		deadline = s.clock.Now().Add(grace)
-		in.stopDeadline = deadline
-		s.mu.Unlock()
+		in.run.stopDeadline = deadline
 		// Nothing asks a stopping program about its health: a probe
 		// would only disturb its shutdown, and no verdict matters now.
 		// Done before it shows Stopping, which the stop's waiters see.
@@ -70,7 +60,7 @@ func (s *Supervisor) advanceStop(ctx context.Context, in *instance) bool {
 			if hs.Timeout <= 0 || hs.Timeout > grace {
 				hs.Timeout = grace
 			}
-			if err := s.runHook(ctx, in, hooks.PreStop, &hs, programEnv(spec, in, last)); err != nil {
+			if err := s.runHook(ctx, in, spec, streams, hooks.PreStop, &hs, programEnv(spec, in, last)); err != nil {
 				s.log.Warn("pre_stop hook failed; stopping anyway", "program", in.key, "err", err)
 			}
 			// pre_stop's time came out of the grace, but the stop signal
@@ -78,9 +68,7 @@ func (s *Supervisor) advanceStop(ctx context.Context, in *instance) bool {
 			// however long the hook took, as the kubelet allows.
 			if floor := s.clock.Now().Add(spec.MinStopGrace); deadline.Before(floor) {
 				deadline = floor
-				s.mu.Lock()
-				in.stopDeadline = deadline
-				s.mu.Unlock()
+				in.run.stopDeadline = deadline
 			}
 		}
 		sig := spec.StopSignal
@@ -95,8 +83,12 @@ func (s *Supervisor) advanceStop(ctx context.Context, in *instance) bool {
 		s.queue.AddAfter(in.key, remaining)
 		return true
 	}
-	// Grace is over: SIGKILL to everything in the sandbox; proc returns
-	// once the process has exited.
+	// Grace is over: SIGKILL to everything in the sandbox. The exit comes
+	// back as any other, as proc's exit event, which brings the key back
+	// to handleExit.
+	if st, err := s.rt.Status(id); err == nil && st.State == proc.StateExited {
+		return true // killed before: its exit event is on its way
+	}
 	s.log.Warn("stop timeout reached; killing", "program", in.key, "stop_timeout", spec.StopTimeout)
 	s.mu.Lock()
 	s.forcedLocked(in.key)
@@ -104,12 +96,7 @@ func (s *Supervisor) advanceStop(ctx context.Context, in *instance) bool {
 	if err := s.rt.Stop(ctx, id, 0); err != nil && !errors.Is(err, proc.ErrNotFound) {
 		s.log.Warn("killing", "program", in.key, "err", err)
 	}
-	exit := exitInfo{Code: -1, Signal: syscall.SIGKILL, Reason: string(proc.ReasonSignaled), FinishedAt: s.clock.Now()}
-	if st, err := s.rt.Status(id); err == nil && st.State == proc.StateExited {
-		exit = exitInfo{Code: st.ExitCode, Signal: st.Signal, Reason: string(st.Reason), FinishedAt: st.FinishedAt}
-	}
-	s.handleExit(ctx, in, exit)
-	return false
+	return true
 }
 
 // stopGraceLocked is how long a stop of a run may take before SIGKILL,

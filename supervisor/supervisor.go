@@ -107,6 +107,7 @@ type Supervisor struct {
 	hooks  *hooks.Runner
 	logs   *logSet
 	events *eventLog
+	why    runBook // each instance's last ended run (why.go)
 
 	bootedAt  time.Time      // for the spread of first probes
 	randFloat func() float64 // [0, 1); tests replace it
@@ -185,7 +186,7 @@ func New(opts Options) (*Supervisor, error) {
 			Clock:       clk,
 			RateLimiter: backoff.DefaultControllerRateLimiter[string](clk),
 		}),
-		hooks:     &hooks.Runner{Exec: opts.Runtime, Logger: log},
+		hooks:     &hooks.Runner{Exec: opts.Runtime, Logger: log, Clock: clk},
 		bootedAt:  clk.Now(),
 		randFloat: rand.Float64,
 		events:    newEventLog(clk, 1000),
@@ -280,7 +281,9 @@ func newCrashBackoff(p *config.Program, clk clock.Clock) *backoff.Crash {
 // every program has ended for good. It returns the supervisor's exit status:
 // 0, or the status of the first program that failed for good.
 func (s *Supervisor) Run(ctx context.Context) int {
-	workers := s.cfg.Supervisor.Workers
+	s.mu.Lock()
+	workers := s.cfg.Supervisor.Workers // a reload may replace cfg as Run begins
+	s.mu.Unlock()
 	if workers <= 0 {
 		workers = 2
 	}
@@ -313,6 +316,7 @@ func (s *Supervisor) Run(ctx context.Context) int {
 	close(stop)
 	s.queue.ShutDown()
 	wg.Wait()
+	s.deleteSandboxes() // once no worker owns an instance any more
 	s.bg.Wait()
 	s.streams.close()
 	s.logs.close()
@@ -535,8 +539,8 @@ func (s *Supervisor) checkDoneLocked() {
 			continue // sidecars serve the others; shutdownAll stops them
 		}
 		mains++
-		if in.goal == goalRun && !in.settled {
-			return
+		if in.goal == goalRun && (!endedLocked(in) || in.job != nil) {
+			return // a job meant to run has another time coming
 		}
 		if in.procID != "" || in.state == Stopping || in.state == Starting {
 			return
@@ -613,6 +617,7 @@ func (s *Supervisor) shutdownAll() {
 		return
 	}
 	s.shuttingDown = true
+	s.stopJobsLocked()
 	timeout := s.cfg.Supervisor.ShutdownTimeout
 	maxLevel := 0
 	for _, l := range s.level {
@@ -642,7 +647,6 @@ func (s *Supervisor) shutdownAll() {
 	for l := maxLevel; l >= 0 && s.ctx.Err() == nil; l-- {
 		s.stopLevel(l)
 	}
-	s.deleteSandboxes()
 }
 
 // stopLevel stops every instance of dependency level l and waits until
@@ -675,9 +679,9 @@ func (s *Supervisor) stopLevel(l int) {
 }
 
 // deleteSandboxes deletes what sandboxes are left once every process is
-// gone.
+// gone and the workers have ended: sandboxes outlive their processes only
+// until here.
 func (s *Supervisor) deleteSandboxes() {
-	// Sandboxes outlive their processes only until here.
 	s.mu.Lock()
 	var sandboxes []string
 	for _, in := range s.instances {

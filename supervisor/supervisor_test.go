@@ -54,12 +54,18 @@ func newHarness(t *testing.T, programs ...*config.Program) *harness {
 // newHarnessSetup lets setup prepare the fake runtime before anything starts.
 func newHarnessSetup(t *testing.T, setup func(*fakeRuntime), programs ...*config.Program) *harness {
 	t.Helper()
+	return newHarnessWorkers(t, 2, setup, programs...)
+}
+
+// newHarnessWorkers is newHarnessSetup with n workers.
+func newHarnessWorkers(t *testing.T, n int, setup func(*fakeRuntime), programs ...*config.Program) *harness {
+	t.Helper()
 	clock := fakeclock.New(t0)
 	rt := newFakeRuntime(clock)
 	if setup != nil {
 		setup(rt)
 	}
-	cfg := &config.Config{File: "test.toml", Supervisor: config.Supervisor{Workers: 2, ShutdownTimeout: 5 * time.Second}, Programs: programs}
+	cfg := &config.Config{File: "test.toml", Supervisor: config.Supervisor{Workers: n, ShutdownTimeout: 5 * time.Second}, Programs: programs}
 	sup, err := New(Options{Config: cfg, Runtime: rt, Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Console: io.Discard})
 	if err != nil {
 		t.Fatal(err)

@@ -125,8 +125,7 @@ func (s *Supervisor) filesChanged(name string, spec config.Watch, changed []stri
 		}
 		in := s.instances[key]
 		in.restartRequested = true
-		in.settled = false
-		in.afterExit = false
+		askStartLocked(in, true)
 		in.backoff.Reset(key)
 		s.queue.Add(key)
 	}

@@ -12,7 +12,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/supervise-dev/supervise/internal/execcmd"
+	"github.com/supervise-dev/supervise/cmd/internal/execcmd"
 	"github.com/supervise-dev/supervise/pid1"
 	"github.com/supervise-dev/supervise/proc"
 )

@@ -138,6 +138,8 @@ func ctlVerbTable() []ctlVerb {
 	return []ctlVerb{
 		{name: "status", args: "[NAME…]", usage: "show programs: state, pid, uptime, restarts, last exit, memory, CPU",
 			run: ctlStatus},
+		{name: "why", args: "[NAME…]", usage: "show how programs last ended: the exit and its reason, how long the run lasted, its peak memory and last lines, the restarts and backoff now",
+			run: ctlWhy},
 		{name: "start", args: "NAME…", usage: "start programs; returns when they are ready (or have failed)",
 			run: ctlAct("started", func(ctx context.Context, e *ctlEnv) error {
 				return e.client.Start(ctx, e.names, e.wait)
@@ -165,7 +167,7 @@ func ctlVerbTable() []ctlVerb {
 				&cli.IntFlag{Name: "n", Aliases: []string{"lines"}, Value: -1, DefaultText: "all", Usage: "lines of history per program"}}},
 		{name: "events", usage: "print recent state changes; -f follows them",
 			run: ctlEvents, options: followOptions, flags: []cli.Flag{followFlag}},
-		{name: "top", args: "[NAME…]", usage: "a live view of the programs: state, readiness, restarts, CPU %, memory, last exit (c/m/n sort, q quits)",
+		{name: "top", args: "[NAME…]", usage: "a live view of the programs: state, readiness, restarts, CPU %, memory, last exit, and the why line of the selected one (c/m/n sort, j/k select, q quits)",
 			run: ctlTop, options: topOptions,
 			flags: []cli.Flag{&cli.StringFlag{Name: "sort", Value: ctlfmt.SortCPU, Usage: "cpu, mem or name"},
 				&cli.DurationFlag{Name: "interval", Value: 2 * time.Second, Usage: "time between refreshes"}}},
@@ -580,6 +582,25 @@ func ctlLogs(ctx context.Context, e *ctlEnv) error {
 		}
 		return flushIf(e, err)
 	})
+}
+
+func ctlWhy(ctx context.Context, e *ctlEnv) error {
+	ws, err := e.client.Why(ctx, e.names)
+	if err != nil {
+		return err
+	}
+	if e.json {
+		enc := json.NewEncoder(e.out)
+		if isTerminal(os.Stdout) {
+			enc.SetIndent("", "  ")
+		}
+		return enc.Encode(ws)
+	}
+	if len(ws) == 0 {
+		_, err := fmt.Fprintln(e.out, "no programs")
+		return err
+	}
+	return ctlfmt.Why(e.out, ws, e.colour, e.terminal)
 }
 
 func ctlEvents(ctx context.Context, e *ctlEnv) error {

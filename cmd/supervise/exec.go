@@ -3,13 +3,13 @@ package main
 import (
 	"os"
 
-	"github.com/supervise-dev/supervise/internal/execcmd"
+	"github.com/supervise-dev/supervise/cmd/internal/execcmd"
 	"github.com/urfave/cli/v2"
 )
 
 // `supervise exec [flags] -- CMD ARGS…` is a tini/dumb-init replacement
 // that runs one command as PID 1 (or as a subreaper). Its flags are read
-// in two places from one table (internal/execcmd): execcmd.Main, the fast
+// in two places from one table (cmd/internal/execcmd): execcmd.Main, the fast
 // path that main takes before the CLI exists, and the CLI's exec command,
 // which only ever runs for what Main leaves to it (help, usage errors,
 // completion) and which prints the help. The supervise-init binary is

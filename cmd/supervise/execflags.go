@@ -5,7 +5,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/supervise-dev/supervise/internal/execcmd"
+	"github.com/supervise-dev/supervise/cmd/internal/execcmd"
 )
 
 // cliFlag is f as a flag of the CLI's exec command: the same names,

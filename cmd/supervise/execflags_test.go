@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/supervise-dev/supervise/internal/execcmd"
+	"github.com/supervise-dev/supervise/cmd/internal/execcmd"
 	"github.com/urfave/cli/v2"
 )
 

@@ -79,65 +79,90 @@ func flagsFirst(app *cli.App, args []string, runsCommand func(*cli.Command) bool
 			appBuiltin[n] = false
 		}
 	}
-	scopes := []cliScope{{flags: app.Flags, commands: app.Commands, builtin: appBuiltin}}
-	placed := [][]string{{args[0]}} // per scope: its name, then its flags
-	var positional []string
-	dashdash, helped := false, false
+	r := reorder{
+		help:   help,
+		scopes: []cliScope{{flags: app.Flags, commands: app.Commands, builtin: appBuiltin}},
+		placed: [][]string{{args[0]}},
+	}
 	for i := 1; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {
-			dashdash = true
-			positional = append(positional, args[i+1:]...)
+			r.dashdash = true
+			r.positional = append(r.positional, args[i+1:]...)
 			break
 		}
 		if len(a) > 1 && a[0] == '-' {
-			name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-			if _, ok := help[name]; ok {
-				helped = true
-			}
-			at := len(scopes) - 1 // an unknown flag: the innermost command reports it
-			value := false
-			for j := len(scopes) - 1; j >= 0; j-- {
-				if v, ok := scopes[j].takesValue(name); ok {
-					at, value = j, v
-					break
-				}
-			}
-			placed[at] = append(placed[at], a)
-			if value && !hasValue && i+1 < len(args) {
-				i++
-				placed[at] = append(placed[at], args[i])
-			}
+			i = r.flag(args, i)
 			continue
 		}
-		cur := scopes[len(scopes)-1]
-		if len(positional) == 0 {
+		cur := r.scopes[len(r.scopes)-1]
+		if len(r.positional) == 0 {
 			if sub := cur.command(a); sub != nil {
-				scopes = append(scopes, cliScope{flags: sub.Flags, commands: sub.Subcommands, builtin: help, cmd: sub})
-				placed = append(placed, []string{a})
+				r.scopes = append(r.scopes, cliScope{flags: sub.Flags, commands: sub.Subcommands, builtin: help, cmd: sub})
+				r.placed = append(r.placed, []string{a})
 				continue
 			}
 			if cur.cmd != nil && runsCommand(cur.cmd) {
-				positional = append(positional, args[i:]...)
+				r.positional = append(r.positional, args[i:]...)
 				break
 			}
 		}
-		positional = append(positional, a)
+		r.positional = append(r.positional, a)
 	}
-	out := make([]string, 0, len(args))
-	if helped {
+	return r.commandLine(len(args))
+}
+
+// reorder is flagsFirst's reading so far.
+type reorder struct {
+	help       map[string]bool // the help flag's names
+	scopes     []cliScope      // the commands named so far, the app first
+	placed     [][]string      // per scope: its name, then its flags
+	positional []string
+	dashdash   bool // "--" was given
+	helped     bool // a help flag was given
+}
+
+// flag places the flag args[i] (with its value, when it takes one given
+// apart) with the innermost command defining it, and returns the index
+// of the last word it took.
+func (r *reorder) flag(args []string, i int) int {
+	a := args[i]
+	name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+	if _, ok := r.help[name]; ok {
+		r.helped = true
+	}
+	at := len(r.scopes) - 1 // an unknown flag: the innermost command reports it
+	value := false
+	for j := len(r.scopes) - 1; j >= 0; j-- {
+		if v, ok := r.scopes[j].takesValue(name); ok {
+			at, value = j, v
+			break
+		}
+	}
+	r.placed[at] = append(r.placed[at], a)
+	if value && !hasValue && i+1 < len(args) {
+		i++
+		r.placed[at] = append(r.placed[at], args[i])
+	}
+	return i
+}
+
+// commandLine is the command line rewritten, of about n words.
+func (r *reorder) commandLine(n int) []string {
+	out := make([]string, 0, n)
+	if r.helped {
 		// The library reads an argument after --help as a help topic:
 		// the help of the command named is what was asked for.
-		for _, p := range placed {
+		for _, p := range r.placed {
 			out = append(out, p[0])
 		}
 		return append(out, "--help")
 	}
-	for _, p := range placed {
+	for _, p := range r.placed {
 		out = append(out, p...)
 	}
-	if dashdash {
+	if r.dashdash {
 		out = append(out, "--")
 	}
-	return append(out, positional...)
+	return append(out, r.positional...)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -59,57 +60,9 @@ func (h *humanHandler) Handle(_ context.Context, r slog.Record) error {
 	}
 	r.Attrs(func(x slog.Attr) bool { add(x); return true })
 
-	name, text := a["program"], ""
-	switch r.Message {
-	case "started":
-		text = "started (pid " + a["pid"] + ")"
-	case "exited":
-		text = exitText(a)
-	case "state":
-		switch a["to"] {
-		case "CrashLoopBackOff":
-			text = "restarting after a " + strings.TrimPrefix(a["msg"], "back-off ") + " back-off (CrashLoopBackOff)"
-		case "Failed":
-			text = "failed; not restarted"
-		case "Waiting":
-			text = "waiting: " + a["msg"]
-		}
-	case "supervise running":
-		n := a["programs"] + " programs"
-		if n == "1 programs" {
-			n = "1 program"
-		}
-		name, text = "supervise", fmt.Sprintf("running %s from %s; supervisectl in this folder talks to it", n, a["config"])
-	case "exit_on program ended; stopping everything":
-		name, text = "supervise", a["program"]+" ended; stopping all"
-	case "stopping everything":
-		name, text = "supervise", "stopping all (Ctrl-C again to kill)"
-	case "second signal: killing everything":
-		name, text = "supervise", "killing all"
-	case "supervise exiting":
-		name, text = "supervise", "exiting with code "+a["code"]
-	case "files changed; restarting", "files changed; signalling", "config reloaded", "config changed; reloading":
-		text = r.Message // said as it is, by the program it concerns or by supervise
-		if f := a["file"]; f != "" && strings.HasPrefix(r.Message, "files changed") {
-			text = strings.Replace(text, "files changed", "files changed ("+filepath.Base(f)+")", 1)
-		}
-	default:
-		if r.Level < slog.LevelWarn {
-			return nil
-		}
-		if name == "" {
-			name = "supervise"
-		}
-		text = strings.ToLower(r.Level.String()) + ": " + r.Message
-		if len(rest) > 0 {
-			text += " (" + strings.Join(rest, " ") + ")"
-		}
-	}
+	name, text := humanText(r, a, rest)
 	if text == "" {
 		return nil
-	}
-	if name == "" {
-		name = "supervise"
 	}
 	var b strings.Builder
 	if h.timestamps {
@@ -125,6 +78,63 @@ func (h *humanHandler) Handle(_ context.Context, r slog.Record) error {
 	line := logs.AppendTerminalSafe([]byte(b.String()), text, false)
 	_, err := h.w.Write(append(line, '\n'))
 	return err
+}
+
+// humanText is the line said of r, whose attributes are a (rest: those a
+// warning shows), and whose name it bears: the program's, else
+// supervise's. text is "" for a record not said.
+func humanText(r slog.Record, a map[string]string, rest []string) (name, text string) {
+	name = cmp.Or(a["program"], "supervise")
+	switch r.Message {
+	case "started":
+		return name, "started (pid " + a["pid"] + ")"
+	case "exited":
+		return name, exitText(a)
+	case "state":
+		return name, stateText(a)
+	case "supervise running":
+		n := a["programs"] + " programs"
+		if n == "1 programs" {
+			n = "1 program"
+		}
+		return "supervise", fmt.Sprintf("running %s from %s; supervisectl in this folder talks to it", n, a["config"])
+	case "exit_on program ended; stopping everything":
+		return "supervise", a["program"] + " ended; stopping all"
+	case "stopping everything":
+		return "supervise", "stopping all (Ctrl-C again to kill)"
+	case "second signal: killing everything":
+		return "supervise", "killing all"
+	case "supervise exiting":
+		return "supervise", "exiting with code " + a["code"]
+	case "files changed; restarting", "files changed; signalling", "config reloaded", "config changed; reloading":
+		text = r.Message // said as it is, by the program it concerns or by supervise
+		if f := a["file"]; f != "" && strings.HasPrefix(r.Message, "files changed") {
+			text = strings.Replace(text, "files changed", "files changed ("+filepath.Base(f)+")", 1)
+		}
+		return name, text
+	}
+	if r.Level < slog.LevelWarn {
+		return name, ""
+	}
+	text = strings.ToLower(r.Level.String()) + ": " + r.Message
+	if len(rest) > 0 {
+		text += " (" + strings.Join(rest, " ") + ")"
+	}
+	return name, text
+}
+
+// stateText says the states a dev runner's user cares about; "" for the
+// others.
+func stateText(a map[string]string) string {
+	switch a["to"] {
+	case "CrashLoopBackOff":
+		return "restarting after a " + strings.TrimPrefix(a["msg"], "back-off ") + " back-off (CrashLoopBackOff)"
+	case "Failed":
+		return "failed; not restarted"
+	case "Waiting":
+		return "waiting: " + a["msg"]
+	}
+	return ""
 }
 
 // exitText says how a run ended, as foreman does: "exited with code 3",

@@ -61,6 +61,9 @@ func (q *queuedWriter) run() {
 		}
 		batch := q.queue
 		q.queue, q.spare = q.spare[:0], nil
+		// The queue has room again: writers held back by a full one go on
+		// while this batch is written, not only after.
+		q.changed.Broadcast()
 		q.mu.Unlock()
 		_, _ = q.w.Write(batch)
 		q.mu.Lock()

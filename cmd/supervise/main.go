@@ -4,6 +4,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,16 +16,16 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
 
+	"github.com/supervise-dev/supervise/cmd/internal/execcmd"
 	"github.com/supervise-dev/supervise/config"
 	"github.com/supervise-dev/supervise/ctl"
-	"github.com/supervise-dev/supervise/internal/execcmd"
+	"github.com/supervise-dev/supervise/internal/rungroup"
 	"github.com/supervise-dev/supervise/internal/unixsig"
 	"github.com/supervise-dev/supervise/internal/version"
 	"github.com/supervise-dev/supervise/metrics"
@@ -301,19 +302,82 @@ func runPrograms(c *cli.Context, only []string) int {
 		fmt.Fprintln(os.Stderr, "supervise:", err)
 		return exitFailed
 	}
-	if err := enterRoot(c); err != nil {
-		fmt.Fprintln(os.Stderr, "supervise:", err)
+	r, err := loadRun(c, only)
+	if err != nil {
+		printConfigError(err)
 		return exitUsage
+	}
+	defer r.openLog(c)() // registered first: runs last, after everything logged
+	log := r.log
+	slog.SetDefault(log)
+
+	rt, err := proc.New(proc.Options{Logger: log, LimitsBestEffort: r.devRunner})
+	if err != nil {
+		log.Error("starting the sandbox runtime", "err", err)
+		return exitFailed
+	}
+	defer rt.Close()
+	if r.sup, err = r.newSupervisor(c, rt); err != nil {
+		log.Error("starting the supervisor", "err", err)
+		return exitFailed
+	}
+	for _, sw := range rt.Swept() {
+		r.sup.Note(sw.Program, fmt.Sprintf("swept the leftovers of a dead supervisor: cgroup %s, %d process(es) killed", sw.Cgroup, sw.Killed))
+	}
+
+	socket := r.socketPath(c)
+	srv := ctl.NewServer(ctl.ServerConfig{Path: socket, Group: r.cfg.Supervisor.SocketGroup, Backend: r.sup, Logger: log,
+		MaxConns: r.cfg.Supervisor.MaxConnections, MaxFollowers: r.cfg.Supervisor.MaxFollowers})
+	if err := srv.Listen(); err != nil {
+		log.Error("control socket", "err", err)
+		return exitFailed
+	}
+	// Closed (the socket removed) only once every actor has returned: the
+	// supervisor has stopped the programs by then.
+	defer srv.Close()
+	ms, httpAddr, err := r.listenMetrics(c, srv)
+	if err != nil {
+		log.Error("metrics listener", "err", err)
+		return exitFailed
+	}
+
+	code := exitFailed
+	g := r.actors(srv, ms, &code)
+	log.Info("supervise running", "config", r.file, "socket", socket, "http", httpAddr, "programs", len(r.cfg.Programs), "pid", os.Getpid())
+	_ = g.Run() // no actor ends with an error: the supervisor's code says it all
+	return code
+}
+
+// run is what runPrograms sets up, for the actors to share.
+type run struct {
+	file      string
+	cfg       *config.Config
+	load      func(path string) (*config.Config, error)
+	devRunner bool
+	log       *slog.Logger
+	sup       *supervisor.Supervisor
+
+	// stop is the supervisor's context: it ends with the first stop
+	// signal, or when the supervisor has ended on its own. The control
+	// server, the metrics listener and the config watchers stop serving
+	// with it too, as the shutdown begins; their goroutines live on, idle,
+	// until the group ends.
+	stop   context.Context
+	cancel context.CancelFunc
+}
+
+// loadRun reads the config to run; its error is for printConfigError.
+func loadRun(c *cli.Context, only []string) (*run, error) {
+	if err := enterRoot(c); err != nil {
+		return nil, err
 	}
 	file, err := findConfig(c, only == nil)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "supervise:", err)
-		return exitUsage
+		return nil, err
 	}
 	opts, err := procfileOptions(c)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "supervise:", err)
-		return exitUsage
+		return nil, err
 	}
 	load := func(path string) (*config.Config, error) {
 		cfg, err := config.LoadWithOptions(path, opts)
@@ -324,185 +388,232 @@ func runPrograms(c *cli.Context, only []string) int {
 	}
 	cfg, err := load(file)
 	if err != nil {
-		printConfigError(err)
-		return exitUsage
+		return nil, err
 	}
-	format := cfg.Supervisor.LogFormat
-	if f := c.String("log-format"); f != "" {
-		format = f
-	}
-	level := cfg.Supervisor.LogLevel
-	if l := c.String("log-level"); l != "" {
-		level = l
-	}
-	// Our own log goes through a queue: the supervisor logs state changes
-	// under its lock, which a slow reader of stderr must not hold up.
+	return &run{
+		file: file, cfg: cfg, load: load,
+		// A dev runner: a Procfile, or a project folder's config found
+		// without naming it.
+		devRunner: cfg.Procfile || c.String("config") == "" && (only != nil || c.Args().Len() == 0),
+	}, nil
+}
+
+// openLog sets r.log, supervise's own log; close flushes it. It goes
+// through a queue: the supervisor logs state changes under its lock,
+// which a slow reader of stderr must not hold up.
+func (r *run) openLog(c *cli.Context) (close func()) {
+	format := cmp.Or(c.String("log-format"), r.cfg.Supervisor.LogFormat)
+	level := cmp.Or(c.String("log-level"), r.cfg.Supervisor.LogLevel)
 	stderr := newQueuedWriter(os.Stderr, 1<<20)
-	defer stderr.Close() // registered first: runs last, after everything logged
-	log := newLogger(stderr, format, level)
-	// A dev runner (a Procfile, or a project folder's config found without
-	// naming it) speaks in short human lines among the programs' output,
-	// unless a log format was asked for.
-	devRunner := cfg.Procfile || c.String("config") == "" && (only != nil || c.Args().Len() == 0)
-	if devRunner && c.String("log-format") == "" {
-		stdout := newQueuedWriter(os.Stdout, 1<<20)
-		defer stdout.Close()
-		var names []string
-		for _, p := range cfg.Programs {
-			names = append(names, supervisor.InstanceKeys(p)...)
-		}
-		log = slog.New(newHumanHandler(stdout, names, c.Bool("timestamps")))
+	r.log = newLogger(stderr, format, level)
+	// A dev runner speaks in short human lines among the programs'
+	// output, unless a log format was asked for.
+	if !r.devRunner || c.String("log-format") != "" {
+		return func() { stderr.Close() }
 	}
-	slog.SetDefault(log)
-
-	rt, err := proc.New(proc.Options{Logger: log, LimitsBestEffort: devRunner})
-	if err != nil {
-		log.Error("starting the sandbox runtime", "err", err)
-		return exitFailed
+	stdout := newQueuedWriter(os.Stdout, 1<<20)
+	var names []string
+	for _, p := range r.cfg.Programs {
+		names = append(names, supervisor.InstanceKeys(p)...)
 	}
-	defer rt.Close()
+	r.log = slog.New(newHumanHandler(stdout, names, c.Bool("timestamps")))
+	return func() {
+		stdout.Close()
+		stderr.Close()
+	}
+}
 
-	sup, err := supervisor.New(supervisor.Options{
-		Config:     cfg,
-		Load:       load,
+func (r *run) newSupervisor(c *cli.Context, rt *proc.Runtime) (*supervisor.Supervisor, error) {
+	return supervisor.New(supervisor.Options{
+		Config:     r.cfg,
+		Load:       r.load,
 		Runtime:    rt,
-		Logger:     log,
+		Logger:     r.log,
 		Console:    os.Stdout,
 		Color:      wantColor(isTerminal(os.Stdout)),
 		Terminal:   isTerminal(os.Stdout),
 		Timestamps: c.Bool("timestamps"),
-		OneStream:  devRunner,
+		OneStream:  r.devRunner,
 		Tty:        c.Bool("tty"),
 		// A process gets this long to say something when a neighbour's
 		// end stops the set.
-		StartupGrace: devRunnerStartupGrace(devRunner),
+		StartupGrace: devRunnerStartupGrace(r.devRunner),
 	})
-	if err != nil {
-		log.Error("starting the supervisor", "err", err)
-		return exitFailed
-	}
-	for _, sw := range rt.Swept() {
-		sup.Note(sw.Program, fmt.Sprintf("swept the leftovers of a dead supervisor: cgroup %s, %d process(es) killed", sw.Cgroup, sw.Killed))
-	}
+}
 
-	socket := c.String("socket")
-	if socket == "" {
-		socket = cfg.Supervisor.Socket
+// socketPath is the control socket's: --socket, the config's, a dev
+// runner's per project (which supervisectl finds from the folder), else
+// the default.
+func (r *run) socketPath(c *cli.Context) string {
+	if socket := cmp.Or(c.String("socket"), r.cfg.Supervisor.Socket); socket != "" {
+		return socket
 	}
-	if socket == "" && devRunner {
-		// A dev runner, found in its folder: one supervisor per project,
-		// which supervisectl finds from the folder.
-		socket = ctl.ProjectSocketPath(cfg.Dir)
+	if r.devRunner {
+		return ctl.ProjectSocketPath(r.cfg.Dir)
 	}
-	if socket == "" {
-		socket = ctl.DefaultSocketPath()
-	}
-	srv := ctl.NewServer(ctl.ServerConfig{Path: socket, Group: cfg.Supervisor.SocketGroup, Backend: sup, Logger: log,
-		MaxConns: cfg.Supervisor.MaxConnections, MaxFollowers: cfg.Supervisor.MaxFollowers})
-	if err := srv.Listen(); err != nil {
-		log.Error("control socket", "err", err)
-		return exitFailed
-	}
-	defer srv.Close()
+	return ctl.DefaultSocketPath()
+}
 
-	// bg owns the goroutines below: the control server, the config
-	// watchers and the signal loop; all end with ctx or runDone, and the
-	// function returns only once they have (deferred calls run last first).
-	var bg sync.WaitGroup
-	defer bg.Wait()
-	runDone := make(chan struct{})
-	defer close(runDone)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	bg.Go(func() { _ = srv.Serve(ctx) })
-
-	httpAddr := c.String("http")
-	if httpAddr == "" {
-		httpAddr = cfg.Supervisor.HTTP
+// listenMetrics opens the metrics listener when one is asked for (nil
+// otherwise) and says its address.
+func (r *run) listenMetrics(c *cli.Context, srv *ctl.Server) (*metrics.Server, string, error) {
+	addr := cmp.Or(c.String("http"), r.cfg.Supervisor.HTTP)
+	if addr == "" {
+		return nil, "", nil
 	}
-	if httpAddr != "" {
-		h := metrics.NewHandler(sup, metrics.Build{Version: version.Version, GoVersion: runtime.Version()})
-		ms, err := metrics.Listen(httpAddr, h, log)
+	h := metrics.NewHandler(r.sup, metrics.Build{Version: version.Version, GoVersion: runtime.Version()})
+	if tf := r.cfg.Supervisor.HTTPTokenFile; tf != "" {
+		// Checked when the config was read; read again here, as late as
+		// can be. The token itself is never logged.
+		token, err := config.ReadTokenFile(tf)
 		if err != nil {
-			log.Error("metrics listener", "err", err)
-			return exitFailed
+			return nil, "", fmt.Errorf("http_token_file: %w", err)
 		}
-		httpAddr = ms.Addr().String()
-		bg.Go(func() {
-			if err := ms.Serve(ctx); err != nil {
-				log.Error("metrics listener", "err", err)
+		h.Control(srv.VerbHandler(), token)
+		r.log.Info("HTTP listener serves the control verbs to the token's holder", "token_file", tf)
+	}
+	ms, err := metrics.Listen(addr, h, r.log)
+	if err != nil {
+		return nil, "", err
+	}
+	return ms, ms.Addr().String(), nil
+}
+
+// actors are the run's goroutines, one job each. The supervisor's end
+// ends the run: the others then return, and Run returns once all have.
+// The order of a shutdown:
+//
+//  1. a stop signal (or a control command, or the programs' end) makes
+//     the supervisor stop; the first signal also ends stop, so the
+//     control server, the metrics listener and the config watchers stop
+//     serving at once;
+//  2. the supervisor has stopped every program and returns its code;
+//  3. the signal loop stops (a second signal until then forces the
+//     stop), and the servers' and watchers' goroutines return;
+//  4. runPrograms closes the control socket, then the runtime, then the
+//     log.
+func (r *run) actors(srv *ctl.Server, ms *metrics.Server, code *int) *rungroup.Group {
+	r.stop, r.cancel = context.WithCancel(context.Background())
+	var g rungroup.Group
+	g.Add(func() error {
+		*code = r.sup.Run(r.stop)
+		r.log.Info("supervise exiting", "code", *code)
+		return nil
+	}, func(error) { r.cancel() })
+	// Signals are taken before any actor runs: one sent as soon as we are
+	// up must not find the default action.
+	r.addSignals(&g)
+	r.addHelper(&g, func() {
+		if err := srv.Serve(r.stop); err != nil {
+			r.log.Error("control socket", "err", err)
+		}
+	})
+	if ms != nil {
+		r.addHelper(&g, func() {
+			if err := ms.Serve(r.stop); err != nil {
+				r.log.Error("metrics listener", "err", err)
 			}
 		})
 	}
-
-	// The config follows its file: the directory is watched, so editors that
-	// write and rename and ConfigMap symlink swaps are seen.
-	// env_file and a Procfile's .env count as part of the config.
-	if cfg.Supervisor.WatchConfig {
-		files := append([]string{file}, cfg.Sources...)
-		for _, p := range cfg.Programs {
-			for _, f := range p.EnvFiles {
-				if !slices.Contains(files, f) {
-					files = append(files, f)
-				}
-			}
-		}
-		for _, f := range files {
-			bg.Go(func() {
-				err := watch.File(ctx, f, 200*time.Millisecond, nil, func() {
-					log.Info("config changed; reloading", "file", f)
-					if err := sup.Reload(ctx); err != nil {
-						log.Error("reload failed; the running config stays", "err", err)
-					}
-				})
-				if err != nil && ctx.Err() == nil {
-					log.Warn("not watching a config file", "file", f, "err", err)
-				}
-			})
+	if r.cfg.Supervisor.WatchConfig {
+		for _, f := range r.configFiles() {
+			r.addHelper(&g, func() { r.watchConfig(f) })
 		}
 	}
+	return &g
+}
 
-	// As PID 1 the Go runtime's default for a signal nobody asked for is to
-	// die (its handlers defeat the kernel's init protection), so every
-	// catchable signal is asked for. signal.Ignore would be inherited by the
-	// programs as SIG_IGN; a handled signal is reset at exec.
-	sigs := make(chan os.Signal, 16)
-	signal.Notify(sigs, catchable()...)
-	defer signal.Stop(sigs)
-	bg.Go(func() {
-		stopping := false
-		for {
-			var sig os.Signal
-			select {
-			case sig = <-sigs:
-			case <-runDone:
-				return
-			}
-			switch {
-			case sig != syscall.SIGTERM && sig != syscall.SIGINT && sig != syscall.SIGHUP && sig != syscall.SIGQUIT:
-				log.Debug("signal ignored", "signal", sig.String())
-			case sig == syscall.SIGHUP && !devRunner:
-				// A service's SIGHUP is a reload; a dev runner's comes
-				// from its closed terminal and stops everything, as
-				// Ctrl-C does (reload stays on supervisectl and the watch).
-				if err := sup.Reload(ctx); err != nil {
-					log.Error("reload failed", "err", err)
-				}
-			case !stopping:
-				stopping = true
-				log.Info("stopping everything", "signal", sig.String())
-				cancel()
-			case sig == syscall.SIGINT || sig == syscall.SIGQUIT:
-				log.Warn("second signal: killing everything", "signal", sig.String())
-				sup.Kill()
+// addHelper adds an actor that runs serve, which returns with stop, and
+// then waits for the group's end: a helper that fails or gives up (a
+// listener's error, a watcher that cannot watch) leaves the supervisor
+// running, as only the supervisor's end ends a run.
+func (r *run) addHelper(g *rungroup.Group, serve func()) {
+	done := make(chan struct{})
+	g.Add(func() error {
+		serve()
+		<-done
+		return nil
+	}, func(error) {
+		r.cancel()
+		close(done)
+	})
+}
+
+// configFiles are the files whose change reloads the config: the file,
+// what it includes, and the programs' env files (a Procfile's .env).
+func (r *run) configFiles() []string {
+	files := append([]string{r.file}, r.cfg.Sources...)
+	for _, p := range r.cfg.Programs {
+		for _, f := range p.EnvFiles {
+			if !slices.Contains(files, f) {
+				files = append(files, f)
 			}
 		}
-	})
+	}
+	return files
+}
 
-	log.Info("supervise running", "config", file, "socket", socket, "http", httpAddr, "programs", len(cfg.Programs), "pid", os.Getpid())
-	code := sup.Run(ctx)
-	log.Info("supervise exiting", "code", code)
-	return code
+// watchConfig reloads the config whenever f changes, until stop. The
+// directory is watched, so editors that write and rename and ConfigMap
+// symlink swaps are seen.
+func (r *run) watchConfig(f string) {
+	err := watch.File(r.stop, f, 200*time.Millisecond, nil, func() {
+		r.log.Info("config changed; reloading", "file", f)
+		if err := r.sup.Reload(r.stop); err != nil {
+			r.log.Error("reload failed; the running config stays", "err", err)
+		}
+	})
+	if err != nil && r.stop.Err() == nil {
+		r.log.Warn("not watching a config file", "file", f, "err", err)
+	}
+}
+
+// addSignals takes every catchable signal and adds the actor that acts on
+// them until the group ends. As PID 1 the Go runtime's default for a
+// signal nobody asked for is to die (its handlers defeat the kernel's
+// init protection), so every catchable signal is asked for. signal.Ignore
+// would be inherited by the programs as SIG_IGN; a handled signal is
+// reset at exec.
+func (r *run) addSignals(g *rungroup.Group) {
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, catchable()...)
+	done := make(chan struct{})
+	g.Add(func() error {
+		defer signal.Stop(sigs)
+		stopping := false
+		for {
+			select {
+			case sig := <-sigs:
+				stopping = r.onSignal(sig, stopping)
+			case <-done:
+				return nil
+			}
+		}
+	}, func(error) { close(done) })
+}
+
+// onSignal acts on sig and says whether the shutdown has begun.
+// SIGTERM, SIGINT and SIGQUIT stop everything (as does a dev runner's
+// SIGHUP, from its closed terminal, as Ctrl-C); a second SIGINT or
+// SIGQUIT kills what is still stopping. A service's SIGHUP reloads.
+func (r *run) onSignal(sig os.Signal, stopping bool) bool {
+	switch {
+	case sig != syscall.SIGTERM && sig != syscall.SIGINT && sig != syscall.SIGHUP && sig != syscall.SIGQUIT:
+		r.log.Debug("signal ignored", "signal", sig.String())
+	case sig == syscall.SIGHUP && !r.devRunner:
+		// A dev runner's reload stays on supervisectl and the watch.
+		if err := r.sup.Reload(r.stop); err != nil {
+			r.log.Error("reload failed", "err", err)
+		}
+	case !stopping:
+		r.log.Info("stopping everything", "signal", sig.String())
+		r.cancel()
+		return true
+	case sig == syscall.SIGINT || sig == syscall.SIGQUIT:
+		r.log.Warn("second signal: killing everything", "signal", sig.String())
+		r.sup.Kill()
+	}
+	return stopping
 }
 
 // devRunnerStartupGrace is Options.StartupGrace: a second in the dev

@@ -4,15 +4,18 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/supervise-dev/supervise/ctl"
 	"github.com/supervise-dev/supervise/ctl/ctlfmt"
 )
 
 // ctlTop is `supervisectl top`: the status, refreshed every interval on
-// the terminal's alternate screen, sorted by CPU, memory or name; q quits
+// the terminal's alternate screen, sorted by CPU, memory or name, with the
+// why line of the selected instance (j/k or the arrows move it); q quits
 // (as do ^C and the end of input).
 func ctlTop(ctx context.Context, e *ctlEnv) error {
 	in, out := int(os.Stdin.Fd()), os.Stdout
@@ -30,17 +33,7 @@ func ctlTop(ctx context.Context, e *ctlEnv) error {
 	defer out.WriteString("\x1b[?25h\x1b[?1049l")
 
 	view := &ctlfmt.Top{Sort: e.sort}
-	draw := func() error {
-		st, err := e.client.Status(ctx, e.names)
-		if err != nil {
-			return err
-		}
-		w, h := 80, 24
-		if ws, err := unix.IoctlGetWinsize(int(out.Fd()), unix.TIOCGWINSZ); err == nil && ws.Col > 0 && ws.Row > 0 {
-			w, h = int(ws.Col), int(ws.Row)
-		}
-		return view.Frame(out, st, time.Now(), w, h, e.colour)
-	}
+	draw := func() error { return topFrame(ctx, e, view, out) }
 	if err := draw(); err != nil {
 		return err
 	}
@@ -63,18 +56,9 @@ func ctlTop(ctx context.Context, e *ctlEnv) error {
 			if k <= 0 || err != nil {
 				return nil // the terminal went away
 			}
-			redraw := false
-			for _, c := range buf[:k] {
-				switch c {
-				case 'q', 'Q', 4: // 4: ^D
-					return nil
-				case 'c', 'C':
-					view.Sort, redraw = ctlfmt.SortCPU, true
-				case 'm', 'M':
-					view.Sort, redraw = ctlfmt.SortMemory, true
-				case 'n', 'N':
-					view.Sort, redraw = ctlfmt.SortName, true
-				}
+			quit, redraw := topKeys(view, buf[:k])
+			if quit {
+				return nil
 			}
 			if !redraw {
 				continue
@@ -87,6 +71,70 @@ func ctlTop(ctx context.Context, e *ctlEnv) error {
 		}
 		next = time.Now().Add(e.interval)
 	}
+}
+
+// topFrame draws one frame of view, the size of the terminal out.
+func topFrame(ctx context.Context, e *ctlEnv, view *ctlfmt.Top, out *os.File) error {
+	st, err := e.client.Status(ctx, e.names)
+	if err != nil {
+		return err
+	}
+	// The why line of the selected instance (the first until one is
+	// chosen); a supervisor too old for why just leaves it out.
+	sel := view.Selected
+	if !slices.ContainsFunc(st, func(p ctl.ProgramStatus) bool { return p.Name == sel }) && len(st) > 0 {
+		sel = st[0].Name
+	}
+	view.Why = nil
+	if sel != "" {
+		if ws, err := e.client.Why(ctx, []string{sel}); err == nil && len(ws) == 1 {
+			view.Why = &ws[0]
+		}
+	}
+	w, h := 80, 24
+	if ws, err := unix.IoctlGetWinsize(int(out.Fd()), unix.TIOCGWINSZ); err == nil && ws.Col > 0 && ws.Row > 0 {
+		w, h = int(ws.Col), int(ws.Row)
+	}
+	return view.Frame(out, st, time.Now(), w, h, e.colour)
+}
+
+// topKeys acts on the keys pressed: q (or ^D) quits; c, m and n sort by
+// CPU, memory or name; j/k and the arrows move the selection whose why
+// line is shown. Each but q needs a redraw.
+func topKeys(view *ctlfmt.Top, keys []byte) (quit, redraw bool) {
+	for i := 0; i < len(keys); i++ {
+		c := keys[i]
+		// The arrow keys: ESC [ A (up) and ESC [ B (down).
+		if c == 0x1b && i+2 < len(keys) && keys[i+1] == '[' {
+			switch keys[i+2] {
+			case 'A':
+				view.Move(-1)
+				redraw = true
+			case 'B':
+				view.Move(1)
+				redraw = true
+			}
+			i += 2
+			continue
+		}
+		switch c {
+		case 'k', 'K':
+			view.Move(-1)
+			redraw = true
+		case 'j', 'J':
+			view.Move(1)
+			redraw = true
+		case 'q', 'Q', 4: // 4: ^D
+			return true, redraw
+		case 'c', 'C':
+			view.Sort, redraw = ctlfmt.SortCPU, true
+		case 'm', 'M':
+			view.Sort, redraw = ctlfmt.SortMemory, true
+		case 'n', 'N':
+			view.Sort, redraw = ctlfmt.SortName, true
+		}
+	}
+	return false, redraw
 }
 
 // cbreak turns off the terminal's line editing and echo, so that a key

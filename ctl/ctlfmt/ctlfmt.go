@@ -62,21 +62,26 @@ func State(st ctl.ProgramStatus) string {
 		s += " (next start in " + Duration(time.Duration(st.NextStartInMs+999)/1000*time.Second) + ")"
 	case st.Ready != nil && !*st.Ready && st.State == "Running":
 		s += " (not ready)"
+	case st.NextRunInMs > 0:
+		// A scheduled program between its runs (or in one).
+		s += " (next run in " + Duration(time.Duration(st.NextRunInMs+999)/1000*time.Second) + ")"
 	}
 	return s
 }
 
-// LastExit is the LAST EXIT column: "exit 1", "signal KILL", or the reason
-// when it says more than the status ("OOMKilled", "StartError",
-// "LivenessProbeFailed"); "-" when it never ended.
+// LastExit is the LAST EXIT column: "exit 1", "exit 137 (SIGKILL)", or
+// the reason when it says more than the status ("OOMKilled",
+// "StartError", "LivenessProbeFailed"); "-" when it never ended.
 func LastExit(e *ctl.ExitInfo) string {
 	switch {
 	case e == nil:
 		return "-"
 	case e.Reason != "" && e.Reason != "Completed" && e.Reason != "Error" && e.Reason != "Signaled":
 		return e.Reason
+	case e.Signal != "" && e.Code > 128:
+		return "exit " + strconv.Itoa(e.Code) + " (SIG" + e.Signal + ")"
 	case e.Signal != "":
-		return "signal " + e.Signal
+		return "signal " + e.Signal // a server from before 128+N
 	}
 	return "exit " + strconv.Itoa(e.Code)
 }

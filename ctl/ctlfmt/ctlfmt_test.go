@@ -52,6 +52,9 @@ func TestStateAndLastExit(t *testing.T) {
 		{ctl.ProgramStatus{State: "CrashLoopBackOff", NextStartInMs: 40000}, "CrashLoopBackOff (next start in 40s)"},
 		{ctl.ProgramStatus{State: "CrashLoopBackOff", NextStartInMs: 1}, "CrashLoopBackOff (next start in 1s)"},
 		{ctl.ProgramStatus{State: "CrashLoopBackOff", NextStartInMs: 299001}, "CrashLoopBackOff (next start in 5m)"},
+		{ctl.ProgramStatus{State: "Completed", NextRunInMs: 89500}, "Completed (next run in 1m30s)"},
+		{ctl.ProgramStatus{State: "Running", Ready: &yes, NextRunInMs: 1}, "Running (next run in 1s)"},
+		{ctl.ProgramStatus{State: "CrashLoopBackOff", NextStartInMs: 1000, NextRunInMs: 60000}, "CrashLoopBackOff (next start in 1s)"},
 	} {
 		if got := State(tc.st); got != tc.want {
 			t.Errorf("State(%+v) = %q, want %q", tc.st, got, tc.want)
@@ -64,7 +67,8 @@ func TestStateAndLastExit(t *testing.T) {
 		{nil, "-"},
 		{&ctl.ExitInfo{Code: 0, Reason: "Completed"}, "exit 0"},
 		{&ctl.ExitInfo{Code: 1, Reason: "Error"}, "exit 1"},
-		{&ctl.ExitInfo{Code: 137, Signal: "KILL", Reason: "Signaled"}, "signal KILL"},
+		{&ctl.ExitInfo{Code: 137, Signal: "KILL", Reason: "Signaled"}, "exit 137 (SIGKILL)"},
+		{&ctl.ExitInfo{Code: -1, Signal: "KILL", Reason: "Signaled"}, "signal KILL"}, // a server from before 128+N
 		{&ctl.ExitInfo{Code: 137, Signal: "KILL", Reason: "OOMKilled"}, "OOMKilled"},
 		{&ctl.ExitInfo{Code: -1, Reason: "StartError"}, "StartError"},
 		{&ctl.ExitInfo{Code: -1, Signal: "KILL", Reason: "LivenessProbeFailed"}, "LivenessProbeFailed"},

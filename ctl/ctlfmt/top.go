@@ -24,7 +24,23 @@ const (
 // CPU time of each program, for its CPU %.
 type Top struct {
 	Sort string // SortCPU (the default), SortMemory or SortName
-	prev map[string]topSample
+	// Selected names the instance whose why line the view shows; Frame
+	// makes it the first one when it is "" or gone. Why is its record,
+	// when the caller fetched it.
+	Selected string
+	Why      *ctl.Why
+	order    []string // the names in the last frame's order, for Move
+	prev     map[string]topSample
+}
+
+// Move selects the instance delta rows below (above, when negative) the
+// selected one in the last frame, staying within the rows.
+func (t *Top) Move(delta int) {
+	if len(t.order) == 0 {
+		return
+	}
+	i := max(slices.Index(t.order, t.Selected), 0)
+	t.Selected = t.order[min(max(i+delta, 0), len(t.order)-1)]
 }
 
 type topSample struct {
@@ -66,6 +82,16 @@ func (t *Top) Frame(w io.Writer, sts []ctl.ProgramStatus, now time.Time, width, 
 	}
 	t.prev = next
 	t.sort(rows)
+	t.order = t.order[:0]
+	for _, r := range rows {
+		t.order = append(t.order, r.st.Name)
+	}
+	if !slices.Contains(t.order, t.Selected) {
+		t.Selected = ""
+		if len(sts) > 0 {
+			t.Selected = sts[0].Name
+		}
+	}
 
 	var b strings.Builder
 	line := func(s string, paintAs string) {
@@ -80,8 +106,12 @@ func (t *Top) Frame(w io.Writer, sts []ctl.ProgramStatus, now time.Time, width, 
 		title = "supervise top  " + title
 	}
 	line(title, bold)
-	line(fmt.Sprintf("sorted by %s  [c] CPU  [m] memory  [n] name  [q] quit", t.sortName()), dim)
-	line("", "")
+	line(fmt.Sprintf("sorted by %s  [c] CPU  [m] memory  [n] name  [j/k] select  [q] quit", t.sortName()), dim)
+	if w := t.Why; w != nil && w.Name == t.Selected {
+		line("why "+oneLine(w.Name)+": "+WhyLine(*w), "")
+	} else {
+		line("", "")
+	}
 	shown := max(height-5, 1)
 	more := 0
 	if len(rows) > shown {
@@ -91,6 +121,12 @@ func (t *Top) Frame(w io.Writer, sts []ctl.ProgramStatus, now time.Time, width, 
 	tab := newTopTable(rows, width)
 	line(tab.header(), bold)
 	for i, r := range rows {
+		if colour && r.st.Name == t.Selected {
+			// Reverse video marks the selection; cut before painting, so
+			// the escapes never count against the width.
+			b.WriteString("\x1b[7m" + paint(cut(tab.row(i), width), stateColour(r.st.State), true) + "\x1b[27m\x1b[K\n")
+			continue
+		}
 		line(tab.row(i), stateColour(r.st.State))
 	}
 	if more > 0 {

@@ -170,3 +170,36 @@ func TestTopDropsColumnsInOrder(t *testing.T) {
 		}
 	}
 }
+
+// The third line is the why line of the selected instance, the first of
+// the status until one is chosen; Move walks the frame's order.
+func TestTopWhyLine(t *testing.T) {
+	t0 := time.Unix(1700000000, 0)
+	all := []ctl.ProgramStatus{{Name: "a", State: "Failed"}, {Name: "b", State: "Running", Pid: 7}}
+	top := &Top{Sort: SortName}
+	var b strings.Builder
+	top.Frame(&b, all, t0, 100, 20, false)
+	if top.Selected != "a" {
+		t.Fatalf("selected %q, want the first, a", top.Selected)
+	}
+	top.Why = &ctl.Why{Name: "a", LastRun: &ctl.RunRecord{Status: 3, Code: 3, Reason: "Error", EndedAt: t0}}
+	b.Reset()
+	top.Frame(&b, all, t0, 100, 20, false)
+	if !strings.Contains(b.String(), "why a: exit 3, Error at ") {
+		t.Errorf("no why line:\n%s", b.String())
+	}
+	top.Move(1)
+	top.Move(1)
+	if top.Selected != "b" {
+		t.Errorf("after two moves down: %q, want b (the last row)", top.Selected)
+	}
+	b.Reset()
+	top.Frame(&b, all, t0, 100, 20, false)
+	if strings.Contains(b.String(), "why a:") {
+		t.Errorf("a's why line shows with b selected:\n%s", b.String())
+	}
+	top.Move(-5)
+	if top.Selected != "a" {
+		t.Errorf("after moving up past the top: %q", top.Selected)
+	}
+}

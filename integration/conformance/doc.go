@@ -7,6 +7,8 @@
 //     controller limiters against client-go's.
 //   - TestQueueMatchesClientGo: the work queue against client-go's
 //     rate-limited queue, every Get compared, ties included.
+//   - TestScheduleMatchesRobfigCron: package schedule's cron parser and
+//     next times against robfig/cron's, over random expressions.
 //
 // All are thousands of seeded random sequences on fake time (FakeClocks, and
 // testing/synctest where client-go reads time.Now). The benchmarks compare

@@ -5,6 +5,7 @@ go 1.26.8
 replace github.com/supervise-dev/supervise => ../..
 
 require (
+	github.com/robfig/cron/v3 v3.0.1
 	github.com/supervise-dev/supervise v0.0.0-00010101000000-000000000000
 	k8s.io/api v0.37.2
 	k8s.io/client-go v0.37.2
@@ -24,6 +25,7 @@ require (
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.40.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
+	gopkg.in/yaml.v3 v3.0.1 // indirect
 	k8s.io/kube-openapi v0.0.0-20260721132016-d427ff9ee9ad // indirect
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect

@@ -40,6 +40,8 @@ func decodeStrict(t *testing.T, out []byte) []any {
 			o = &appsv1.Deployment{}
 		case "batch/v1/Job":
 			o = &batchv1.Job{}
+		case "batch/v1/CronJob":
+			o = &batchv1.CronJob{}
 		case "v1/Service":
 			o = &corev1.Service{}
 		case "v1/Pod":
@@ -381,6 +383,131 @@ depends_on = { mig = "completed" }
 		}
 		if !seen["web"] || !seen["mig"] || !pod && (!seen["pre-start"] || !seen["run-mig"]) {
 			t.Errorf("pod=%v: containers %v", pod, seen)
+		}
+	}
+}
+
+// fidelityConfig is a box as people write it: a long-running server that
+// is restarted only when it fails, a one-shot migration it waits for, a
+// sidecar proxy, hooks and probes, no dir but for the migration's.
+const fidelityConfig = `
+[program.api]
+command = ["server", "--port", "8080"]
+restart = "on-failure"
+depends_on = { migrate = "completed", proxy = "running" }
+[program.api.probes.readiness]
+http = "http://127.0.0.1:8080/ready"
+[program.api.probes.liveness]
+tcp = 8080
+[program.api.hooks.post_start]
+command = ["echo", "up"]
+[program.api.hooks.pre_stop]
+sleep = "5s"
+[program.api.hooks.post_stop]
+command = ["sh", "-c", "echo exit $SUPERVISE_EXIT_CODE"]
+
+[program.migrate]
+command = ["migrate", "up"]
+restart = "never"
+dir = "/srv/migrations"
+
+[program.proxy]
+command = ["proxy", "--listen", "9090"]
+sidecar = true
+[program.proxy.probes.startup]
+tcp = 9090
+
+[program.reporter]
+command = ["report"]
+restart = "on-failure"
+dir = "reports"
+`
+
+// --mode pod of fidelityConfig: the API takes the Pod (it has a
+// container), the long-running on-failure server is that container and
+// not an init container that would block the others forever, the
+// one-shot runs first, the sidecar is a native sidecar, and no container
+// runs in the exporting machine's directory unless dir said so.
+func TestKubernetesExportPodFidelity(t *testing.T) {
+	dir := t.TempDir()
+	cfg, err := config.Parse(filepath.Join(dir, "supervise.toml"), []byte(fidelityConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, warns, err := export.Kubernetes(cfg, export.KubernetesOptions{Image: "shop:2", Name: "shop", Pod: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod, ok := decodeStrict(t, out)[0].(*corev1.Pod)
+	if !ok {
+		t.Fatal("first object is not a Pod")
+	}
+	if len(pod.Spec.Containers) == 0 {
+		t.Fatalf("a Pod without containers, which the API rejects:\n%s", out)
+	}
+	kinds := map[string]string{}
+	for _, c := range pod.Spec.InitContainers {
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			kinds[c.Name] = "sidecar"
+		} else {
+			kinds[c.Name] = "init"
+		}
+	}
+	for _, c := range pod.Spec.Containers {
+		kinds[c.Name] = "container"
+	}
+	want := map[string]string{"api": "container", "reporter": "container", "migrate": "init", "proxy": "sidecar"}
+	if !maps.Equal(kinds, want) {
+		t.Errorf("programs became %v, want %v", kinds, want)
+	}
+	for _, c := range pod.Spec.Containers {
+		if c.Name == "api" && (c.Lifecycle == nil || c.Lifecycle.PreStop == nil || c.Lifecycle.PreStop.Sleep == nil || c.Lifecycle.PreStop.Sleep.Seconds != 5) {
+			t.Errorf("api: pre_stop sleep 5s is not the kubelet's sleep action: %+v", c.Lifecycle)
+		}
+	}
+	if pod.Spec.RestartPolicy != corev1.RestartPolicyOnFailure {
+		t.Errorf("Pod restartPolicy %q, want OnFailure (every container's restart)", pod.Spec.RestartPolicy)
+	}
+	for _, c := range append(slices.Clone(pod.Spec.InitContainers), pod.Spec.Containers...) {
+		switch {
+		case c.Name == "migrate" && c.WorkingDir != "/srv/migrations":
+			t.Errorf("migrate: workingDir %q, want its explicit dir", c.WorkingDir)
+		case c.Name != "migrate" && c.Name != "reporter" && c.WorkingDir != "":
+			t.Errorf("%s: workingDir %q from the exporting machine, want the image's", c.Name, c.WorkingDir)
+		case strings.HasPrefix(c.WorkingDir, dir) && c.Name != "reporter":
+			t.Errorf("%s: workingDir %q is the exporting machine's", c.Name, c.WorkingDir)
+		}
+	}
+	keys := map[string]bool{}
+	for _, w := range warns {
+		keys[w.Program+" "+w.Key] = true
+	}
+	if !keys["reporter dir"] {
+		t.Errorf("no warning for a dir relative to the exporting machine's config: %v", warns)
+	}
+	if keys["api dir"] || keys["migrate dir"] {
+		t.Errorf("a warning about a dir that was not relative: %v", warns)
+	}
+
+	// The same config as workloads: no workingDir from this machine either.
+	out, _, err = export.Kubernetes(cfg, export.KubernetesOptions{Image: "shop:2", Name: "shop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range decodeStrict(t, out) {
+		var spec *corev1.PodSpec
+		switch x := o.(type) {
+		case *appsv1.Deployment:
+			spec = &x.Spec.Template.Spec
+		case *batchv1.Job:
+			spec = &x.Spec.Template.Spec
+		default:
+			continue
+		}
+		for _, c := range append(slices.Clone(spec.InitContainers), spec.Containers...) {
+			if c.WorkingDir == dir {
+				t.Errorf("%s: workingDir %q is the exporting machine's", c.Name, c.WorkingDir)
+			}
 		}
 	}
 }

@@ -15,8 +15,9 @@ import (
 	"github.com/supervise-dev/supervise/internal/version"
 )
 
-// MaxRedirects is how many redirects to the same host a check follows, as
-// the kubelet does.
+// MaxRedirects bounds a chain of redirects to the same host: a check makes
+// at most this many requests, so it follows MaxRedirects-1 redirects and
+// fails at the next, as the kubelet (and Go's default client) do.
 const MaxRedirects = 10
 
 // NewClient returns the client: no keep-alives (a check every few seconds
@@ -25,8 +26,8 @@ const MaxRedirects = 10
 // compression (a check reads status codes, and a gzip bomb is nothing it
 // should inflate), certificates not verified, as the kubelet does: a check
 // asks "are you up?" and sends nothing that needs the server
-// authenticated. Redirects to the same host are followed (up to
-// MaxRedirects); one to another host is not: its 3xx is the answer.
+// authenticated. Redirects to the same host are followed (MaxRedirects
+// requests in all); one to another host is not: its 3xx is the answer.
 func NewClient() *http.Client {
 	return &http.Client{
 		Transport: &http.Transport{

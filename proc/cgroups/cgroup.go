@@ -25,6 +25,7 @@ type Cgroup struct {
 // reads 0.
 type Stats struct {
 	MemoryBytes int64         // v2 memory.current, v1 memory.usage_in_bytes
+	MemoryPeak  int64         // Stats only: v2 memory.peak, v1 memory.max_usage_in_bytes (0 when the kernel has none)
 	CPUUsage    time.Duration // v2 cpu.stat usage_usec, v1 cpuacct.usage
 	Pids        int64         // pids.current: tasks (threads), zombies included
 	OOMKills    uint64        // see OOMKills
@@ -174,6 +175,13 @@ func (c *Cgroup) Stats() (Stats, error) {
 	s, err := c.Usage()
 	if err != nil {
 		return Stats{}, err
+	}
+	peakFile := "memory.peak"
+	if c.root.mode != ModeV2 {
+		peakFile = "memory.max_usage_in_bytes"
+	}
+	if s.MemoryPeak, err = c.readOpt("memory", peakFile); err != nil {
+		return Stats{}, fmt.Errorf("cgroups: stats of %q: %w", c.name, err)
 	}
 	if s.Pids, err = c.readOpt("pids", "pids.current"); err != nil {
 		return Stats{}, fmt.Errorf("cgroups: stats of %q: %w", c.name, err)

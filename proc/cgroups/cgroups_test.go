@@ -494,11 +494,12 @@ func TestStatsV2(t *testing.T) {
 	defer cg.Delete()
 	d := cg.Path()
 	k.put(d, "memory.current", "1048576\n")
+	k.put(d, "memory.peak", "3145728\n")
 	k.put(d, "cpu.stat", "usage_usec 2500000\nuser_usec 2000000\nsystem_usec 500000\nnr_periods 3\n")
 	k.put(d, "pids.current", "7\n")
 	k.put(d, "memory.events", "low 0\nhigh 0\nmax 12\noom 3\noom_kill 2\noom_group_kill 0\n")
 	got, err := cg.Stats()
-	want := Stats{MemoryBytes: 1 << 20, CPUUsage: 2500 * time.Millisecond, Pids: 7, OOMKills: 2}
+	want := Stats{MemoryBytes: 1 << 20, MemoryPeak: 3 << 20, CPUUsage: 2500 * time.Millisecond, Pids: 7, OOMKills: 2}
 	if err != nil || got != want {
 		t.Errorf("Stats = %+v, %v; want %+v", got, err, want)
 	}
@@ -542,7 +543,7 @@ func TestOOMKillsV1(t *testing.T) {
 	k.put(cg.dir("pids"), "pids.current", "2\n")
 	k.put(cg.dir("cpuacct"), "cpuacct.usage", "42\n")
 	k.put(d, "memory.oom_control", "oom_kill 1\n")
-	want := Stats{MemoryBytes: 4096, CPUUsage: 42, Pids: 2, OOMKills: 1}
+	want := Stats{MemoryBytes: 4096, MemoryPeak: 1048576, CPUUsage: 42, Pids: 2, OOMKills: 1} // the peak: max_usage_in_bytes
 	if got, err := cg.Stats(); err != nil || got != want {
 		t.Errorf("Stats = %+v, %v; want %+v", got, err, want)
 	}

@@ -1,0 +1,332 @@
+package supervisor
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/supervise-dev/supervise/clock"
+	"github.com/supervise-dev/supervise/config"
+	"github.com/supervise-dev/supervise/ctl"
+	"github.com/supervise-dev/supervise/metrics"
+)
+
+// Scheduled programs (jobs). A job's instance is meant to run (goal run)
+// but is not started between its times: a timer per job, owned by the
+// supervisor and run on its clock, marks a time due and asks a start, as a
+// command does (askStartLocked), and queues the key; decideRun starts a
+// run only then (or for a retry of a failed run, or when asked). A run
+// ends as any other: past max_runtime it is a health kill (ReasonMaxRuntime,
+// which restartWanted never retries), and its exit is settled through
+// decideRun's stepSettle, where settleLocked leaves exit_on and the exit
+// status alone for a job. The core calls in at a few hooks: applyLocked
+// (arm, re-arm, disarm), shutdownAll (disarm), runViewLocked and
+// reconcileRun's start (the run's facts), checkHealthLocked (max_runtime),
+// recordExit (its result, written down), settleLocked, statusLocked,
+// Snapshot, Start and checkDoneLocked.
+
+// ReasonMaxRuntime is the reason of a run stopped for passing max_runtime,
+// Kubernetes' name for a Job past its activeDeadlineSeconds.
+const ReasonMaxRuntime = "DeadlineExceeded"
+
+// maxTimerWait bounds one wait of a job's timer: the timers run on the
+// monotonic clock, which stands still while the machine sleeps and does
+// not follow a wall-clock step, and a job's times are wall-clock times.
+const maxTimerWait = time.Minute
+
+// maxCatchUp bounds the walk over the times missed at once.
+const maxCatchUp = 100000
+
+// jobState is what the supervisor keeps of a job besides its instance;
+// guarded by Supervisor.mu.
+type jobState struct {
+	cfg   config.Schedule
+	timer clock.Timer
+	gen   int       // bumped at each arming: an older timer's call does nothing
+	slot  time.Time // the time of the schedule the timer waits for
+	at    time.Time // when that time's run is due: slot plus the jitter
+
+	due      bool      // a time came (or start asked for a run): run once
+	dueSlot  time.Time // the time the due run is for; zero when asked
+	overran  bool      // the current run passed max_runtime: a health kill
+	runSeq   int       // runs started; the max_runtime timer's run
+	runTimer clock.Timer
+
+	lastStart   time.Time
+	lastResult  string // "succeeded", "failed: exit 1", "skipped: …"
+	lastEnd     time.Time
+	lastSuccess time.Time
+}
+
+// syncJobsLocked arms a timer for every job that has none, re-arms the ones
+// whose schedule changed and disarms those removed or no longer jobs.
+// Called from applyLocked.
+func (s *Supervisor) syncJobsLocked() {
+	now := s.clock.Now()
+	for _, in := range s.instances {
+		j := in.job
+		switch {
+		case !in.spec.Scheduled() || in.goal == goalRemove:
+			if j == nil {
+				continue
+			}
+			j.stop()
+			in.job = nil
+			if in.goal == goalRun {
+				// A daemon now: a job's run that ended does not keep it down.
+				askStartLocked(in, false)
+				s.queue.Add(in.key)
+			}
+		case j == nil:
+			in.job = &jobState{cfg: in.spec.Schedule}
+			s.armLocked(in, in.job.nextAfter(now))
+		case !sameTimes(j.cfg, in.spec.Schedule):
+			j.stop()
+			j.cfg = in.spec.Schedule
+			s.armLocked(in, j.nextAfter(now))
+		default:
+			// The same times: the limits and policies apply from the next
+			// time on, and the timer stays.
+			j.cfg = in.spec.Schedule
+		}
+	}
+}
+
+// sameTimes reports whether two schedules fire at the same times.
+func sameTimes(a, b config.Schedule) bool {
+	return a.Expr == b.Expr && a.Timezone == b.Timezone && a.Jitter == b.Jitter
+}
+
+// nextAfter is the first time of the schedule after t; zero when none.
+func (j *jobState) nextAfter(t time.Time) time.Time { return j.cfg.Spec.Next(t) }
+
+// stop disarms both timers.
+func (j *jobState) stop() {
+	j.gen++
+	if j.timer != nil {
+		j.timer.Stop()
+		j.timer = nil
+	}
+	j.stopRunTimer()
+}
+
+func (j *jobState) stopRunTimer() {
+	if j.runTimer != nil {
+		j.runTimer.Stop()
+		j.runTimer = nil
+	}
+}
+
+// stopJobsLocked disarms every job's timers: the shutdown.
+func (s *Supervisor) stopJobsLocked() {
+	for _, in := range s.instances {
+		if in.job != nil {
+			in.job.stop()
+		}
+	}
+}
+
+// armLocked makes in's timer wait for slot (plus a random jitter).
+func (s *Supervisor) armLocked(in *instance, slot time.Time) {
+	j := in.job
+	j.gen++
+	if j.timer != nil {
+		j.timer.Stop()
+		j.timer = nil
+	}
+	j.slot, j.at = slot, slot
+	if slot.IsZero() {
+		return // never again (Next found nothing in 30 years)
+	}
+	if j.cfg.Jitter > 0 {
+		j.at = slot.Add(time.Duration(s.randFloat() * float64(j.cfg.Jitter)))
+	}
+	s.waitLocked(in)
+}
+
+// waitLocked sets the timer for j.at, at most maxTimerWait ahead.
+func (s *Supervisor) waitLocked(in *instance) {
+	j := in.job
+	gen := j.gen
+	wait := min(max(j.at.Sub(s.clock.Now()), 0), maxTimerWait)
+	j.timer = s.clock.AfterFunc(wait, func() { s.jobTimer(in, gen) })
+}
+
+// jobTimer is a job's timer going off.
+func (s *Supervisor) jobTimer(in *instance, gen int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j := in.job
+	if j == nil || j.gen != gen || s.shuttingDown || s.instances[in.key] != in {
+		return
+	}
+	j.timer = nil
+	now := s.clock.Now()
+	if now.Before(j.at) {
+		s.waitLocked(in) // a capped wait: not yet
+		return
+	}
+	slot := s.slotDueLocked(in, now)
+	s.armLocked(in, j.nextAfter(slot))
+}
+
+// slotDueLocked decides what the time that came (and any missed since)
+// does; it returns the last of them, which the next time follows.
+func (s *Supervisor) slotDueLocked(in *instance, now time.Time) time.Time {
+	j := in.job
+	slot, late := j.slot, now.Sub(j.at)
+	missed := 0
+	for n := j.nextAfter(slot); !n.IsZero() && !n.After(now) && missed < maxCatchUp; n = j.nextAfter(n) {
+		slot, late = n, now.Sub(n)
+		missed++
+	}
+	if missed > 0 {
+		s.events.add(in.key, "", "", fmt.Sprintf("schedule: %d time(s) before %s missed (the machine slept, or the clock jumped); they run as one", missed, stamp(slot)))
+	}
+	if d := j.cfg.StartingDeadline; d > 0 && late > d {
+		j.lastResult, j.lastEnd = fmt.Sprintf("skipped: %s was %s late, past starting_deadline %s", stamp(slot), late.Round(time.Second), d), now
+		s.events.add(in.key, "", "", "schedule: the run of "+stamp(slot)+" skipped: "+late.Round(time.Second).String()+" late, past starting_deadline")
+		return slot
+	}
+	if in.goal != goalRun {
+		return slot // stopped: the schedule waits for a start
+	}
+	if in.procID != "" || in.startingID != "" || in.state == Starting || in.state == Stopping {
+		if j.cfg.Concurrency == config.ConcurrencyReplace {
+			s.events.add(in.key, "", "", "schedule: the run of "+stamp(slot)+" replaces the one still running (concurrency = replace)")
+			in.restartRequested = true // as `supervisectl restart` asks
+			j.due, j.dueSlot = true, slot
+			s.queue.Add(in.key)
+			return slot
+		}
+		j.lastResult, j.lastEnd = "skipped: "+stamp(slot)+" came while the last run still ran (concurrency = forbid)", now
+		s.events.add(in.key, "", "", "schedule: the run of "+stamp(slot)+" skipped: the last run still runs (concurrency = forbid)")
+		return slot
+	}
+	s.events.add(in.key, "", "", "schedule: run of "+stamp(slot))
+	j.due, j.dueSlot = true, slot
+	// Asked as a command asks: it lifts the last run's end for good, and
+	// a retry of the last time's run waiting out its backoff gives way to
+	// this time's.
+	askStartLocked(in, true)
+	s.queue.Add(in.key)
+	return slot
+}
+
+func stamp(t time.Time) string { return t.Format("2006-01-02 15:04:05 MST") }
+
+// runNowLocked is `supervisectl start` on a job: one run now, unless one
+// runs.
+func runNowLocked(in *instance) {
+	if in.job != nil && in.procID == "" && in.state != Starting {
+		in.job.due, in.job.dueSlot = true, time.Time{}
+	}
+}
+
+// jobViewLocked fills in what decideRun looks at of a job.
+func jobViewLocked(in *instance, v *runView) {
+	if j := in.job; j != nil {
+		v.scheduled, v.slotDue = true, j.due
+	}
+}
+
+// jobRunStartsLocked is reconcileRun starting a run of a job: the due time
+// is taken, and max_runtime starts counting.
+func (s *Supervisor) jobRunStartsLocked(in *instance) {
+	j := in.job
+	if j == nil {
+		return
+	}
+	j.due, j.overran = false, false
+	j.runSeq++
+	j.lastStart = s.clock.Now()
+	j.stopRunTimer()
+	if d := j.cfg.MaxRuntime; d > 0 {
+		seq := j.runSeq
+		j.runTimer = s.clock.AfterFunc(d, func() { s.maxRuntimeReached(in, seq) })
+	}
+}
+
+func (s *Supervisor) maxRuntimeReached(in *instance, seq int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j := in.job
+	if j == nil || j.runSeq != seq || s.instances[in.key] != in || in.procID == "" && in.startingID == "" && in.state != Starting {
+		return
+	}
+	j.runTimer = nil
+	j.overran = true
+	s.events.add(in.key, "", "", "schedule: the run passed max_runtime "+j.cfg.MaxRuntime.String()+"; stopping it")
+	s.queue.Add(in.key)
+}
+
+// jobKillLocked is checkHealthLocked's part for a job: a run that passed
+// max_runtime ends as a health kill (ReasonMaxRuntime), through the one
+// stop path, and its exit is a failure that is not retried (restartWanted).
+func jobKillLocked(in *instance, h *health) {
+	if j := in.job; j != nil && j.overran && h.killReason == "" {
+		h.killReason = ReasonMaxRuntime
+	}
+}
+
+// jobRunEndedLocked writes down how a job's run ended, for status and
+// metrics; recordExit calls it once the exit is recorded. What follows
+// (a retry, or Completed or Failed until the next time) is decideRun's.
+func (s *Supervisor) jobRunEndedLocked(in *instance, requested bool) {
+	j := in.job
+	if j == nil || in.lastExit == nil {
+		return
+	}
+	j.stopRunTimer()
+	j.overran = false
+	e := in.lastExit
+	j.lastEnd = e.FinishedAt
+	if j.lastEnd.IsZero() {
+		j.lastEnd = s.clock.Now()
+	}
+	switch {
+	case requested:
+		j.lastResult = "stopped"
+		return
+	case e.Reason == ReasonMaxRuntime:
+		j.lastResult = "failed: max_runtime " + j.cfg.MaxRuntime.String() + " exceeded"
+	case e.failed(in.spec):
+		j.lastResult = "failed: " + exitText(e)
+	default:
+		j.lastResult = "succeeded"
+		j.lastSuccess = j.lastEnd
+	}
+	s.events.add(in.key, "", "", "schedule: run "+j.lastResult)
+}
+
+// jobStatusLocked adds a job's schedule, next time and last run to its
+// status.
+func jobStatusLocked(in *instance, st *ctl.ProgramStatus, now time.Time) {
+	j := in.job
+	if j == nil {
+		return
+	}
+	st.Schedule = j.cfg.Expr
+	if in.goal == goalRun && !j.at.IsZero() {
+		next := j.at
+		st.NextRun = &next
+		st.NextRunInMs = max(next.Sub(now).Milliseconds(), 1)
+	}
+	if j.lastResult != "" {
+		st.LastRun = &ctl.RunInfo{StartedAt: j.lastStart, FinishedAt: j.lastEnd, Result: j.lastResult}
+	}
+}
+
+// jobMetricsLocked adds a job's times to its metrics. A job counts as up
+// for /readyz between its runs: it is not a daemon that should be running.
+func jobMetricsLocked(in *instance, p *metrics.Program) {
+	j := in.job
+	if j == nil {
+		return
+	}
+	p.Scheduled = true
+	p.Up = true
+	p.LastSuccess = j.lastSuccess
+	if in.goal == goalRun {
+		p.NextRun = j.at
+	}
+}
