@@ -39,6 +39,9 @@ func (e *unitWriter) socket() (File, bool) {
 		e.warn("listen", "not mapped: a .socket unit passes its sockets to one service, never to the instances of a template (run one instance, or give each a port of its own with ReusePort=)")
 		return File{}, false
 	}
+	if p.Scheduled() {
+		e.warn("listen", "a connection to the .socket unit starts the job's service at once, outside its schedule; supervise holds it in the backlog until the job's next time")
+	}
 	var b strings.Builder
 	put := func(k string, v setting) { e.put(&b, k, "listen", v) }
 	for _, s := range p.Listen {

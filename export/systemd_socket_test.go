@@ -78,3 +78,26 @@ listen = ["tcp://:8080"]
 	}
 	t.Errorf("no warning for listen: %+v", warns)
 }
+
+// A job's .socket unit would start its service at the first connection,
+// between its times, where supervise holds the connection until the job's
+// next run: written, with a warning saying so.
+func TestSystemdSocketUnitOfAJobWarns(t *testing.T) {
+	cfg := parse(t, `
+[program.report]
+command = ["/bin/true"]
+schedule = "0 3 * * *"
+listen = ["tcp://127.0.0.1:8080"]
+`)
+	files, warns, err := Systemd(cfg, SystemdOptions{Prefix: "demo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	unit(t, files, "demo-report.socket")
+	for _, w := range warns {
+		if w.Program == "report" && w.Key == "listen" && strings.Contains(w.Why, "schedule") {
+			return
+		}
+	}
+	t.Errorf("no warning that the socket starts the job outside its schedule: %+v", warns)
+}
