@@ -4,6 +4,8 @@ import (
 	"slices"
 	"syscall"
 	"time"
+
+	"github.com/supervise-dev/supervise/internal/sockets"
 )
 
 // Defaults of the keys a file may leave out. The crash backoff ones are the
@@ -216,6 +218,11 @@ type Program struct {
 	// Port is the PORT of instance 0 in Procfile mode (instance i gets
 	// Port+i, as foreman does); 0 elsewhere. Env["PORT"] holds it too.
 	Port int `reload:"new-process"`
+
+	// Listen are the sockets supervise binds for the program and holds
+	// across its restarts (socket activation): every process gets them at
+	// descriptors 3, 4, … with LISTEN_FDS, LISTEN_PID and LISTEN_FDNAMES.
+	Listen []sockets.Spec `reload:"new-process"`
 
 	// Health (see health.go). DependsOnCond is what the table form of
 	// depends_on asks of each dependency: DependReady, DependRunning or

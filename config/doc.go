@@ -57,13 +57,19 @@
 //     [defaults]); startup and liveness success thresholds must be 1. A
 //     program has at most one readiness source: probes.readiness, notify
 //     or ready_log_line (a checked Go regexp). notify_fd needs notify =
-//     "fd" (default 3), watchdog needs notify = "sd_notify". depends_on is
+//     "fd" (default 3, or the first descriptor after the listen sockets),
+//     watchdog needs notify = "sd_notify". depends_on is
 //     an array (each waits for "ready") or a table of conditions, "ready",
 //     "running" or "completed" — the last refused on a dependency with
 //     restart = "always", which never completes. http and tcp probes are
 //     refused with the "net" namespace (they could not reach the program). Notify, notify_fd and
 //     watchdog change what the process is given (NeedsNewProcess); probes
 //     and ready_log_line do not.
+//   - Listen (listen.go): URLs parsed by internal/sockets; a unix
+//     socket's directory must be writable by its owner only, a port below
+//     ip_unprivileged_port_start needs root or CAP_NET_BIND_SERVICE, and
+//     an address is listed once in the whole file. The sockets take
+//     descriptors 3…, so a notify_fd among them is refused.
 //
 // Keys: config.example.toml shows every one, commented. Each table's keys
 // are listed once, in the rows that decode them (supervisorKeys and

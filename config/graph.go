@@ -35,6 +35,7 @@ func (d *decoder) crossCheck(cfg *Config) {
 	}
 	d.checkCompleted(cfg)
 	d.checkScheduled(cfg)
+	d.checkListenUnique(cfg)
 	for _, cycle := range findCycles(cfg.Programs) {
 		first := byName[cycle[0]]
 		path := []string{"program", first.Name, "depends_on"}

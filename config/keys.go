@@ -180,6 +180,8 @@ var programKeys = []key[*programDecoding]{
 	{"stderr", func(d *decoder, p *programDecoding, v *node) { p.Stderr = d.output(v) }},
 	{"watch", func(d *decoder, p *programDecoding, v *node) { p.Watch = d.watch(v, p.Dir) }},
 	{"rollout", func(d *decoder, p *programDecoding, v *node) { p.Rollout = d.rollout(v) }},
+	// Socket activation (listen.go).
+	{"listen", func(d *decoder, p *programDecoding, v *node) { d.listen(v, p) }},
 	// Health (health.go).
 	{"probes", func(d *decoder, p *programDecoding, v *node) { p.Probes = d.probes(v, p.isDefaults) }},
 	{"notify", func(d *decoder, p *programDecoding, v *node) {

@@ -54,6 +54,10 @@ type ProcfileOptions struct {
 	// AutoRestart names process types restarted whenever they exit
 	// (restart always, with the crash backoff); their exit ends nothing.
 	AutoRestart []string
+	// HoldPorts gives each process type its PORT as a held socket
+	// (listen = ["tcp://:PORT"]): for servers that take it from
+	// LISTEN_FDS, restarts then refuse no connection.
+	HoldPorts bool
 }
 
 // devWatchExcludes are what a developer never edits and a running app
@@ -97,7 +101,7 @@ func devWatch(opts ProcfileOptions, dir string, bad func(line int, key, format s
 // as it is only the environment's PORT.
 func (o *ProcfileOptions) isZero() bool {
 	return o.BasePort == 0 && o.PortStep == 0 && o.Env == nil && o.Formation == nil && o.Restart == "" && !o.KeepRunning &&
-		o.EnvFiles == nil && !o.Watch && o.WatchPaths == nil && o.WatchIgnore == nil && o.CanDie == nil && o.AutoRestart == nil
+		o.EnvFiles == nil && !o.Watch && o.WatchPaths == nil && o.WatchIgnore == nil && o.CanDie == nil && o.AutoRestart == nil && !o.HoldPorts
 }
 
 // ParseFormation reads a formation as foreman's -m takes it:
@@ -201,6 +205,9 @@ func ParseProcfile(file string, data []byte, opts ProcfileOptions) (*Config, err
 		bad(0, "", `no processes: add lines like "web: ./server"`)
 	}
 	applyFormation(cfg, opts, bad)
+	if opts.HoldPorts {
+		holdPorts(cfg)
+	}
 	if w := devWatch(opts, cfg.Dir, bad); w != nil {
 		for _, p := range cfg.Programs {
 			pw := *w

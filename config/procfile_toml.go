@@ -129,6 +129,7 @@ func (o ProcfileOptions) under(file ProcfileOptions) ProcfileOptions {
 		out.EnvFiles = file.EnvFiles
 	}
 	out.Watch = o.Watch || file.Watch
+	out.HoldPorts = o.HoldPorts || file.HoldPorts
 	if out.WatchPaths == nil {
 		out.WatchPaths = file.WatchPaths
 	}

@@ -82,6 +82,7 @@ func (d *decoder) program(name string, n *node, isDefaults bool) *Program {
 	if len(pd.env.env) > 0 {
 		p.Env = pd.env.env
 	}
+	d.checkListen(pd, n)
 	d.checkHealth(pd, n)
 	d.checkSchedule(pd, t)
 	return p

@@ -120,6 +120,7 @@ func keyCases() map[string]keyCase {
 		"program.*.notify_fd":                           with("notify = \"fd\"\n", "notify_fd = 5\n"),
 		"program.*.watchdog":                            with("notify = \"sd_notify\"\n", "watchdog = \"10s\"\n"),
 		"program.*.ready_log_line":                      only("ready_log_line = \"up\"\n"),
+		"program.*.listen":                              only("listen = [\"tcp://127.0.0.1:18080\"]\n"),
 	}
 	const sched = "schedule = \"0 3 * * *\"\n"
 	cs["program.*.schedule"] = only(sched)

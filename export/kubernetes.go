@@ -223,6 +223,9 @@ func (k *kubeWriter) container() obj {
 	if p.Watchdog > 0 {
 		k.warn("watchdog", "no Kubernetes equivalent: use a liveness probe")
 	}
+	if len(p.Listen) > 0 {
+		k.warn("listen", "not mapped: the container binds its port itself; a Service and kube-proxy keep connections away from a Pod that restarts (with a readiness probe)")
+	}
 	k.unmapped()
 	return c
 }

@@ -67,8 +67,12 @@ func Systemd(cfg *config.Config, opts SystemdOptions) ([]File, []Warning, error)
 		e := &unitWriter{opts: opts, ws: &ws, p: p, byName: byName}
 		data := e.service()
 		timer := e.timerFile() // a scheduled program's .timer (systemd_timer.go), wanted instead of it
-		refused += e.refused
 		files = append(files, File{Name: unitFile(opts.Prefix, p), Data: data})
+		if f, ok := e.socket(); ok { // systemd_socket.go
+			files = append(files, f)
+			wants = append(wants, word(f.Name))
+		}
+		refused += e.refused
 		wanted := instanceUnits(opts.Prefix, p)
 		if timer != nil {
 			files, wanted = append(files, *timer), []string{timer.Name}
@@ -146,6 +150,7 @@ func (e *unitWriter) service() []byte {
 	e.u("Description", "name", join("", lit(e.opts.Prefix+": "), display(p.Name), lit(instanceSuffix(p))))
 	e.u("PartOf", "", word(e.opts.Prefix+".target"))
 	e.deps()
+	e.socketDeps() // systemd_socket.go
 
 	switch p.Notify {
 	case config.NotifySdNotify:

@@ -3,9 +3,9 @@ package pid1
 import (
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 	"syscall"
+
+	"github.com/supervise-dev/supervise/internal/sockets"
 )
 
 // listenShimArgv0 marks this binary re-executed as the socket-activation
@@ -25,7 +25,7 @@ func IsListenShim() bool {
 // keeps, and execs the command in place. It returns only when that
 // exec failed, with the code an init reports for it.
 func ListenShimMain() int {
-	env := withListenPID(os.Environ(), os.Getpid())
+	env := sockets.WithPID(os.Environ(), os.Getpid())
 	err := syscall.Exec(os.Args[1], os.Args[2:], env)
 	fmt.Fprintf(os.Stderr, "supervise: exec %q: %v\n", os.Args[2], err)
 	if notFound(err) {
@@ -34,29 +34,7 @@ func ListenShimMain() int {
 	return 126
 }
 
-// withListenPID returns env with LISTEN_PID (every copy) replaced by pid.
-func withListenPID(env []string, pid int) []string {
-	return append(withoutVar(env, "LISTEN_PID"), "LISTEN_PID="+strconv.Itoa(pid))
-}
-
 // ListenFDs reads systemd's socket activation from env: the number of
 // descriptors in LISTEN_FDS when LISTEN_PID is pid (sd_listen_fds's rule:
 // the variables are for that process only), else 0.
-func ListenFDs(env []string, pid int) (int, error) {
-	var fds, owner string
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "LISTEN_FDS="); ok {
-			fds = v
-		} else if v, ok := strings.CutPrefix(kv, "LISTEN_PID="); ok {
-			owner = v
-		}
-	}
-	if fds == "" || owner != strconv.Itoa(pid) {
-		return 0, nil
-	}
-	n, err := strconv.Atoi(fds)
-	if err != nil || n < 0 || n > 1021 {
-		return 0, fmt.Errorf("LISTEN_FDS=%q: want a count of descriptors", fds)
-	}
-	return n, nil
-}
+func ListenFDs(env []string, pid int) (int, error) { return sockets.Count(env, pid) }

@@ -26,6 +26,7 @@ func (r *Runtime) Create(ctx context.Context, sandboxID string, cfg ProcessConfi
 		return "", fmt.Errorf("creating process %q: %w", cfg.Args[0], err)
 	}
 	spec.InitPath = r.initPath
+	spec.ListenPID = cfg.ListenPID
 	for fd, f := range cfg.ExtraFiles {
 		if f == nil || fd < 3 || fd > 1024 {
 			return "", fmt.Errorf("creating process %q: extra file at descriptor %d: want an open file at 3 to 1024", cfg.Args[0], fd)

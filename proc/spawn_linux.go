@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/supervise-dev/supervise/internal/execpath"
+	"github.com/supervise-dev/supervise/internal/sockets"
 	"golang.org/x/sys/unix"
 )
 
@@ -35,6 +36,9 @@ type spawnSpec struct {
 	// ExtraFDs are the descriptor numbers the program gets its extra files
 	// at, in the order the files are passed next to stdout and stderr.
 	ExtraFDs []int `json:"extra_fds,omitempty"`
+	// ListenPID: the stub sets LISTEN_PID to its own pid, which the exec
+	// in place makes the program's.
+	ListenPID bool `json:"listen_pid,omitempty"`
 	// ForceShim starts even a plain program through the stub: it blocks
 	// until it got its spec, so it can be placed in a cgroup first.
 	ForceShim bool `json:"-"`
@@ -46,11 +50,11 @@ type rlimitSpec struct {
 	Max      uint64 `json:"max"`
 }
 
-// needsShim: rlimits, a umask and no_new_privs cannot be set through
-// SysProcAttr, so such programs are started through the re-executed stub
+// needsShim: rlimits, a umask, no_new_privs and LISTEN_PID (the child's
+// own pid) cannot be set through SysProcAttr, so such programs are started through the re-executed stub
 // ("exec" role), which sets them and execs the program in place.
 func (s *spawnSpec) needsShim() bool {
-	return s.ForceShim || len(s.Rlimits) > 0 || s.NoNewPrivs || s.Umask >= 0
+	return s.ForceShim || s.ListenPID || len(s.Rlimits) > 0 || s.NoNewPrivs || s.Umask >= 0
 }
 
 var rlimitNames = map[string]int{
@@ -221,6 +225,9 @@ func shimMain() int {
 	if err := shimApply(&s); err != nil {
 		fmt.Fprintln(ctl, err)
 		return 127
+	}
+	if s.ListenPID {
+		s.Env = sockets.WithPID(s.Env, os.Getpid())
 	}
 	unix.CloseOnExec(fd)
 	err := syscall.Exec(s.Path, s.Args, s.Env)

@@ -159,6 +159,11 @@ type ProcessConfig struct {
 	// (3 and up), e.g. an s6-style notification fd. The caller owns them
 	// and may close them once Start returned.
 	ExtraFiles map[int]*os.File
+	// ListenPID sets LISTEN_PID to the program's own pid (socket
+	// activation: sd_listen_fds(3) takes the sockets only when it names
+	// the reader). Only the child knows its pid, so the program is started
+	// through the exec stub, which sets it between fork and exec.
+	ListenPID bool
 }
 
 // State is the state of a process.

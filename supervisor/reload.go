@@ -3,6 +3,7 @@ package supervisor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/supervise-dev/supervise/config"
@@ -101,6 +102,15 @@ func (s *Supervisor) ApplyConfig(ctx context.Context, cfg *config.Config) error 
 	if s.shuttingDown {
 		return errors.New("supervise is shutting down")
 	}
+	// Sockets first: a reload that needs an impossible bind is refused
+	// before anything of it applies.
+	ch, err := s.listen.prepare(cfg)
+	if err != nil {
+		s.reloadFailures++
+		s.events.add("supervisor", "", "ReloadFailed", err.Error())
+		return fmt.Errorf("reloading %s: %w (the running config stays)", cfg.File, err)
+	}
+	s.listen.commit(ch)
 	s.applyLocked(cfg)
 	s.reloads++
 	s.bg.Go(func() { s.syncWatchers(cfg) }) // not under s.mu: a watcher's callback takes it

@@ -115,7 +115,12 @@ func (s *Supervisor) launch(ctx context.Context, in *instance, spec *config.Prog
 	pcfg := processConfig(spec, env)
 	pcfg.Stdout, pcfg.Stderr = stdout, stderr
 	pcfg.ExtraFiles = h.childFiles(spec)
-	id, err := s.rt.Create(ctx, sid, pcfg)
+	closeSockets, err := s.listen.addSockets(spec, &pcfg)
+	defer closeSockets()
+	id := ""
+	if err == nil {
+		id, err = s.rt.Create(ctx, sid, pcfg)
+	}
 	if err == nil {
 		// The exit may be reported before Start returns: watchExits
 		// must know whose it is.

@@ -150,8 +150,9 @@ type Supervisor struct {
 	lockCheckMu sync.Mutex
 	lockCheck   chan struct{}
 
-	watch watchers   // file watchers of [program.N.watch]
-	stats statsCache // cgroup figures for status
+	listen listenSet  // the programs' listening sockets (listen.go)
+	watch  watchers   // file watchers of [program.N.watch]
+	stats  statsCache // cgroup figures for status
 }
 
 // New builds a Supervisor for opts.Config. Nothing starts before Run.
@@ -205,6 +206,11 @@ func New(opts Options) (*Supervisor, error) {
 		s.events.add(key, "", "LogFileRefused", err.Error()+"; its lines go to the console")
 	}
 	s.logs.oneStream, s.logs.tty = opts.OneStream, opts.OneStream && opts.Tty
+	s.listen.log = log
+	if err := s.openSockets(opts.Config); err != nil {
+		cancel()
+		return nil, err
+	}
 	s.apply(opts.Config)
 	return s, nil
 }
@@ -305,6 +311,7 @@ func (s *Supervisor) Run(ctx context.Context) int {
 	}
 	s.stopWatchers()
 	s.shutdownAll()
+	s.listen.closeAll()
 	s.reportForced()
 	close(stop)
 	s.queue.ShutDown()

@@ -156,6 +156,7 @@ func runFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "timestamps", Aliases: []string{"t"}, Usage: "start each console line with the time, as foreman does"},
 		&cli.BoolFlag{Name: "tty", Usage: "dev runner: give each process a pseudo-terminal for its output, as overmind does (programs print their colours)"},
 		&cli.BoolFlag{Name: "watch", Usage: "Procfile: restart every process when a file under the Procfile's folder changes (not node_modules, log/, tmp/, .git or what .gitignore ignores)"},
+		&cli.BoolFlag{Name: "hold-ports", Usage: "Procfile: supervise binds each process's PORT and passes it as fd 3 (LISTEN_FDS, systemd's socket activation), so restarts refuse no connection; for servers that take it (a server that binds PORT itself then fails: address in use)"},
 		&cli.StringSliceFlag{Name: "watch-path", Usage: "Procfile: watch this path instead of the whole folder (repeat; implies --watch)"},
 		&cli.StringSliceFlag{Name: "watch-ignore", Usage: "Procfile: leave out of the watch what matches this glob (repeat; \"**\" spans folders)"},
 		rootFlag(),
@@ -196,6 +197,7 @@ func procfileOptions(c *cli.Context) (config.ProcfileOptions, error) {
 	opts.Restart = config.RestartPolicy(c.String("restart"))
 	opts.KeepRunning = c.Bool("keep-running")
 	opts.Watch = c.Bool("watch")
+	opts.HoldPorts = c.Bool("hold-ports")
 	opts.WatchPaths = c.StringSlice("watch-path")
 	opts.WatchIgnore = c.StringSlice("watch-ignore")
 	opts.EnvFiles = commaList(c.StringSlice("env"))

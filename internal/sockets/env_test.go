@@ -1,11 +1,11 @@
-package pid1
+package sockets
 
 import (
 	"slices"
 	"testing"
 )
 
-func TestListenFDs(t *testing.T) {
+func TestCount(t *testing.T) {
 	for _, c := range []struct {
 		env  []string
 		want int
@@ -20,17 +20,25 @@ func TestListenFDs(t *testing.T) {
 		{[]string{"LISTEN_FDS=-1", "LISTEN_PID=42"}, 0, true},
 		{[]string{"LISTEN_FDS=5000", "LISTEN_PID=42"}, 0, true},
 	} {
-		got, err := ListenFDs(c.env, 42)
+		got, err := Count(c.env, 42)
 		if got != c.want || (err != nil) != c.err {
-			t.Errorf("ListenFDs(%q) = %d, %v; want %d, error %v", c.env, got, err, c.want, c.err)
+			t.Errorf("Count(%q) = %d, %v; want %d, error %v", c.env, got, err, c.want, c.err)
 		}
 	}
 }
 
-func TestWithListenPID(t *testing.T) {
-	got := withListenPID([]string{"A=1", "LISTEN_PID=1", "LISTEN_FDS=2", "LISTEN_PID=3"}, 99)
+func TestWithPID(t *testing.T) {
+	got := WithPID([]string{"A=1", "LISTEN_PID=1", "LISTEN_FDS=2", "LISTEN_PID=3"}, 99)
 	want := []string{"A=1", "LISTEN_FDS=2", "LISTEN_PID=99"}
 	if !slices.Equal(got, want) {
-		t.Errorf("withListenPID = %q, want %q", got, want)
+		t.Errorf("WithPID = %q, want %q", got, want)
+	}
+}
+
+func TestEnv(t *testing.T) {
+	got := Env([]string{"http", "admin"})
+	want := []string{"LISTEN_FDS=2", "LISTEN_FDNAMES=http:admin"}
+	if !slices.Equal(got, want) {
+		t.Errorf("Env = %q, want %q", got, want)
 	}
 }
