@@ -196,6 +196,9 @@ func TestListenSingleInstanceZeroDowntime(t *testing.T) {
 		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
+		// A dying process may still accept the next connection, and that
+		// one nobody can save: the clients wait until it is gone.
+		eventually(t, "the killed server gone", 30*time.Second, func() bool { return !alive(pid) })
 		c.gate.Unlock()
 		pid = waitServed(fmt.Sprintf("an answer after SIGKILL %d", i+1), pid)
 	}
@@ -536,6 +539,9 @@ max = "1s"
 			}
 			gate.Lock()
 			syscall.Kill(pid, syscall.SIGKILL)
+			// A dying process may still accept the next connection, and
+			// that one nobody can save: the client waits until it is gone.
+			eventually(t, "the killed server gone", 30*time.Second, func() bool { return !alive(pid) })
 			gate.Unlock()
 			served(pid)
 			close(stop)
