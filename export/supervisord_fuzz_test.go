@@ -1,14 +1,9 @@
 package export
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
-	"time"
-
-	"github.com/BurntSushi/toml"
 )
 
 // FuzzImportSupervisord holds the importer to what supervise's loader
@@ -39,30 +34,9 @@ func FuzzImportSupervisord(f *testing.F) {
 	}
 	f.Setenv("PHP_MEMORY", "256M") // the docker seed expands it
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		start := time.Now()
-		out, _, err := ImportSupervisord("fuzz.conf", data)
-		took := time.Since(start)
-		runtime.ReadMemStats(&after)
-		if took > time.Second {
-			t.Errorf("the import of %d bytes took %v", len(data), took)
-		}
-		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 100<<20 {
-			t.Errorf("the import of %d bytes allocated %d MiB", len(data), alloc>>20)
-		}
-		if err != nil {
-			return
-		}
-		if len(out) > maxImportSize {
-			t.Fatalf("the import is %d bytes, past the config bound", len(out))
-		}
-		if n := bytes.Count(out, []byte("\n[")); n > maxImportPrograms {
-			t.Fatalf("the import has %d table headers", n)
-		}
-		var doc map[string]any
-		if _, err := toml.Decode(string(out), &doc); err != nil {
-			t.Fatalf("the import does not parse: %v\n%s", err, out)
-		}
+		boundedImport(t, data, func() ([]byte, error) {
+			out, _, err := ImportSupervisord("fuzz.conf", data)
+			return out, err
+		})
 	})
 }
