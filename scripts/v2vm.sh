@@ -24,6 +24,9 @@
 #                      (TCG, several times slower than the host), so scale
 #                      tests shrink there; the host run keeps their full size
 #   V2VM_MEM, V2VM_SMP VM memory in MiB (default 1024) and CPUs (default 2)
+#   V2VM_FROZEN        seconds without the guest's heartbeat after which it
+#                      counts as frozen, is killed and booted once more
+#                      (default 120)
 #   V2VM_CACHE         kernel cache and serial log (default ~/.cache/supervise-v2vm)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,6 +39,7 @@ V2VM_RUN=${V2VM_RUN:-}
 V2VM_SHORT=${V2VM_SHORT:-1}
 V2VM_MEM=${V2VM_MEM:-1024}
 V2VM_SMP=${V2VM_SMP:-2}
+V2VM_FROZEN=${V2VM_FROZEN:-120}
 V2VM_CACHE=${V2VM_CACHE:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/supervise-v2vm}
 
 log() { echo "v2vm: $*" >&2; }
@@ -131,19 +135,58 @@ mknod -m 600 "$root/dev/console" c 5 1 2>/dev/null || true
 t_initramfs=$(since "$t3")
 log "kernel $kpkg, tests: ${names[*]}, initramfs $(du -m "$work/initramfs.cpio" | cut -f1) MiB"
 
-# 5. Boot. The serial console is the log; timeout is the hard stop.
+# 5. Boot. The serial console is the log; timeout is the hard stop. The
+# init writes a heartbeat to the second port every 5 s from a timer; when it
+# stops for V2VM_FROZEN seconds the guest's clock or CPUs have stopped (an
+# emulator stall: no timeout inside the guest can fire then), which is told
+# apart from a slow or hung test (those keep the heartbeat going and meet
+# the guest's own timeouts). A frozen guest is killed, reported with its
+# last heartbeat, and booted once more; a second freeze fails the run.
 t4=$(now)
 serial=$V2VM_CACHE/serial.log
 append="console=ttyS0 panic=-1 quiet loglevel=4 rdinit=/init v2vm.timeout=$V2VM_TEST_TIMEOUT"
 [ -z "$V2VM_RUN" ] || append="$append v2vm.run=$V2VM_RUN"
 [ "$V2VM_SHORT" != 1 ] || append="$append v2vm.short=1"
+boot() {
+	local beat=$work/heartbeat
+	: >"$beat"
+	{
+		timeout --kill-after=10 "$V2VM_TIMEOUT" qemu-system-x86_64 \
+			-accel tcg -cpu max -smp "$V2VM_SMP" -m "$V2VM_MEM" \
+			-display none -monitor none -serial stdio -serial "file:$beat" -nic none -no-reboot \
+			-kernel "$vmlinuz" -initrd "$work/initramfs.cpio" -append "$append" \
+			</dev/null 2>&1
+		echo $? >"$work/qemu_rc"
+	} | tee "$serial" &
+	local pipe=$! last_size=-1 last_change=$SECONDS size
+	frozen=
+	while kill -0 "$pipe" 2>/dev/null; do
+		sleep 2
+		size=$(stat -c %s "$beat" 2>/dev/null || echo 0)
+		if grep -q '^V2VM DONE' "$serial" 2>/dev/null; then
+			last_change=$SECONDS # powering off: no more heartbeats
+		elif [ "$size" != "$last_size" ]; then
+			last_size=$size last_change=$SECONDS
+		elif [ $((SECONDS - last_change)) -ge "$V2VM_FROZEN" ]; then
+			frozen="no heartbeat for ${V2VM_FROZEN}s; last: $(tail -n 1 "$beat" | tr -d '\r' || true)"
+			pkill -f -- "-serial file:$beat" || true
+			break
+		fi
+	done
+	wait "$pipe"
+	qemu_rc=$(cat "$work/qemu_rc" 2>/dev/null || echo '?')
+}
 set +e
-timeout --kill-after=10 "$V2VM_TIMEOUT" qemu-system-x86_64 \
-	-accel tcg -cpu max -smp "$V2VM_SMP" -m "$V2VM_MEM" \
-	-display none -monitor none -serial stdio -nic none -no-reboot \
-	-kernel "$vmlinuz" -initrd "$work/initramfs.cpio" -append "$append" \
-	</dev/null 2>&1 | tee "$serial"
-qemu_rc=${PIPESTATUS[0]}
+attempt=1
+while :; do
+	boot
+	[ -n "$frozen" ] || break
+	log "the guest froze (attempt $attempt): $frozen"
+	cp "$serial" "$serial.frozen$attempt"
+	[ "$attempt" -lt 2 ] || break
+	attempt=$((attempt + 1))
+	log "booting it once more; the frozen run's console is in $serial.frozen$((attempt - 1))"
+done
 set -e
 t_vm=$(since "$t4")
 
@@ -158,6 +201,7 @@ for name in "${names[@]}"; do
 		ok=
 	fi
 done
+[ -z "$frozen" ] || log "the guest froze twice; the second time: $frozen"
 grep -q '^V2VM DONE' "$serial" || { log "the VM did not finish (qemu exit $qemu_rc; 124 = timeout after ${V2VM_TIMEOUT}s)"; ok=; }
 log "took $(since "$t0")s: tools ${t_tools}s, kernel ${t_kernel}s, build ${t_build}s, initramfs ${t_initramfs}s, boot+tests ${t_vm}s; serial log $serial"
 [ -n "$ok" ] || exit 1

@@ -12,6 +12,11 @@
 // -test.timeout, default 10m), v2vm.run=<regexp> (-test.run), v2vm.short=1
 // (-test.short). A binary that outlives its timeout by a minute is
 // reported ("V2VM STUCK", with every task's kernel stack) and killed.
+//
+// It writes a heartbeat line every few seconds to the second serial port
+// (/dev/ttyS1), from a timer: the host tells a guest whose clock or CPUs have
+// stopped, where no timeout inside the guest can fire, from a test that is
+// merely slow.
 package main
 
 import (
@@ -31,6 +36,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "v2vm init: not PID 1; this program is the init of the test VM")
 		os.Exit(2)
 	}
+	go heartbeat("/dev/ttyS1", 5*time.Second)
 	pass, fail := run()
 	fmt.Printf("V2VM DONE pass=%d fail=%d\n", pass, fail)
 	unix.Sync()
@@ -185,6 +191,34 @@ func reportStuck(pid int, after time.Duration) {
 	syscall.Kill(pid, syscall.SIGQUIT)
 	time.Sleep(10 * time.Second)
 	syscall.Kill(pid, syscall.SIGKILL)
+}
+
+// heartbeat writes the guest's uptime to the port every period; the host
+// watches the file it fills. Without the port (an older script) it does
+// nothing.
+func heartbeat(port string, period time.Duration) {
+	// devtmpfs is mounted by run; wait for the node rather than race it.
+	var f *os.File
+	for i := 0; i < 20; i++ {
+		var err error
+		if f, err = os.OpenFile(port, os.O_WRONLY|unix.O_NOCTTY, 0); err == nil {
+			break
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	if f == nil {
+		return
+	}
+	// A raw port: no newline translation, no echo to wait on.
+	if t, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS); err == nil {
+		t.Oflag &^= unix.OPOST
+		unix.IoctlSetTermios(int(f.Fd()), unix.TCSETS, t)
+	}
+	for {
+		up, _ := os.ReadFile("/proc/uptime")
+		fmt.Fprintf(f, "tick %s\n", strings.Fields(string(up) + " ?")[0])
+		time.Sleep(period)
+	}
 }
 
 func mountAll() error {
