@@ -11,7 +11,9 @@ import (
 // A liveness probe that always passes must never restart its program, even
 // when post_start outlasts the probe's initial delay and timeout: the
 // probe's timeout counts from when it runs, as the kubelet's. Here the
-// probe is due (delay 0) four seconds before it can run.
+// probe is due (delay 0) ten seconds before it can run, twice its timeout:
+// a timeout counted from when it was due fails the first run, while a
+// probe that is only slow to fork on a loaded machine has five seconds.
 func TestKubeletProbeTimeoutAfterLongPostStart(t *testing.T) {
 	dir, file := writeConfig(t, "")
 	runs := filepath.Join(dir, "probe-runs")
@@ -20,16 +22,17 @@ func TestKubeletProbeTimeoutAfterLongPostStart(t *testing.T) {
 command = ["sleep", "1000"]
 restart = "always"
 [program.slowstart.hooks.post_start]
-command = ["sleep", "4"]
+command = ["sleep", "10"]
 [program.slowstart.probes.liveness]
 command = ["sh", "-c", "echo run >> `+runs+`"]
 period = "1s"
+timeout = "5s"
 failure_threshold = 1
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	d := startDaemon(t, dir, file)
-	// Four passing probes after a 4 s post_start: about 8 s of the run.
+	// Four passing probes after a 10 s post_start: about 14 s of the run.
 	eventually(t, "four liveness probes run", 60*time.Second, func() bool {
 		if st, ok := d.status()["slowstart"]; ok && st.Restarts != 0 {
 			t.Fatalf("restarted by a liveness probe that always passes: %+v (last exit %+v)", st, st.LastExit)
