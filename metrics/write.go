@@ -22,86 +22,103 @@ func appendSnapshot(e *encoder, s Snapshot, build Build) {
 }
 
 func appendPrograms(e *encoder, s Snapshot) {
-	ps := s.Programs
-	lbl := func(p *Program, more ...string) []string {
-		return append([]string{"program", p.Program, "instance", p.Instance}, more...)
-	}
-	e.family("supervise_program_state", "gauge", "1 for the state the program instance is in, 0 for the others.")
-	for i := range ps {
-		for _, st := range s.States {
-			e.sample("supervise_program_state", b2f(ps[i].State == st), lbl(&ps[i], "state", st)...)
+	for _, f := range programFamilies {
+		e.family(f.name, f.typ, f.help)
+		for i := range s.Programs {
+			f.samples(&s.Programs[i], s.States, programSampler{e: e, name: f.name, p: &s.Programs[i]})
 		}
 	}
-	e.family("supervise_program_ready", "gauge", "1 when the instance's current run is ready (passed its readiness check, or has none and runs).")
-	for i := range ps {
-		e.sample("supervise_program_ready", b2f(ps[i].Ready), lbl(&ps[i])...)
-	}
-	e.family("supervise_program_autostart", "gauge", "1 when the instance starts with the supervisor (and counts for /readyz).")
-	for i := range ps {
-		e.sample("supervise_program_autostart", b2f(ps[i].Autostart), lbl(&ps[i])...)
-	}
-	e.family("supervise_program_restarts_total", "counter", "Restarts of the instance after an exit, a failed probe or a request.")
-	for i := range ps {
-		e.sample("supervise_program_restarts_total", float64(ps[i].Restarts), lbl(&ps[i])...)
-	}
-	e.family("supervise_program_start_time_seconds", "gauge", "Start of the current run, in seconds since the Unix epoch; absent when none runs.")
-	for i := range ps {
-		if !ps[i].StartedAt.IsZero() {
-			e.sample("supervise_program_start_time_seconds", unixSeconds(ps[i].StartedAt), lbl(&ps[i])...)
-		}
-	}
-	e.family("supervise_program_last_exit_code", "gauge", "Exit code of the instance's last run (128+N when signal N ended it, as shells show it); absent before the first exit.")
-	for i := range ps {
-		if x := ps[i].LastExit; x != nil {
-			e.sample("supervise_program_last_exit_code", float64(x.Code), lbl(&ps[i])...)
-		}
-	}
-	e.family("supervise_program_last_exit_reason", "gauge", "1, with the reason the instance's last run ended in the label; absent before the first exit.")
-	for i := range ps {
-		if x := ps[i].LastExit; x != nil {
-			e.sample("supervise_program_last_exit_reason", 1, lbl(&ps[i], "reason", x.Reason)...)
-		}
-	}
-	e.family("supervise_program_memory_bytes", "gauge", "Memory charged to the instance's cgroup; absent without a cgroup or a running process.")
-	for i := range ps {
-		if ps[i].Stats {
-			e.sample("supervise_program_memory_bytes", float64(ps[i].MemoryBytes), lbl(&ps[i])...)
-		}
-	}
-	e.family("supervise_program_cpu_seconds_total", "counter", "CPU time used in the instance's cgroup in the current run (starts again at 0 with a new run).")
-	for i := range ps {
-		if ps[i].Stats {
-			e.sample("supervise_program_cpu_seconds_total", ps[i].CPUSeconds, lbl(&ps[i])...)
-		}
-	}
-	e.family("supervise_program_oom_kills_total", "counter", "Runs of the instance ended by the OOM killer.")
-	for i := range ps {
-		e.sample("supervise_program_oom_kills_total", float64(ps[i].OOMKills), lbl(&ps[i])...)
-	}
-	e.family("supervise_program_last_success_time_seconds", "gauge", "End of the last successful run of a scheduled program, in seconds since the Unix epoch; absent before one.")
-	for i := range ps {
-		if ps[i].Scheduled && !ps[i].LastSuccess.IsZero() {
-			e.sample("supervise_program_last_success_time_seconds", unixSeconds(ps[i].LastSuccess), lbl(&ps[i])...)
-		}
-	}
-	e.family("supervise_program_next_run_time_seconds", "gauge", "When the next run of a scheduled program is due, in seconds since the Unix epoch; absent while it is stopped.")
-	for i := range ps {
-		if ps[i].Scheduled && !ps[i].NextRun.IsZero() {
-			e.sample("supervise_program_next_run_time_seconds", unixSeconds(ps[i].NextRun), lbl(&ps[i])...)
-		}
-	}
-	e.family("supervise_program_probe_success", "gauge", "1 when the last run of the probe succeeded, 0 when it failed; by probe (startup, readiness, liveness).")
-	for i := range ps {
-		for _, pr := range ps[i].Probes {
-			e.sample("supervise_program_probe_success", b2f(pr.OK), lbl(&ps[i], "probe", pr.Kind)...)
-		}
-	}
-	e.family("supervise_program_probe_duration_seconds", "gauge", "How long the last run of the probe took.")
-	for i := range ps {
-		for _, pr := range ps[i].Probes {
-			e.sample("supervise_program_probe_duration_seconds", pr.Duration.Seconds(), lbl(&ps[i], "probe", pr.Kind)...)
-		}
-	}
+}
+
+// programFamily is a metric family with a sample per program instance.
+type programFamily struct {
+	name, typ, help string
+	// samples adds the instance's samples: none when it has no value.
+	samples func(p *Program, states []string, out programSampler)
+}
+
+// programSampler adds a sample of one family for one instance, labelled
+// with the program and instance and any more label pairs.
+type programSampler struct {
+	e    *encoder
+	name string
+	p    *Program
+}
+
+func (s programSampler) add(v float64, more ...string) {
+	s.e.sample(s.name, v, append([]string{"program", s.p.Program, "instance", s.p.Instance}, more...)...)
+}
+
+// programFamilies are written in this order, each for every instance.
+var programFamilies = []programFamily{
+	{"supervise_program_state", "gauge", "1 for the state the program instance is in, 0 for the others.",
+		func(p *Program, states []string, out programSampler) {
+			for _, st := range states {
+				out.add(b2f(p.State == st), "state", st)
+			}
+		}},
+	{"supervise_program_ready", "gauge", "1 when the instance's current run is ready (passed its readiness check, or has none and runs).",
+		func(p *Program, _ []string, out programSampler) { out.add(b2f(p.Ready)) }},
+	{"supervise_program_autostart", "gauge", "1 when the instance starts with the supervisor (and counts for /readyz).",
+		func(p *Program, _ []string, out programSampler) { out.add(b2f(p.Autostart)) }},
+	{"supervise_program_restarts_total", "counter", "Restarts of the instance after an exit, a failed probe or a request.",
+		func(p *Program, _ []string, out programSampler) { out.add(float64(p.Restarts)) }},
+	{"supervise_program_start_time_seconds", "gauge", "Start of the current run, in seconds since the Unix epoch; absent when none runs.",
+		func(p *Program, _ []string, out programSampler) {
+			if !p.StartedAt.IsZero() {
+				out.add(unixSeconds(p.StartedAt))
+			}
+		}},
+	{"supervise_program_last_exit_code", "gauge", "Exit code of the instance's last run (128+N when signal N ended it, as shells show it); absent before the first exit.",
+		func(p *Program, _ []string, out programSampler) {
+			if x := p.LastExit; x != nil {
+				out.add(float64(x.Code))
+			}
+		}},
+	{"supervise_program_last_exit_reason", "gauge", "1, with the reason the instance's last run ended in the label; absent before the first exit.",
+		func(p *Program, _ []string, out programSampler) {
+			if x := p.LastExit; x != nil {
+				out.add(1, "reason", x.Reason)
+			}
+		}},
+	{"supervise_program_memory_bytes", "gauge", "Memory charged to the instance's cgroup; absent without a cgroup or a running process.",
+		func(p *Program, _ []string, out programSampler) {
+			if p.Stats {
+				out.add(float64(p.MemoryBytes))
+			}
+		}},
+	{"supervise_program_cpu_seconds_total", "counter", "CPU time used in the instance's cgroup in the current run (starts again at 0 with a new run).",
+		func(p *Program, _ []string, out programSampler) {
+			if p.Stats {
+				out.add(p.CPUSeconds)
+			}
+		}},
+	{"supervise_program_oom_kills_total", "counter", "Runs of the instance ended by the OOM killer.",
+		func(p *Program, _ []string, out programSampler) { out.add(float64(p.OOMKills)) }},
+	{"supervise_program_last_success_time_seconds", "gauge", "End of the last successful run of a scheduled program, in seconds since the Unix epoch; absent before one.",
+		func(p *Program, _ []string, out programSampler) {
+			if p.Scheduled && !p.LastSuccess.IsZero() {
+				out.add(unixSeconds(p.LastSuccess))
+			}
+		}},
+	{"supervise_program_next_run_time_seconds", "gauge", "When the next run of a scheduled program is due, in seconds since the Unix epoch; absent while it is stopped.",
+		func(p *Program, _ []string, out programSampler) {
+			if p.Scheduled && !p.NextRun.IsZero() {
+				out.add(unixSeconds(p.NextRun))
+			}
+		}},
+	{"supervise_program_probe_success", "gauge", "1 when the last run of the probe succeeded, 0 when it failed; by probe (startup, readiness, liveness).",
+		func(p *Program, _ []string, out programSampler) {
+			for _, pr := range p.Probes {
+				out.add(b2f(pr.OK), "probe", pr.Kind)
+			}
+		}},
+	{"supervise_program_probe_duration_seconds", "gauge", "How long the last run of the probe took.",
+		func(p *Program, _ []string, out programSampler) {
+			for _, pr := range p.Probes {
+				out.add(pr.Duration.Seconds(), "probe", pr.Kind)
+			}
+		}},
 }
 
 // appendQueue writes the work queue's figures under the names of

@@ -322,32 +322,7 @@ func (r *Runner) record(kind string, s Spec, res Result, run int) (more bool) {
 	warned := res.Warning != "" && r.st.Last[kind].Warning != res.Warning
 	r.st.Last[kind] = res
 	before := r.st
-	more = true
-	passed := res.OK && run >= s.SuccessThreshold
-	failed := !res.OK && run >= s.FailureThreshold
-	switch kind {
-	case Startup:
-		if passed {
-			r.st.Started = true
-			r.startedAt = r.clock.Now()
-			close(r.started)
-			more = false
-		} else if failed {
-			r.failLocked(Startup, fmt.Sprintf("startup probe failed %d times: %s", run, res.Message))
-			more = false
-		}
-	case Readiness:
-		if passed {
-			r.ready = true
-		} else if failed {
-			r.ready = false
-		}
-	case Liveness:
-		if failed {
-			r.failLocked(Liveness, fmt.Sprintf("liveness probe failed %d times: %s", run, res.Message))
-			more = false
-		}
-	}
+	more = r.applyLocked(kind, s, res, run)
 	r.st.Ready = r.st.Started && !r.st.LivenessFailed && (r.cfg.Readiness == nil || r.ready)
 	changed := before.Started != r.st.Started || before.Ready != r.st.Ready || before.LivenessFailed != r.st.LivenessFailed || warned
 	snap := r.snapshotLocked()
@@ -357,19 +332,49 @@ func (r *Runner) record(kind string, s Spec, res Result, run int) (more bool) {
 		r.log.Debug("probe failed", "probe", kind, "run", run, "msg", res.Message)
 	}
 	if changed {
-		switch {
-		case snap.LivenessFailed:
-			r.log.Warn("probe failed: restart needed", "probe", kind, "msg", snap.Failure)
-		case before.Ready != snap.Ready:
-			r.log.Info("readiness changed", "probe", kind, "ready", snap.Ready, "msg", res.Message)
-		case warned:
-			r.log.Warn("probe passed with a warning", "probe", kind, "msg", res.Warning)
-		}
-		if r.cfg.OnChange != nil {
-			r.cfg.OnChange(snap)
-		}
+		r.announce(kind, res, before, snap, warned)
 	}
 	return more
+}
+
+// applyLocked applies the verdict of a probe of kind whose result has come
+// run times in a row. It returns false when the probe's worker is done.
+func (r *Runner) applyLocked(kind string, s Spec, res Result, run int) bool {
+	passed := res.OK && run >= s.SuccessThreshold
+	failed := !res.OK && run >= s.FailureThreshold
+	switch {
+	case kind == Startup && passed:
+		r.st.Started = true
+		r.startedAt = r.clock.Now()
+		close(r.started)
+		return false
+	case kind == Startup && failed:
+		r.failLocked(Startup, fmt.Sprintf("startup probe failed %d times: %s", run, res.Message))
+		return false
+	case kind == Readiness && passed:
+		r.ready = true
+	case kind == Readiness && failed:
+		r.ready = false
+	case kind == Liveness && failed:
+		r.failLocked(Liveness, fmt.Sprintf("liveness probe failed %d times: %s", run, res.Message))
+		return false
+	}
+	return true
+}
+
+// announce logs a change of the probes' status and passes it on.
+func (r *Runner) announce(kind string, res Result, before, snap Status, warned bool) {
+	switch {
+	case snap.LivenessFailed:
+		r.log.Warn("probe failed: restart needed", "probe", kind, "msg", snap.Failure)
+	case before.Ready != snap.Ready:
+		r.log.Info("readiness changed", "probe", kind, "ready", snap.Ready, "msg", res.Message)
+	case warned:
+		r.log.Warn("probe passed with a warning", "probe", kind, "msg", res.Warning)
+	}
+	if r.cfg.OnChange != nil {
+		r.cfg.OnChange(snap)
+	}
 }
 
 // failLocked marks the run as failed and stops every probe.

@@ -39,37 +39,17 @@ func resolveIdentity(db accounts, usr, group string, groups []string) (identity,
 	if usr == "" && group == "" && len(groups) == 0 {
 		return identity{}, nil
 	}
-	id := identity{set: true}
+	// Without a user, keep uid 0 (ours: only root may change identity).
 	var u *user.User
-	haveGid := false
-	switch {
-	case usr == "":
-		// keep uid 0 (ours: only root may change identity)
-	case isNumber(usr):
-		id.uid = atou32(usr)
+	acct := account{}
+	if usr != "" {
 		var err error
-		u, err = db.lookupUserID(usr)
-		var unknown user.UnknownUserIdError
-		switch {
-		case err == nil:
-			id.gid, haveGid = atou32(u.Gid), true
-		case errors.As(err, &unknown):
-			u = nil // a uid without an account: allowed, with a group
-		default:
-			return identity{}, fmt.Errorf("user %s: %w", usr, err)
+		if u, acct, err = lookupAccount(db, usr); err != nil {
+			return identity{}, err
 		}
-	default:
-		var err error
-		u, err = db.lookupUser(usr)
-		var unknown user.UnknownUserError
-		switch {
-		case errors.As(err, &unknown):
-			return identity{}, fmt.Errorf("user %q: no such user", usr)
-		case err != nil:
-			return identity{}, fmt.Errorf("user %q: %w", usr, err)
-		}
-		id.uid, id.gid, haveGid = atou32(u.Uid), atou32(u.Gid), true
 	}
+	id := identity{set: true, uid: acct.uid, gid: acct.gid}
+	haveGid := acct.haveGid
 	if group != "" {
 		gid, err := lookupGroup(db, group)
 		if err != nil {
@@ -80,28 +60,72 @@ func resolveIdentity(db accounts, usr, group string, groups []string) (identity,
 	if usr != "" && !haveGid {
 		return identity{}, fmt.Errorf("user %s: no such account; give a group as well", usr)
 	}
+	var err error
+	id.groups, err = supplementaryGroups(db, u, id.gid, groups)
+	if err != nil {
+		return identity{}, err
+	}
+	return id, nil
+}
+
+// account is what a user name or number resolves to.
+type account struct {
+	uid, gid uint32
+	haveGid  bool // false: a uid without an account
+}
+
+// lookupAccount resolves a user name or number; the user is nil for a
+// numeric uid without an account, which is allowed (with a group).
+func lookupAccount(db accounts, usr string) (*user.User, account, error) {
+	if !isNumber(usr) {
+		u, err := db.lookupUser(usr)
+		var unknown user.UnknownUserError
+		switch {
+		case errors.As(err, &unknown):
+			return nil, account{}, fmt.Errorf("user %q: no such user", usr)
+		case err != nil:
+			return nil, account{}, fmt.Errorf("user %q: %w", usr, err)
+		}
+		return u, account{uid: atou32(u.Uid), gid: atou32(u.Gid), haveGid: true}, nil
+	}
+	u, err := db.lookupUserID(usr)
+	var unknown user.UnknownUserIdError
 	switch {
-	case len(groups) > 0:
+	case err == nil:
+		return u, account{uid: atou32(usr), gid: atou32(u.Gid), haveGid: true}, nil
+	case errors.As(err, &unknown):
+		return nil, account{uid: atou32(usr)}, nil
+	}
+	return nil, account{}, fmt.Errorf("user %s: %w", usr, err)
+}
+
+// supplementaryGroups resolves the groups given or, without any, the
+// user's own groups but its primary one, as initgroups(3) does.
+func supplementaryGroups(db accounts, u *user.User, primary uint32, groups []string) ([]uint32, error) {
+	var out []uint32
+	if len(groups) > 0 {
 		for _, g := range groups {
 			gid, err := lookupGroup(db, g)
 			if err != nil {
-				return identity{}, err
+				return nil, err
 			}
-			id.groups = append(id.groups, gid)
+			out = append(out, gid)
 		}
-	case u != nil:
-		// As initgroups(3): the user's groups, but the primary one.
-		gids, err := db.groupIDs(u)
-		if err != nil {
-			return identity{}, fmt.Errorf("user %q: listing its groups: %w", u.Username, err)
-		}
-		for _, g := range gids {
-			if gid := atou32(g); isNumber(g) && gid != id.gid {
-				id.groups = append(id.groups, gid)
-			}
+		return out, nil
+	}
+	if u == nil {
+		return nil, nil
+	}
+	gids, err := db.groupIDs(u)
+	if err != nil {
+		return nil, fmt.Errorf("user %q: listing its groups: %w", u.Username, err)
+	}
+	for _, g := range gids {
+		if gid := atou32(g); isNumber(g) && gid != primary {
+			out = append(out, gid)
 		}
 	}
-	return id, nil
+	return out, nil
 }
 
 func lookupGroup(db accounts, g string) (uint32, error) {

@@ -54,44 +54,15 @@ func (r *Runtime) CreateSandbox(ctx context.Context, cfg SandboxConfig) (id stri
 	}
 	sb := &sandbox{id: r.newID(cfg.Name), cfg: cfg, createdAt: time.Now(), procs: make(map[string]*process), execs: make(map[int]bool)}
 	sb.cfg.Namespaces = slices.Clone(cfg.Namespaces)
-	if !cfg.NoCgroup {
-		switch {
-		case r.cg == nil && cfg.hasLimits() && errors.Is(r.cgErr, fs.ErrPermission) && r.limitsOptional:
-			r.sayNoLimits(cfg.Name, r.cgErr)
-		case r.cg == nil && cfg.hasLimits() && errors.Is(r.cgErr, fs.ErrPermission):
-			return "", errNotPermitted(cfg.Name, r.cgErr)
-		case r.cg == nil && cfg.hasLimits():
-			return "", fmt.Errorf("creating sandbox %q: limits asked: %w: %v", cfg.Name, ErrCgroupsUnavailable, r.cgErr)
-		case r.cg != nil:
-			cg, err := r.cg.create(sb.id, cfg)
-			switch {
-			case err != nil && errors.Is(err, fs.ErrPermission) && !cfg.hasLimits():
-				// A supervisor that may not write the cgroup tree (not
-				// root; root made the subtree) runs what asks for no
-				// limits without a cgroup, as it would with none at all.
-				r.sayNoCgroup(err)
-			case err != nil && errors.Is(err, fs.ErrPermission) && r.limitsOptional:
-				r.sayNoLimits(cfg.Name, err)
-			case err != nil && errors.Is(err, fs.ErrPermission):
-				return "", errNotPermitted(cfg.Name, err)
-			case err != nil:
-				return "", fmt.Errorf("creating sandbox %q: creating cgroup: %w", cfg.Name, err)
+	if err := r.attachCgroup(sb); err != nil {
+		return "", err
+	}
+	if sb.cg != nil {
+		defer func() {
+			if retErr != nil {
+				_ = sb.cg.remove() // kills what got in, then removes
 			}
-			if cg == nil {
-				break
-			}
-			sb.cg = cg
-			if r.cg.v2() {
-				sb.place.Store(int32(placeFD))
-			} else {
-				sb.place.Store(int32(placePtrace))
-			}
-			defer func() {
-				if retErr != nil {
-					_ = cg.remove() // kills what got in, then removes
-				}
-			}()
-		}
+		}()
 	}
 	if len(cfg.Namespaces) > 0 || r.forceInit {
 		in, err := r.startInit(ctx, sb)
@@ -114,6 +85,59 @@ func (r *Runtime) CreateSandbox(ctx context.Context, cfg SandboxConfig) (id stri
 		return "", ErrClosed
 	}
 	return sb.id, nil
+}
+
+// attachCgroup gives sb its cgroup with its limits, or lets it run without
+// one where that is allowed: nothing asks for limits, or limits are
+// optional and the tree may not be written.
+func (r *Runtime) attachCgroup(sb *sandbox) error {
+	cfg := sb.cfg
+	if cfg.NoCgroup {
+		return nil
+	}
+	if r.cg == nil {
+		if !cfg.hasLimits() {
+			return nil
+		}
+		if errors.Is(r.cgErr, fs.ErrPermission) {
+			return r.cgroupDenied(cfg, r.cgErr)
+		}
+		return fmt.Errorf("creating sandbox %q: limits asked: %w: %v", cfg.Name, ErrCgroupsUnavailable, r.cgErr)
+	}
+	cg, err := r.cg.create(sb.id, cfg)
+	switch {
+	case err != nil && errors.Is(err, fs.ErrPermission) && !cfg.hasLimits():
+		// A supervisor that may not write the cgroup tree (not root;
+		// root made the subtree) runs what asks for no limits without a
+		// cgroup, as it would with none at all.
+		r.sayNoCgroup(err)
+	case err != nil && errors.Is(err, fs.ErrPermission):
+		if err := r.cgroupDenied(cfg, err); err != nil {
+			return err
+		}
+	case err != nil:
+		return fmt.Errorf("creating sandbox %q: creating cgroup: %w", cfg.Name, err)
+	}
+	if cg == nil {
+		return nil
+	}
+	sb.cg = cg
+	if r.cg.v2() {
+		sb.place.Store(int32(placeFD))
+	} else {
+		sb.place.Store(int32(placePtrace))
+	}
+	return nil
+}
+
+// cgroupDenied answers a sandbox with limits that the cgroup tree may not
+// be written for: it runs without them when limits are optional.
+func (r *Runtime) cgroupDenied(cfg SandboxConfig, err error) error {
+	if r.limitsOptional {
+		r.sayNoLimits(cfg.Name, err)
+		return nil
+	}
+	return errNotPermitted(cfg.Name, err)
 }
 
 func defaultIDMap(own int) []syscall.SysProcIDMap {

@@ -60,14 +60,24 @@ func (s runStep) String() string { return stepNames[s] }
 // asked is used up by the decision, whatever it is.
 func decideRun(v runView) runDecision {
 	if v.running {
-		switch {
-		case v.restartRequested:
-			return runDecision{step: stepStopForRestart}
-		case v.unhealthy:
-			return runDecision{step: stepStopUnhealthy}
-		}
-		return runDecision{step: stepNothing}
+		return runDecision{step: decideRunning(v)}
 	}
+	return decideStopped(v)
+}
+
+// decideRunning: whether a run that is there ends, and why.
+func decideRunning(v runView) runStep {
+	switch {
+	case v.restartRequested:
+		return stepStopForRestart
+	case v.unhealthy:
+		return stepStopUnhealthy
+	}
+	return stepNothing
+}
+
+// decideStopped: whether and when an instance with no process starts.
+func decideStopped(v runView) runDecision {
 	d := runDecision{take: v.restartRequested || v.startAsked || v.waiveBackoff}
 	lifted := v.restartRequested || v.startAsked
 	own := v.afterExit && !v.waiveBackoff

@@ -58,29 +58,7 @@ type topRow struct {
 // and height lines. It starts at the top-left corner and clears what the
 // previous frame left below and to the right, so the screen never blinks.
 func (t *Top) Frame(w io.Writer, sts []ctl.ProgramStatus, now time.Time, width, height int, colour bool) error {
-	rows := make([]topRow, len(sts))
-	next := make(map[string]topSample, len(sts))
-	var running, notReady int
-	var cpuSum float64
-	var memSum int64
-	for i, st := range sts {
-		rows[i] = topRow{st: st, pct: -1}
-		if st.Pid == 0 {
-			continue
-		}
-		running++
-		if st.Ready != nil && !*st.Ready {
-			notReady++
-		}
-		memSum += st.MemoryBytes
-		next[st.Name] = topSample{cpu: st.CPUSeconds, pid: st.Pid, at: now}
-		// A new run starts its CPU time again: no figure across it.
-		if p, ok := t.prev[st.Name]; ok && p.pid == st.Pid && st.CPUSeconds >= p.cpu && now.After(p.at) {
-			rows[i].pct = (st.CPUSeconds - p.cpu) / now.Sub(p.at).Seconds() * 100
-			cpuSum += rows[i].pct
-		}
-	}
-	t.prev = next
+	rows, sum := t.sample(sts, now)
 	t.sort(rows)
 	t.order = t.order[:0]
 	for _, r := range rows {
@@ -101,7 +79,7 @@ func (t *Top) Frame(w io.Writer, sts []ctl.ProgramStatus, now time.Time, width, 
 	}
 	b.WriteString("\x1b[H")
 	title := fmt.Sprintf("%s  %d programs, %d running, %d not ready  CPU %.1f%%  memory %s",
-		now.Format("15:04:05"), len(sts), running, notReady, cpuSum, Bytes(memSum))
+		now.Format("15:04:05"), len(sts), sum.running, sum.notReady, sum.cpu, Bytes(sum.mem))
 	if len("supervise top  "+title) <= width {
 		title = "supervise top  " + title
 	}
@@ -135,6 +113,40 @@ func (t *Top) Frame(w io.Writer, sts []ctl.ProgramStatus, now time.Time, width, 
 	b.WriteString("\x1b[J")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// topSum is the top line's figures over every program.
+type topSum struct {
+	running, notReady int
+	cpu               float64 // % of one CPU
+	mem               int64
+}
+
+// sample makes the rows of a frame at now, with each running program's
+// CPU % since the previous frame, and keeps its CPU time for the next.
+func (t *Top) sample(sts []ctl.ProgramStatus, now time.Time) ([]topRow, topSum) {
+	rows := make([]topRow, len(sts))
+	next := make(map[string]topSample, len(sts))
+	var sum topSum
+	for i, st := range sts {
+		rows[i] = topRow{st: st, pct: -1}
+		if st.Pid == 0 {
+			continue
+		}
+		sum.running++
+		if st.Ready != nil && !*st.Ready {
+			sum.notReady++
+		}
+		sum.mem += st.MemoryBytes
+		next[st.Name] = topSample{cpu: st.CPUSeconds, pid: st.Pid, at: now}
+		// A new run starts its CPU time again: no figure across it.
+		if p, ok := t.prev[st.Name]; ok && p.pid == st.Pid && st.CPUSeconds >= p.cpu && now.After(p.at) {
+			rows[i].pct = (st.CPUSeconds - p.cpu) / now.Sub(p.at).Seconds() * 100
+			sum.cpu += rows[i].pct
+		}
+	}
+	t.prev = next
+	return rows, sum
 }
 
 func (t *Top) sortName() string {

@@ -201,56 +201,89 @@ func (s *Spec) options(q url.Values) error {
 		if len(vs) != 1 {
 			return fmt.Errorf("option %s given %d times", k, len(vs))
 		}
-		v := vs[0]
-		switch k {
-		case "name":
-			if err := checkName(v); err != nil {
-				return err
-			}
-			s.Name = v
-		case "backlog":
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 || n > 65535 {
-				return fmt.Errorf("backlog must be a number from 1 to 65535 (got %q)", v)
-			}
-			if !s.Stream() {
-				return fmt.Errorf("backlog applies to stream sockets only, not %s", s.Network)
-			}
-			s.Backlog = n
-		case "reuse_port":
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				return fmt.Errorf("reuse_port must be true or false (got %q)", v)
-			}
-			if b && s.Unix() {
-				return errors.New("reuse_port applies to tcp and udp sockets only")
-			}
-			s.ReusePort = b
-		case "mode":
-			m, err := strconv.ParseUint(v, 8, 32)
-			if err != nil || m > 0o777 || m == 0 {
-				return fmt.Errorf("mode must be an octal permission like 0660 (got %q)", v)
-			}
-			s.Mode = fs.FileMode(m)
-		case "owner", "group":
-			if v == "" || strings.ContainsAny(v, ":/\x00") || len(v) > 64 {
-				return fmt.Errorf("%s must be a user or group name or number (got %q)", k, v)
-			}
-			if k == "owner" {
-				s.Owner = v
-			} else {
-				s.Group = v
-			}
-		case "accept":
-			if b, err := strconv.ParseBool(v); err != nil || b {
-				return errors.New("accept can only be false: supervise passes the listening socket itself (one process serves every connection), not one connection per process as inetd does")
-			}
-		default:
+		set, ok := specOptions[k]
+		if !ok {
 			return fmt.Errorf("unknown option %q (known: name, backlog, reuse_port, mode, owner, group, accept)", k)
+		}
+		if err := set(s, k, vs[0]); err != nil {
+			return err
 		}
 	}
 	if (s.Mode != 0 || s.Owner != "" || s.Group != "") && !s.Unix() {
 		return errors.New("mode, owner and group apply to unix sockets only")
+	}
+	return nil
+}
+
+// specOptions parse a socket address's query options, one row a key; each
+// checks its value and sets it on the Spec.
+var specOptions = map[string]func(s *Spec, key, v string) error{
+	"name":       (*Spec).setName,
+	"backlog":    (*Spec).setBacklog,
+	"reuse_port": (*Spec).setReusePort,
+	"mode":       (*Spec).setMode,
+	"owner":      (*Spec).setOwner,
+	"group":      (*Spec).setOwner,
+	"accept":     (*Spec).setAccept,
+}
+
+func (s *Spec) setName(_, v string) error {
+	if err := checkName(v); err != nil {
+		return err
+	}
+	s.Name = v
+	return nil
+}
+
+func (s *Spec) setBacklog(_, v string) error {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("backlog must be a number from 1 to 65535 (got %q)", v)
+	}
+	if !s.Stream() {
+		return fmt.Errorf("backlog applies to stream sockets only, not %s", s.Network)
+	}
+	s.Backlog = n
+	return nil
+}
+
+func (s *Spec) setReusePort(_, v string) error {
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return fmt.Errorf("reuse_port must be true or false (got %q)", v)
+	}
+	if b && s.Unix() {
+		return errors.New("reuse_port applies to tcp and udp sockets only")
+	}
+	s.ReusePort = b
+	return nil
+}
+
+func (s *Spec) setMode(_, v string) error {
+	m, err := strconv.ParseUint(v, 8, 32)
+	if err != nil || m > 0o777 || m == 0 {
+		return fmt.Errorf("mode must be an octal permission like 0660 (got %q)", v)
+	}
+	s.Mode = fs.FileMode(m)
+	return nil
+}
+
+// setOwner sets the owner or the group of a unix socket's file.
+func (s *Spec) setOwner(k, v string) error {
+	if v == "" || strings.ContainsAny(v, ":/\x00") || len(v) > 64 {
+		return fmt.Errorf("%s must be a user or group name or number (got %q)", k, v)
+	}
+	if k == "owner" {
+		s.Owner = v
+	} else {
+		s.Group = v
+	}
+	return nil
+}
+
+func (s *Spec) setAccept(_, v string) error {
+	if b, err := strconv.ParseBool(v); err != nil || b {
+		return errors.New("accept can only be false: supervise passes the listening socket itself (one process serves every connection), not one connection per process as inetd does")
 	}
 	return nil
 }

@@ -56,77 +56,81 @@ func (c *Cgroup) dir(ctrl string) string {
 }
 
 func (c *Cgroup) setLimits(res Resources, need []string) error {
-	r := c.root
-	if r.mode == ModeV2 {
-		file := filepath.Join(c.dirs[0], "cgroup.controllers")
-		avail, err := readWords(file)
-		if err != nil {
-			return fmt.Errorf("cgroups: creating %q: %w", c.name, err)
-		}
-		for _, ctrl := range need {
-			if !contains(avail, ctrl) {
-				reason := fmt.Sprintf("%s lists %q", file, strings.Join(avail, " "))
-				if e := r.enableErr(ctrl); e != nil {
-					reason += "; " + e.Error()
-				}
-				return &ControllerError{Controller: ctrl, Reason: reason}
-			}
+	if c.root.mode == ModeV2 {
+		if err := c.checkControllers(need); err != nil {
+			return err
 		}
 	}
-	set := func(what, ctrl, file, value string) error {
-		if err := r.k.Write(filepath.Join(c.dir(ctrl), file), value); err != nil {
-			return fmt.Errorf("cgroups: creating %q: setting %s: %w", c.name, what, err)
+	for _, w := range limitWrites(c.root.mode, res) {
+		path := filepath.Join(c.dir(w.ctrl), w.file)
+		if w.optional && !exists(path) {
+			continue
 		}
-		return nil
-	}
-	// setIfPresent writes optional files (swap accounting may be off).
-	setIfPresent := func(what, ctrl, file, value string) error {
-		if !exists(filepath.Join(c.dir(ctrl), file)) {
-			return nil
+		if err := c.root.k.Write(path, w.value); err != nil {
+			return fmt.Errorf("cgroups: creating %q: setting %s: %w", c.name, w.what, err)
 		}
-		return set(what, ctrl, file, value)
 	}
+	return nil
+}
+
+// checkControllers fails with a ControllerError when a v2 cgroup does not
+// offer a controller its limits need, saying why it was not enabled.
+func (c *Cgroup) checkControllers(need []string) error {
+	file := filepath.Join(c.dirs[0], "cgroup.controllers")
+	avail, err := readWords(file)
+	if err != nil {
+		return fmt.Errorf("cgroups: creating %q: %w", c.name, err)
+	}
+	for _, ctrl := range need {
+		if contains(avail, ctrl) {
+			continue
+		}
+		reason := fmt.Sprintf("%s lists %q", file, strings.Join(avail, " "))
+		if e := c.root.enableErr(ctrl); e != nil {
+			reason += "; " + e.Error()
+		}
+		return &ControllerError{Controller: ctrl, Reason: reason}
+	}
+	return nil
+}
+
+// limitWrite is one file write that sets a limit.
+type limitWrite struct {
+	what, ctrl, file, value string
+	optional                bool // written where the file exists (swap accounting may be off)
+}
+
+// limitWrites lists the writes that set res, in the order they must go.
+func limitWrites(mode Mode, res Resources) []limitWrite {
+	var w []limitWrite
 	if res.MemoryMax > 0 {
 		mem := strconv.FormatInt(res.MemoryMax, 10)
-		if r.mode == ModeV2 {
-			if err := set("memory limit", "memory", "memory.max", mem); err != nil {
-				return err
-			}
-			if err := setIfPresent("swap limit", "memory", "memory.swap.max", "0"); err != nil {
-				return err
-			}
+		if mode == ModeV2 {
+			w = append(w,
+				limitWrite{"memory limit", "memory", "memory.max", mem, false},
+				limitWrite{"swap limit", "memory", "memory.swap.max", "0", true})
 		} else {
 			// memsw (memory+swap) must not go below the memory limit, so
 			// the memory limit goes first.
-			if err := set("memory limit", "memory", "memory.limit_in_bytes", mem); err != nil {
-				return err
-			}
-			if err := setIfPresent("memory+swap limit", "memory", "memory.memsw.limit_in_bytes", mem); err != nil {
-				return err
-			}
+			w = append(w,
+				limitWrite{"memory limit", "memory", "memory.limit_in_bytes", mem, false},
+				limitWrite{"memory+swap limit", "memory", "memory.memsw.limit_in_bytes", mem, true})
 		}
 	}
 	if res.CPUMax > 0 {
 		q := cpuQuota(res.CPUMax)
-		if r.mode == ModeV2 {
-			if err := set("cpu limit", "cpu", "cpu.max", fmt.Sprintf("%d %d", q, cpuPeriod)); err != nil {
-				return err
-			}
+		if mode == ModeV2 {
+			w = append(w, limitWrite{"cpu limit", "cpu", "cpu.max", fmt.Sprintf("%d %d", q, cpuPeriod), false})
 		} else {
-			if err := set("cpu period", "cpu", "cpu.cfs_period_us", strconv.Itoa(cpuPeriod)); err != nil {
-				return err
-			}
-			if err := set("cpu limit", "cpu", "cpu.cfs_quota_us", strconv.FormatInt(q, 10)); err != nil {
-				return err
-			}
+			w = append(w,
+				limitWrite{"cpu period", "cpu", "cpu.cfs_period_us", strconv.Itoa(cpuPeriod), false},
+				limitWrite{"cpu limit", "cpu", "cpu.cfs_quota_us", strconv.FormatInt(q, 10), false})
 		}
 	}
 	if res.PidsMax > 0 {
-		if err := set("pids limit", "pids", "pids.max", strconv.FormatInt(res.PidsMax, 10)); err != nil {
-			return err
-		}
+		w = append(w, limitWrite{"pids limit", "pids", "pids.max", strconv.FormatInt(res.PidsMax, 10), false})
 	}
-	return nil
+	return w
 }
 
 // OpenFD opens the cgroup's directory for SysProcAttr.UseCgroupFD (clone3

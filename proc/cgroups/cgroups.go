@@ -369,39 +369,18 @@ func (r *Root) openV1(opts Options, hs []*hierarchy) error {
 }
 
 func (r *Root) openV2(opts Options, mount string) error {
-	own, err := ownCgroups(opts.SelfCgroupFile)
-	if err != nil && opts.Path == "" {
-		return fmt.Errorf("cgroups: reading own cgroup: %w", err)
-	}
-	ownRel, known := own[""]
-	if !known && opts.Path == "" {
-		return fmt.Errorf("cgroups: %s lists no cgroup2 entry", opts.SelfCgroupFile)
-	}
-	ownRel = cleanRel(ownRel)
-	inLeaf := false
-	if ownRel != "/" && filepath.Base(ownRel) == leafName {
-		// A supervisor re-executed in place is already in its leaf: the
-		// delegated cgroup is the parent.
-		ownRel, inLeaf = filepath.Dir(ownRel), true
+	ownRel, known, inLeaf, err := ownV2Cgroup(opts)
+	if err != nil {
+		return err
 	}
 	h := &hierarchy{mount: mount, rel: cleanRel(opts.Path)}
 	if opts.Path == "" {
 		h.rel = cleanRel(ownRel + "/" + subtreeName)
 	}
 	manageOwn := known && under(ownRel, h.rel)
-
 	if manageOwn && ownRel != "/" {
-		leaf := filepath.Join(mount, ownRel, leafName)
-		if !exists(leaf) {
-			if err := r.k.Mkdir(leaf); err != nil && !errors.Is(err, fs.ErrExist) {
-				return fmt.Errorf("cgroups: creating the supervisor's leaf: %w", err)
-			}
-		}
-		r.leaf = leaf
-		if !inLeaf {
-			if err := r.k.Write(filepath.Join(leaf, "cgroup.procs"), strconv.Itoa(opts.pid)); err != nil {
-				return fmt.Errorf("cgroups: moving the supervisor into its leaf: %w", err)
-			}
+		if err := r.enterLeaf(filepath.Join(mount, ownRel, leafName), inLeaf, opts.pid); err != nil {
+			return err
 		}
 	}
 
@@ -412,31 +391,70 @@ func (r *Root) openV2(opts Options, mount string) error {
 	// Enable controllers top-down in every cgroup we manage: from our own
 	// cgroup down when the subtree is below it, else only in what we created
 	// and the subtree's root. Cgroups above are not ours to change.
-	var dirs []string
+	dirs := []string{h.rel}
 	switch {
 	case manageOwn:
-		for p := h.rel; ; p = filepath.Dir(p) {
-			dirs = append(dirs, p)
-			if p == ownRel || p == "/" {
-				break
-			}
-		}
+		dirs = ancestors(h.rel, func(p string) bool { return p == ownRel })
 	case len(r.created) > firstCreated:
 		top := r.created[firstCreated]
-		for p := h.rel; ; p = filepath.Dir(p) {
-			dirs = append(dirs, p)
-			if filepath.Join(mount, p) == top || p == "/" {
-				break
-			}
-		}
-	default:
-		dirs = []string{h.rel}
+		dirs = ancestors(h.rel, func(p string) bool { return filepath.Join(mount, p) == top })
 	}
 	for i := len(dirs) - 1; i >= 0; i-- {
 		r.enableControllers(filepath.Join(mount, dirs[i]))
 	}
 	r.hiers = []*hierarchy{h}
 	return nil
+}
+
+// ownV2Cgroup reads the supervisor's own cgroup v2 path; known is false
+// when it is not listed and a subtree path was given, which then does not
+// need it.
+func ownV2Cgroup(opts Options) (ownRel string, known, inLeaf bool, err error) {
+	own, err := ownCgroups(opts.SelfCgroupFile)
+	if err != nil && opts.Path == "" {
+		return "", false, false, fmt.Errorf("cgroups: reading own cgroup: %w", err)
+	}
+	ownRel, known = own[""]
+	if !known && opts.Path == "" {
+		return "", false, false, fmt.Errorf("cgroups: %s lists no cgroup2 entry", opts.SelfCgroupFile)
+	}
+	ownRel = cleanRel(ownRel)
+	if ownRel != "/" && filepath.Base(ownRel) == leafName {
+		// A supervisor re-executed in place is already in its leaf: the
+		// delegated cgroup is the parent.
+		return filepath.Dir(ownRel), known, true, nil
+	}
+	return ownRel, known, false, nil
+}
+
+// enterLeaf creates the supervisor's leaf cgroup and moves it there (a
+// cgroup with children in use may hold no processes itself).
+func (r *Root) enterLeaf(leaf string, inLeaf bool, pid int) error {
+	if !exists(leaf) {
+		if err := r.k.Mkdir(leaf); err != nil && !errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("cgroups: creating the supervisor's leaf: %w", err)
+		}
+	}
+	r.leaf = leaf
+	if inLeaf {
+		return nil
+	}
+	if err := r.k.Write(filepath.Join(leaf, "cgroup.procs"), strconv.Itoa(pid)); err != nil {
+		return fmt.Errorf("cgroups: moving the supervisor into its leaf: %w", err)
+	}
+	return nil
+}
+
+// ancestors lists rel and its parents, up to the first that stop accepts
+// or the root.
+func ancestors(rel string, stop func(string) bool) []string {
+	var dirs []string
+	for p := rel; ; p = filepath.Dir(p) {
+		dirs = append(dirs, p)
+		if stop(p) || p == "/" {
+			return dirs
+		}
+	}
 }
 
 // enableControllers writes +cpu, +memory and +pids, one at a time (the
