@@ -1069,128 +1069,32 @@ func pyFormat(s string, look func(name string, plain bool) (any, error)) (string
 			break
 		}
 		b.WriteString(s[i : i+j])
-		start := i + j
-		i = start + 1
-		if i < len(s) && s[i] == '%' {
+		i += j
+		if strings.HasPrefix(s[i:], "%%") {
 			b.WriteByte('%')
-			i++
+			i += 2
 			continue
 		}
-		if i >= len(s) || s[i] != '(' {
-			return "", fmt.Errorf("a %% that is neither %%%% nor %%(name)s at %q", clip(s[start:]))
-		}
-		// The name runs to the matching parenthesis, as in Python.
-		depth, k := 1, i+1
-		for ; k < len(s) && depth > 0; k++ {
-			switch s[k] {
-			case '(':
-				depth++
-			case ')':
-				depth--
-			}
-		}
-		if depth > 0 {
-			return "", fmt.Errorf("an unclosed %%( at %q", clip(s[start:]))
-		}
-		name := s[i+1 : k-1]
-		i = k
-		var left, zero, other bool
-		for ; i < len(s) && strings.IndexByte("-+ #0", s[i]) >= 0; i++ {
-			switch s[i] {
-			case '-':
-				left = true
-			case '0':
-				zero = true
-			default:
-				other = true
-			}
-		}
-		width, prec := -1, -1
-		var err error
-		if width, i, err = fmtNumber(s, i); err != nil {
-			return "", err
-		}
-		if i < len(s) && s[i] == '.' {
-			if prec, i, err = fmtNumber(s, i+1); err != nil {
-				return "", err
-			}
-			if prec < 0 {
-				prec = 0
-			}
-		}
-		if i < len(s) && strings.IndexByte("hlL", s[i]) >= 0 {
-			i++
-		}
-		if i >= len(s) {
-			return "", fmt.Errorf("an incomplete format at %q", clip(s[start:]))
-		}
-		conv := s[i]
-		i++
-		spec := s[start:i]
-		v, err := look(name, spec == "%("+name+")s")
+		sp, err := parsePySpec(s, i)
 		if err != nil {
 			return "", err
 		}
-		var out string
+		i += len(sp.text)
+		v, err := look(sp.name, sp.text == "%("+sp.name+")s")
+		if err != nil {
+			return "", err
+		}
 		switch v := v.(type) {
 		case keepSpec:
-			if v.drop {
-				continue
-			}
-			if v.marked {
-				spec = refMark + "+" + hex.EncodeToString([]byte(spec)) + refMark
-			}
-			b.WriteString(spec)
+			b.WriteString(v.spec(sp.text))
 			continue
 		case envRef:
 			b.WriteString(refMark + string(v) + refMark)
 			continue
-		case int:
-			switch {
-			case other:
-			case conv == 'd' || conv == 'i' || conv == 'u':
-				out = strconv.Itoa(v)
-				if prec >= 0 || zero && !left {
-					// zero padding comes after the sign
-					neg := v < 0
-					digits := strings.TrimPrefix(out, "-")
-					n := max(prec, 0)
-					if zero && !left && prec < 0 {
-						n = width
-						if neg {
-							n--
-						}
-					}
-					if pad := n - len(digits); pad > 0 {
-						digits = strings.Repeat("0", pad) + digits
-					}
-					out = digits
-					if neg {
-						out = "-" + digits
-					}
-				}
-				conv = 's'
-				prec = -1
-			case conv == 's':
-				out = strconv.Itoa(v)
-			}
-		case string:
-			if !other {
-				out = v
-			}
 		}
-		if conv != 's' || other {
-			return "", fmt.Errorf("%q: supported are %%(name)s and %%(name)d with a width, a precision, - and 0", clip(spec))
-		}
-		if prec >= 0 && utf8.RuneCountInString(out) > prec {
-			out = string([]rune(out)[:prec])
-		}
-		if pad := width - utf8.RuneCountInString(out); pad > 0 {
-			if left {
-				out += strings.Repeat(" ", pad)
-			} else {
-				out = strings.Repeat(" ", pad) + out
-			}
+		out, err := sp.format(v)
+		if err != nil {
+			return "", err
 		}
 		b.WriteString(out)
 		if b.Len() > maxImportSize {
@@ -1199,6 +1103,157 @@ func pyFormat(s string, look func(name string, plain bool) (any, error)) (string
 		}
 	}
 	return b.String(), nil
+}
+
+// spec is what a keepSpec writes in place of the spec it stands for.
+func (k keepSpec) spec(text string) string {
+	switch {
+	case k.drop:
+		return ""
+	case k.marked:
+		return refMark + "+" + hex.EncodeToString([]byte(text)) + refMark
+	}
+	return text
+}
+
+// pySpec is one %(name)… conversion of a format string.
+type pySpec struct {
+	text        string // from the % to the conversion character
+	name        string
+	left, zero  bool // the - and 0 flags
+	other       bool // a +, blank or # flag, which supervisord's values never take
+	width, prec int  // -1 when absent
+	conv        byte
+}
+
+// parsePySpec reads the conversion that starts at s[start], a %.
+func parsePySpec(s string, start int) (pySpec, error) {
+	i := start + 1
+	if i >= len(s) || s[i] != '(' {
+		return pySpec{}, fmt.Errorf("a %% that is neither %%%% nor %%(name)s at %q", clip(s[start:]))
+	}
+	end := closingParen(s, i)
+	if end < 0 {
+		return pySpec{}, fmt.Errorf("an unclosed %%( at %q", clip(s[start:]))
+	}
+	sp := pySpec{name: s[i+1 : end], prec: -1}
+	i = sp.flags(s, end+1)
+	var err error
+	if sp.width, i, err = fmtNumber(s, i); err != nil {
+		return pySpec{}, err
+	}
+	if i < len(s) && s[i] == '.' {
+		if sp.prec, i, err = fmtNumber(s, i+1); err != nil {
+			return pySpec{}, err
+		}
+		sp.prec = max(sp.prec, 0)
+	}
+	if i < len(s) && strings.IndexByte("hlL", s[i]) >= 0 {
+		i++ // a length modifier, which Python ignores
+	}
+	if i >= len(s) {
+		return pySpec{}, fmt.Errorf("an incomplete format at %q", clip(s[start:]))
+	}
+	sp.conv = s[i]
+	sp.text = s[start : i+1]
+	return sp, nil
+}
+
+// closingParen is the index of the ) that closes the ( at s[open],
+// nesting as Python's does, or -1.
+func closingParen(s string, open int) int {
+	depth := 0
+	for k := open; k < len(s); k++ {
+		switch s[k] {
+		case '(':
+			depth++
+		case ')':
+			if depth--; depth == 0 {
+				return k
+			}
+		}
+	}
+	return -1
+}
+
+// flags reads the flags at s[i:] and returns where they end.
+func (sp *pySpec) flags(s string, i int) int {
+	for ; i < len(s) && strings.IndexByte("-+ #0", s[i]) >= 0; i++ {
+		switch s[i] {
+		case '-':
+			sp.left = true
+		case '0':
+			sp.zero = true
+		default:
+			sp.other = true
+		}
+	}
+	return i
+}
+
+// format writes v, a looked-up value, as sp says.
+func (sp pySpec) format(v any) (string, error) {
+	if sp.other {
+		return "", sp.unsupported()
+	}
+	var out string
+	switch v := v.(type) {
+	case int:
+		if strings.IndexByte("diu", sp.conv) >= 0 {
+			return sp.pad(sp.decimal(v), -1), nil
+		}
+		out = strconv.Itoa(v)
+	case string:
+		out = v
+	}
+	if sp.conv != 's' {
+		return "", sp.unsupported()
+	}
+	return sp.pad(out, sp.prec), nil
+}
+
+func (sp pySpec) unsupported() error {
+	return fmt.Errorf("%q: supported are %%(name)s and %%(name)d with a width, a precision, - and 0", clip(sp.text))
+}
+
+// decimal writes v as %d does: a precision is the least number of
+// digits, and the 0 flag pads to the width; zeros come after the sign.
+func (sp pySpec) decimal(v int) string {
+	out := strconv.Itoa(v)
+	if sp.prec < 0 && (!sp.zero || sp.left) {
+		return out
+	}
+	digits, neg := strings.CutPrefix(out, "-")
+	n := max(sp.prec, 0)
+	if sp.prec < 0 {
+		n = sp.width
+		if neg {
+			n--
+		}
+	}
+	if pad := n - len(digits); pad > 0 {
+		digits = strings.Repeat("0", pad) + digits
+	}
+	if neg {
+		return "-" + digits
+	}
+	return digits
+}
+
+// pad cuts out to prec characters (when prec >= 0) and pads it with
+// blanks to the width, on the left unless the - flag is given.
+func (sp pySpec) pad(out string, prec int) string {
+	if prec >= 0 && utf8.RuneCountInString(out) > prec {
+		out = string([]rune(out)[:prec])
+	}
+	pad := sp.width - utf8.RuneCountInString(out)
+	switch {
+	case pad <= 0:
+		return out
+	case sp.left:
+		return out + strings.Repeat(" ", pad)
+	}
+	return strings.Repeat(" ", pad) + out
 }
 
 // fmtNumber reads the digits of a width or precision at s[i:]: -1 when
