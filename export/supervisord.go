@@ -685,15 +685,58 @@ func tomlEnvValue(v string) string {
 }
 
 func (p *supervisordProgram) write(b *strings.Builder) error {
-	k := p.keys
 	done := map[string]bool{"command": true, "priority": true}
 	p.warned = map[string]bool{}
+	if err := p.readCounts(done); err != nil {
+		return err
+	}
+	p.env = map[string]string{}
+	if v, ok := p.keys["environment"]; ok {
+		done["environment"] = true
+		if err := p.readEnv(v); err != nil {
+			return err
+		}
+	}
+	if err := p.writeCommand(b); err != nil {
+		return err
+	}
+	for _, r := range supervisordKeys {
+		v, ok := p.keys[r.key]
+		if !ok && !r.always {
+			continue
+		}
+		done[r.key] = true
+		val, err := r.value(p, r.key, v)
+		if err != nil {
+			return err
+		}
+		if val != "" {
+			fmt.Fprintf(b, "%s = %s\n", r.toml, val)
+		}
+	}
+	for _, key := range []string{"stopasgroup", "killasgroup"} {
+		if v, ok := p.keys[key]; ok && truthy(v) {
+			done[key] = true // what supervise always does
+		}
+	}
+	if len(p.env) > 0 {
+		p.writeEnv(b, p.env)
+	}
+	if err := p.writeLogs(b, done); err != nil {
+		return err
+	}
+	p.warnUnmapped(done)
+	return nil
+}
+
+// readCounts reads numprocs and numprocs_start.
+func (p *supervisordProgram) readCounts(done map[string]bool) error {
 	p.numprocs = 1
 	for _, x := range []struct {
 		key string
 		to  *int
 	}{{"numprocs", &p.numprocs}, {"numprocs_start", &p.start}} {
-		if v, ok := k[x.key]; ok {
+		if v, ok := p.keys[x.key]; ok {
 			done[x.key] = true
 			n, err := strconv.Atoi(strings.TrimSpace(v))
 			if err != nil || n < 0 {
@@ -702,20 +745,17 @@ func (p *supervisordProgram) write(b *strings.Builder) error {
 			*x.to = n
 		}
 	}
-	if p.numprocs > 1 {
-		if _, ok := k["process_name"]; ok {
-			p.warn("process_name", "instances are named %s:0 … %s:%d in supervise", p.tomlName, p.tomlName, p.numprocs-1)
-			done["process_name"] = true
-		}
+	if _, ok := p.keys["process_name"]; ok && p.numprocs > 1 {
+		p.warn("process_name", "instances are named %s:0 … %s:%d in supervise", p.tomlName, p.tomlName, p.numprocs-1)
+		done["process_name"] = true
 	}
-	p.env = map[string]string{}
-	if v, ok := k["environment"]; ok {
-		done["environment"] = true
-		if err := p.readEnv(v); err != nil {
-			return err
-		}
-	}
-	cmd, ok := k["command"]
+	return nil
+}
+
+// writeCommand opens the program's table with its command: an array, as
+// supervise runs exactly these words, as supervisord did.
+func (p *supervisordProgram) writeCommand(b *strings.Builder) error {
+	cmd, ok := p.keys["command"]
 	if !ok || cmd == "" {
 		return fmt.Errorf("no command")
 	}
@@ -738,105 +778,103 @@ func (p *supervisordProgram) write(b *strings.Builder) error {
 	for i, a := range argv {
 		words[i] = tomlQuote(a)
 	}
-	// An array: supervise runs exactly these words, as supervisord did.
 	fmt.Fprintf(b, "command = [%s]\n", strings.Join(words, ", "))
-	str := func(key, toml string) error {
-		v, ok := k[key]
-		if !ok {
-			return nil
+	return nil
+}
+
+// supervisordKey maps a [program:x] key to a line "toml = value" of the
+// program's table; an empty value writes nothing. value is called when
+// the key is given, and always when always is set (v is then "").
+type supervisordKey struct {
+	key, toml string
+	always    bool
+	value     func(p *supervisordProgram, key, v string) (string, error)
+}
+
+// supervisordKeys are the keys written after the command, in the order
+// they are written. environment= and the log keys are written after
+// them by writeEnv and writeLogs.
+var supervisordKeys = []supervisordKey{
+	{key: "directory", toml: "dir", value: (*supervisordProgram).expandQuoted},
+	{key: "user", toml: "user", value: (*supervisordProgram).expandQuoted},
+	{key: "numprocs", toml: "instances", value: func(p *supervisordProgram, _, _ string) (string, error) {
+		if p.numprocs > 1 {
+			return strconv.Itoa(p.numprocs), nil
 		}
-		done[key] = true
-		v, err := p.expand(key, v, false)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(b, "%s = %s\n", toml, tomlQuote(v))
-		return nil
-	}
-	if err := str("directory", "dir"); err != nil {
-		return err
-	}
-	if err := str("user", "user"); err != nil {
-		return err
-	}
-	if p.numprocs > 1 {
-		fmt.Fprintf(b, "instances = %d\n", p.numprocs)
-	}
-	if v, ok := k["autostart"]; ok {
-		done["autostart"] = true
-		fmt.Fprintf(b, "autostart = %v\n", truthy(v))
-	}
-	restart, err := autorestart(k)
-	if err != nil {
-		return err
-	}
-	done["autorestart"] = true
-	fmt.Fprintf(b, "restart = %q\n", restart)
-	if v, ok := k["exitcodes"]; ok {
-		done["exitcodes"] = true
+		return "", nil
+	}},
+	{key: "autostart", toml: "autostart", value: func(_ *supervisordProgram, _, v string) (string, error) {
+		return strconv.FormatBool(truthy(v)), nil
+	}},
+	{key: "autorestart", toml: "restart", always: true, value: func(p *supervisordProgram, _, _ string) (string, error) {
+		restart, err := autorestart(p.keys)
+		return strconv.Quote(string(restart)), err
+	}},
+	{key: "exitcodes", toml: "success_exit_codes", value: func(_ *supervisordProgram, _, v string) (string, error) {
 		var codes []string
 		for _, c := range strings.Split(v, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(c))
 			if err != nil || n < 0 || n > 255 {
-				return fmt.Errorf("exitcodes: %q is not an exit status", strings.TrimSpace(c))
+				return "", fmt.Errorf("exitcodes: %q is not an exit status", strings.TrimSpace(c))
 			}
 			codes = append(codes, strconv.Itoa(n))
 		}
-		fmt.Fprintf(b, "success_exit_codes = [%s]\n", strings.Join(codes, ", "))
+		return "[" + strings.Join(codes, ", ") + "]", nil
+	}},
+	{key: "priority", toml: "depends_on", always: true, value: (*supervisordProgram).dependsOn},
+	{key: "stopsignal", toml: "stop_signal", value: func(_ *supervisordProgram, _, v string) (string, error) {
+		return tomlQuote(strings.ToUpper(v)), nil
+	}},
+	{key: "stopwaitsecs", toml: "stop_timeout", value: func(_ *supervisordProgram, _, v string) (string, error) {
+		return tomlQuote(v + "s"), nil
+	}},
+	{key: "umask", toml: "sandbox", value: func(_ *supervisordProgram, _, v string) (string, error) {
+		return "{ umask = " + tomlQuote(v) + " }", nil
+	}},
+}
+
+// expandQuoted is v expanded, as a TOML string.
+func (p *supervisordProgram) expandQuoted(key, v string) (string, error) {
+	v, err := p.expand(key, v, false)
+	return tomlQuote(v), err
+}
+
+// dependsOn is the depends_on table that stands for supervisord's
+// priority (see priorityOrder).
+func (p *supervisordProgram) dependsOn(_, _ string) (string, error) {
+	if len(p.after) == 0 {
+		return "", nil
 	}
-	if len(p.after) > 0 {
-		deps := make([]string, len(p.after))
-		for i, d := range p.after {
-			deps[i] = tomlKey(d) + ` = "running"`
+	deps := make([]string, len(p.after))
+	for i, d := range p.after {
+		deps[i] = tomlKey(d) + ` = "running"`
+	}
+	p.warn("priority", "starts once %s (of the nearest lower priority) is running, and stops before it, as depends_on; supervisord started them in order without waiting", strings.Join(p.after, ", "))
+	return "{ " + strings.Join(deps, ", ") + " }", nil
+}
+
+// supervisordUnmapped says why a key supervise has no equivalent for is
+// not imported, where there is more to say than that.
+var supervisordUnmapped = map[string]string{
+	"startsecs":    "supervise counts every exit as a crash for its backoff; a run longer than reset_after (10m) forgives past crashes",
+	"startretries": "supervise retries forever, waiting by the kubelet's crash backoff (10s doubling to 5m)",
+	"stopasgroup":  "supervise always signals the program's process group",
+	"killasgroup":  "supervise always kills the whole sandbox (its cgroup)",
+	"serverurl":    "supervisorctl's setting",
+}
+
+// warnUnmapped warns about each key not done, in sorted order.
+func (p *supervisordProgram) warnUnmapped(done map[string]bool) {
+	for _, key := range sortedKeys(p.keys) {
+		if done[key] {
+			continue
 		}
-		fmt.Fprintf(b, "depends_on = { %s }\n", strings.Join(deps, ", "))
-		p.warn("priority", "starts once %s (of the nearest lower priority) is running, and stops before it, as depends_on; supervisord started them in order without waiting", strings.Join(p.after, ", "))
-	}
-	if v, ok := k["stopsignal"]; ok {
-		done["stopsignal"] = true
-		fmt.Fprintf(b, "stop_signal = %s\n", tomlQuote(strings.ToUpper(v)))
-	}
-	if v, ok := k["stopwaitsecs"]; ok {
-		done["stopwaitsecs"] = true
-		fmt.Fprintf(b, "stop_timeout = %s\n", tomlQuote(v+"s"))
-	}
-	if v, ok := k["umask"]; ok {
-		done["umask"] = true
-		fmt.Fprintf(b, "sandbox = { umask = %s }\n", tomlQuote(v))
-	}
-	for _, key := range []string{"stopasgroup", "killasgroup"} {
-		if v, ok := k[key]; ok && truthy(v) {
-			done[key] = true // what supervise always does
-		}
-	}
-	if len(p.env) > 0 {
-		p.writeEnv(b, p.env)
-	}
-	if err := p.writeLogs(b, done); err != nil {
-		return err
-	}
-	why := map[string]string{
-		"startsecs":    "supervise counts every exit as a crash for its backoff; a run longer than reset_after (10m) forgives past crashes",
-		"startretries": "supervise retries forever, waiting by the kubelet's crash backoff (10s doubling to 5m)",
-		"stopasgroup":  "supervise always signals the program's process group",
-		"killasgroup":  "supervise always kills the whole sandbox (its cgroup)",
-		"serverurl":    "supervisorctl's setting",
-	}
-	var rest []string
-	for key := range k {
-		if !done[key] {
-			rest = append(rest, key)
-		}
-	}
-	sort.Strings(rest)
-	for _, key := range rest {
-		if w, ok := why[key]; ok {
+		if w, ok := supervisordUnmapped[key]; ok {
 			p.warn(key, "not imported: %s", w)
 		} else {
 			p.warn(key, "not imported: no supervise equivalent")
 		}
 	}
-	return nil
 }
 
 // perInstance returns argv unchanged unless it or environment= holds
