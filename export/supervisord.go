@@ -2,6 +2,7 @@ package export
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -121,112 +122,158 @@ func importSupervisord(name string, data []byte, includes bool) ([]byte, []Warni
 	if abs, err := filepath.Abs(name); err == nil {
 		here = abs
 	}
-	var ws warnings
+	im := &supervisordImport{name: name, dir: filepath.Dir(here), ini: ini, includes: includes}
 	if includes {
-		if err := ini.include(filepath.Dir(here), len(data), &ws); err != nil {
+		if err := ini.include(im.dir, len(data), &im.ws); err != nil {
 			return nil, nil, fmt.Errorf("import %s: [include]: %w", name, err)
 		}
 	}
+	// %q: a file name may hold a newline, which would end the comment.
+	fmt.Fprintf(&im.b, "# Imported by supervise from the supervisord configuration %q.\n", name)
+	if err := im.sections(); err != nil {
+		return nil, nil, err
+	}
+	if err := im.writePrograms(); err != nil {
+		return nil, nil, err
+	}
+	for _, k := range sortedKeys(ini.defaults) {
+		if !slices.Contains(defaultKeys, k) {
+			im.ws.add("", "[DEFAULT] "+k, "not imported: no supervise equivalent")
+		}
+	}
+	return []byte(im.b.String()), im.ws, nil
+}
+
+// supervisordImport is one supervisord.conf (and its includes) being
+// written as a supervise.toml.
+type supervisordImport struct {
+	name, dir string // the file as named, and its directory (%(here)s)
+	ini       *iniFile
+	includes  bool // [include] was read
+	b         strings.Builder
+	ws        warnings
+	entries   []*supervisordEntry
+}
+
+// sections reads the sections in order: [supervisord]'s environment= is
+// written, each [program:x] becomes an entry, the others are warned
+// about.
+func (im *supervisordImport) sections() error {
+	used := map[string]bool{}
+	seen := 0
+	for _, s := range im.ini.sections {
+		prog, ok := strings.CutPrefix(s.name, "program:")
+		if !ok {
+			if err := im.other(s); err != nil {
+				return err
+			}
+			continue
+		}
+		seen++
+		prog = strings.TrimSpace(prog) // as supervisord does
+		e, err := im.entry(s, prog, used)
+		if err != nil {
+			return err
+		}
+		if e != nil {
+			im.entries = append(im.entries, e)
+		}
+	}
+	switch {
+	case seen == 0:
+		return fmt.Errorf("import %s: no [program:x] section", im.name)
+	case len(im.entries) == 0:
+		return fmt.Errorf("import %s: no [program:x] section with a name supervise can take", im.name)
+	}
+	return nil
+}
+
+// other handles a section that is not a [program:x].
+func (im *supervisordImport) other(s *iniSection) error {
+	switch {
+	case s.name == "supervisord":
+		if err := writeGlobalEnv(&im.b, s, im.dir, &im.ws); err != nil {
+			return fmt.Errorf("import %s:%d: [supervisord]: %w", s.file, s.line, err)
+		}
+	case s.name == "supervisorctl", s.name == "unix_http_server", s.name == "inet_http_server",
+		strings.HasPrefix(s.name, "rpcinterface:"):
+		// supervisord's own settings: supervise has its own.
+	case s.name == "include" && im.includes:
+		// read before
+	case s.name == "include":
+		im.ws.add("", "[include]", "not read: import the file by its path to read the files it includes")
+	case strings.HasPrefix(s.name, "group:"):
+		im.ws.add("", "["+s.name+"]", "not imported: supervise has no groups; its programs (%s) are imported one by one", strings.TrimSpace(s.keys["programs"]))
+	default:
+		im.ws.add("", "["+s.name+"]", "not imported: only [program:x] sections have a supervise equivalent")
+	}
+	return nil
+}
+
+// entry reads [program:prog] into an entry, or nil (warned about) when
+// its name cannot be taken.
+func (im *supervisordImport) entry(s *iniSection, prog string, used map[string]bool) (*supervisordEntry, error) {
+	tomlName := NamePart(prog)
+	switch {
+	case !programNameRE().MatchString(tomlName):
+		im.ws.add(prog, "name", "not imported: %q cannot name a supervise program (1-63 letters, digits, '_', '-' or '.', starting with a letter or digit)", prog)
+		return nil, nil
+	case used[tomlName]:
+		im.ws.add(prog, "name", "not imported: a program before it is already named %s", tomlName)
+		return nil, nil
+	case tomlName != prog:
+		im.ws.add(prog, "name", "renamed to %s: supervise names take letters, digits, '_', '-' and '.'", tomlName)
+	}
+	used[tomlName] = true
+	if len(im.entries) >= maxImportPrograms {
+		return nil, fmt.Errorf("import %s: more than %d programs, the most a supervise config holds", im.name, maxImportPrograms)
+	}
+	for _, k := range defaultKeys {
+		// [DEFAULT] is under every section, as in configparser
+		if v, ok := im.ini.defaults[k]; ok {
+			if _, ok := s.keys[k]; !ok {
+				s.keys[k] = v
+			}
+		}
+	}
+	e := &supervisordEntry{s: s, prog: prog, tomlName: tomlName, priority: 999}
+	if v, ok := s.keys["priority"]; ok {
+		var err error
+		if e.priority, err = strconv.Atoi(strings.TrimSpace(v)); err != nil {
+			return nil, fmt.Errorf("import %s:%d: program %q: priority: %q is not a number", s.file, s.line, prog, v)
+		}
+	}
+	restart, err := autorestart(s.keys)
+	if err != nil {
+		return nil, fmt.Errorf("import %s:%d: program %q: %w", s.file, s.line, prog, err)
+	}
+	e.steady = restart == config.RestartAlways && (s.keys["autostart"] == "" || truthy(s.keys["autostart"]))
+	return e, nil
+}
+
+// writePrograms writes the entries, each in its [group:x] (for
+// %(group_name)s) and after the programs of lower priority.
+func (im *supervisordImport) writePrograms() error {
 	groups := map[string]string{} // program → its [group:x]
-	for _, s := range ini.sections {
+	for _, s := range im.ini.sections {
 		if g, ok := strings.CutPrefix(s.name, "group:"); ok {
 			for _, p := range strings.Split(s.keys["programs"], ",") {
 				groups[strings.TrimSpace(p)] = strings.TrimSpace(g)
 			}
 		}
 	}
-	var b strings.Builder
-	// %q: a file name may hold a newline, which would end the comment.
-	fmt.Fprintf(&b, "# Imported by supervise from the supervisord configuration %q.\n", name)
-	used := map[string]bool{}
-	var entries []*supervisordEntry
-	seen := 0
-	for _, s := range ini.sections {
-		prog, ok := strings.CutPrefix(s.name, "program:")
-		if !ok {
-			switch {
-			case s.name == "supervisord":
-				if err := writeGlobalEnv(&b, s, filepath.Dir(here), &ws); err != nil {
-					return nil, nil, fmt.Errorf("import %s:%d: [supervisord]: %w", s.file, s.line, err)
-				}
-			case s.name == "supervisorctl", s.name == "unix_http_server", s.name == "inet_http_server",
-				strings.HasPrefix(s.name, "rpcinterface:"):
-				// supervisord's own settings: supervise has its own.
-			case s.name == "include" && includes:
-				// read above
-			case s.name == "include":
-				ws.add("", "[include]", "not read: import the file by its path to read the files it includes")
-			case strings.HasPrefix(s.name, "group:"):
-				ws.add("", "["+s.name+"]", "not imported: supervise has no groups; its programs (%s) are imported one by one", strings.TrimSpace(s.keys["programs"]))
-			default:
-				ws.add("", "["+s.name+"]", "not imported: only [program:x] sections have a supervise equivalent")
-			}
-			continue
+	after := priorityOrder(im.entries)
+	for _, e := range im.entries {
+		group := cmp.Or(groups[e.prog], e.prog)
+		p := &supervisordProgram{name: e.prog, tomlName: e.tomlName, group: group, here: im.dir, keys: e.s.keys, ws: &im.ws, after: after[e]}
+		if err := p.write(&im.b); err != nil {
+			return fmt.Errorf("import %s:%d: program %q: %w", e.s.file, e.s.line, e.prog, err)
 		}
-		seen++
-		prog = strings.TrimSpace(prog) // as supervisord does
-		tomlName := NamePart(prog)
-		switch {
-		case !programNameRE().MatchString(tomlName):
-			ws.add(prog, "name", "not imported: %q cannot name a supervise program (1-63 letters, digits, '_', '-' or '.', starting with a letter or digit)", prog)
-			continue
-		case used[tomlName]:
-			ws.add(prog, "name", "not imported: a program before it is already named %s", tomlName)
-			continue
-		case tomlName != prog:
-			ws.add(prog, "name", "renamed to %s: supervise names take letters, digits, '_', '-' and '.'", tomlName)
-		}
-		used[tomlName] = true
-		if len(entries) >= maxImportPrograms {
-			return nil, nil, fmt.Errorf("import %s: more than %d programs, the most a supervise config holds", name, maxImportPrograms)
-		}
-		for _, k := range defaultKeys {
-			// [DEFAULT] is under every section, as in configparser
-			if v, ok := ini.defaults[k]; ok {
-				if _, ok := s.keys[k]; !ok {
-					s.keys[k] = v
-				}
-			}
-		}
-		e := &supervisordEntry{s: s, prog: prog, tomlName: tomlName, priority: 999}
-		if v, ok := s.keys["priority"]; ok {
-			if e.priority, err = strconv.Atoi(strings.TrimSpace(v)); err != nil {
-				return nil, nil, fmt.Errorf("import %s:%d: program %q: priority: %q is not a number", s.file, s.line, prog, v)
-			}
-		}
-		restart, err := autorestart(s.keys)
-		if err != nil {
-			return nil, nil, fmt.Errorf("import %s:%d: program %q: %w", s.file, s.line, prog, err)
-		}
-		e.steady = restart == config.RestartAlways && (s.keys["autostart"] == "" || truthy(s.keys["autostart"]))
-		entries = append(entries, e)
-	}
-	after := priorityOrder(entries)
-	for _, e := range entries {
-		group := groups[e.prog]
-		if group == "" {
-			group = e.prog
-		}
-		p := &supervisordProgram{name: e.prog, tomlName: e.tomlName, group: group, here: filepath.Dir(here), keys: e.s.keys, ws: &ws, after: after[e]}
-		if err := p.write(&b); err != nil {
-			return nil, nil, fmt.Errorf("import %s:%d: program %q: %w", e.s.file, e.s.line, e.prog, err)
-		}
-		if b.Len() > maxImportSize {
-			return nil, nil, fmt.Errorf("import %s: the supervise.toml written would be %w", name, errTooLarge)
+		if im.b.Len() > maxImportSize {
+			return fmt.Errorf("import %s: the supervise.toml written would be %w", im.name, errTooLarge)
 		}
 	}
-	for _, k := range sortedKeys(ini.defaults) {
-		if !slices.Contains(defaultKeys, k) {
-			ws.add("", "[DEFAULT] "+k, "not imported: no supervise equivalent")
-		}
-	}
-	switch {
-	case seen == 0:
-		return nil, nil, fmt.Errorf("import %s: no [program:x] section", name)
-	case len(entries) == 0:
-		return nil, nil, fmt.Errorf("import %s: no [program:x] section with a name supervise can take", name)
-	}
-	return []byte(b.String()), ws, nil
+	return nil
 }
 
 // priorityOrder approximates supervisord's priority (lower starts first,
