@@ -475,17 +475,11 @@ const maxIncludeFiles = 256
 // keys, a new one is added. An included file's own [include] is not read,
 // as supervisord does not.
 func (f *iniFile) include(dir string, read int, ws *warnings) error {
-	var inc *iniSection
-	byName := map[string]*iniSection{}
-	for _, s := range f.sections {
-		byName[s.name] = s
-		if s.name == "include" {
-			inc = s
-		}
-	}
-	if inc == nil {
+	i := slices.IndexFunc(f.sections, func(s *iniSection) bool { return s.name == "include" })
+	if i < 0 {
 		return nil
 	}
+	inc := f.sections[i]
 	v, ok := inc.keys["files"]
 	if !ok {
 		return fmt.Errorf("%s:%d: no files= (supervisord refuses the section without it)", inc.file, inc.line)
@@ -505,7 +499,10 @@ func (f *iniFile) include(dir string, read int, ws *warnings) error {
 	if err != nil {
 		return err
 	}
-	n := 0
+	m := &iniMerge{f: f, byName: map[string]*iniSection{}, read: read}
+	for _, s := range f.sections {
+		m.byName[s.name] = s
+	}
 	for _, pat := range strings.Fields(v) {
 		if !filepath.IsAbs(pat) {
 			pat = filepath.Join(dir, pat)
@@ -519,32 +516,49 @@ func (f *iniFile) include(dir string, read int, ws *warnings) error {
 			continue
 		}
 		sort.Strings(matches)
-		for _, m := range matches {
-			if n++; n > maxIncludeFiles {
-				return fmt.Errorf("more than %d files", maxIncludeFiles)
-			}
-			data, err := readImportFile(m)
-			if err != nil {
-				return fmt.Errorf("%s: %w", m, err)
-			}
-			if read += len(data); read > maxImportSize {
-				return fmt.Errorf("the file and those it includes are %w in all", errTooLarge)
-			}
-			sub, err := parseINI(m, data)
-			if err != nil {
+		for _, name := range matches {
+			if err := m.add(name); err != nil {
 				return err
 			}
-			maps.Copy(f.defaults, sub.defaults)
-			for _, s := range sub.sections {
-				switch t := byName[s.name]; {
-				case s.name == "include":
-				case t != nil:
-					maps.Copy(t.keys, s.keys)
-				default:
-					byName[s.name] = s
-					f.sections = append(f.sections, s)
-				}
-			}
+		}
+	}
+	return nil
+}
+
+// iniMerge merges included files into f, counting the files and bytes
+// read against their bounds.
+type iniMerge struct {
+	f           *iniFile
+	byName      map[string]*iniSection
+	files, read int
+}
+
+// add reads the file name and merges its sections, but for its own
+// [include], into f.
+func (m *iniMerge) add(name string) error {
+	if m.files++; m.files > maxIncludeFiles {
+		return fmt.Errorf("more than %d files", maxIncludeFiles)
+	}
+	data, err := readImportFile(name)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	if m.read += len(data); m.read > maxImportSize {
+		return fmt.Errorf("the file and those it includes are %w in all", errTooLarge)
+	}
+	sub, err := parseINI(name, data)
+	if err != nil {
+		return err
+	}
+	maps.Copy(m.f.defaults, sub.defaults)
+	for _, s := range sub.sections {
+		switch t := m.byName[s.name]; {
+		case s.name == "include":
+		case t != nil:
+			maps.Copy(t.keys, s.keys)
+		default:
+			m.byName[s.name] = s
+			m.f.sections = append(m.f.sections, s)
 		}
 	}
 	return nil
