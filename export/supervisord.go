@@ -383,72 +383,14 @@ func parseINI(file string, data []byte) (*iniFile, error) {
 		return nil, fmt.Errorf("%s:%d: a NUL byte", file, lineOf(data, i))
 	}
 	text := strings.ReplaceAll(strings.ReplaceAll(string(data), "\r\n", "\n"), "\r", "\n")
-	f := &iniFile{}
-	lines := map[string][]string{} // of [DEFAULT]
-	byName := map[string]*iniSection{}
-	values := map[*iniSection]map[string][]string{}
-	var cur map[string][]string // the section being read, nil before the first
-	opt, indent := "", 0
+	p := &iniParser{file: file, f: &iniFile{}, defaults: map[string][]string{},
+		byName: map[string]*iniSection{}, values: map[*iniSection]map[string][]string{}}
 	for ln, rest := 1, text; rest != ""; ln++ {
 		var line string
 		line, rest, _ = strings.Cut(rest, "\n")
-		at := inlineComment(line)
-		if t := strings.TrimSpace(line); strings.HasPrefix(t, ";") || strings.HasPrefix(t, "#") {
-			at = 0
+		if err := p.line(ln, line); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", file, ln, err)
 		}
-		value := line
-		if at >= 0 {
-			value = line[:at]
-		}
-		value = strings.TrimSpace(value)
-		if value == "" {
-			if at < 0 && cur != nil && opt != "" {
-				cur[opt] = append(cur[opt], "") // a blank line inside a value
-			}
-			continue
-		}
-		ind := len(line) - len(strings.TrimLeft(line, " \t\f\v"))
-		if cur != nil && opt != "" && ind > indent {
-			cur[opt] = append(cur[opt], value)
-			continue
-		}
-		indent = ind
-		if value[0] == '[' {
-			end := strings.LastIndexByte(value, ']')
-			if end < 0 {
-				return nil, fmt.Errorf("%s:%d: unclosed section header", file, ln)
-			}
-			if end == 1 {
-				return nil, fmt.Errorf("%s:%d: a section header with no name", file, ln)
-			}
-			name := value[1:end]
-			switch s := byName[name]; {
-			case name == "DEFAULT":
-				cur = lines
-			case s != nil:
-				cur = values[s]
-			default:
-				s = &iniSection{name: name, file: file, line: ln}
-				byName[name] = s
-				f.sections = append(f.sections, s)
-				cur = map[string][]string{}
-				values[s] = cur
-			}
-			opt = ""
-			continue
-		}
-		if cur == nil {
-			return nil, fmt.Errorf("%s:%d: a key outside any section", file, ln)
-		}
-		i := strings.IndexAny(value, "=:")
-		if i < 0 {
-			return nil, fmt.Errorf("%s:%d: want key = value", file, ln)
-		}
-		opt = strings.ToLower(strings.TrimSpace(value[:i]))
-		if opt == "" {
-			return nil, fmt.Errorf("%s:%d: a value with no key", file, ln)
-		}
-		cur[opt] = []string{strings.TrimSpace(value[i+1:])}
 	}
 	join := func(m map[string][]string) map[string]string {
 		out := make(map[string]string, len(m))
@@ -457,11 +399,97 @@ func parseINI(file string, data []byte) (*iniFile, error) {
 		}
 		return out
 	}
-	f.defaults = join(lines)
-	for _, s := range f.sections {
-		s.keys = join(values[s])
+	p.f.defaults = join(p.defaults)
+	for _, s := range p.f.sections {
+		s.keys = join(p.values[s])
 	}
-	return f, nil
+	return p.f, nil
+}
+
+// iniParser is parseINI's state between lines.
+type iniParser struct {
+	file     string
+	f        *iniFile
+	defaults map[string][]string // the lines of [DEFAULT]'s values
+	byName   map[string]*iniSection
+	values   map[*iniSection]map[string][]string
+	cur      map[string][]string // the section being read, nil before the first
+	opt      string              // the key being read, "" after a header
+	indent   int                 // the indent of the line that opened it
+}
+
+// line reads line ln: a header, a key, or the next line of a value.
+func (p *iniParser) line(ln int, line string) error {
+	value, commented := iniValue(line)
+	inValue := p.cur != nil && p.opt != ""
+	if value == "" {
+		if !commented && inValue {
+			p.cur[p.opt] = append(p.cur[p.opt], "") // a blank line inside a value
+		}
+		return nil
+	}
+	ind := len(line) - len(strings.TrimLeft(line, " \t\f\v"))
+	if inValue && ind > p.indent {
+		p.cur[p.opt] = append(p.cur[p.opt], value)
+		return nil
+	}
+	p.indent = ind
+	if value[0] == '[' {
+		return p.header(ln, value)
+	}
+	if p.cur == nil {
+		return errors.New("a key outside any section")
+	}
+	i := strings.IndexAny(value, "=:")
+	if i < 0 {
+		return errors.New("want key = value")
+	}
+	p.opt = strings.ToLower(strings.TrimSpace(value[:i]))
+	if p.opt == "" {
+		return errors.New("a value with no key")
+	}
+	p.cur[p.opt] = []string{strings.TrimSpace(value[i+1:])}
+	return nil
+}
+
+// iniValue is line without its comment, trimmed; commented says it had
+// one.
+func iniValue(line string) (string, bool) {
+	at := inlineComment(line)
+	if t := strings.TrimSpace(line); strings.HasPrefix(t, ";") || strings.HasPrefix(t, "#") {
+		at = 0
+	}
+	if at >= 0 {
+		line = line[:at]
+	}
+	return strings.TrimSpace(line), at >= 0
+}
+
+// header starts the section that value, a [name] line, names: a new
+// one, or one seen before, which it continues.
+func (p *iniParser) header(ln int, value string) error {
+	end := strings.LastIndexByte(value, ']')
+	if end < 0 {
+		return errors.New("unclosed section header")
+	}
+	if end == 1 {
+		return errors.New("a section header with no name")
+	}
+	name := value[1:end]
+	switch s := p.byName[name]; {
+	case name == "DEFAULT":
+		p.cur = p.defaults
+	case s != nil:
+		p.cur = p.values[s]
+	default:
+		s = &iniSection{name: name, file: p.file, line: ln}
+		p.byName[name] = s
+		p.f.sections = append(p.f.sections, s)
+		p.cur = map[string][]string{}
+		p.values[s] = p.cur
+	}
+	p.opt = ""
+	return nil
 }
 
 // maxIncludeFiles bounds the files an [include] reads; their bytes count
