@@ -1501,70 +1501,86 @@ func isEnvWordRune(r rune) bool {
 	return r >= 0xC0 && r <= 0xFF && r != 0xD7 && r != 0xF7
 }
 
+// envTokens splits s into shlex's tokens (see envPairs).
 func envTokens(s string) ([]string, error) {
-	var (
-		toks   []string
-		cur    strings.Builder
-		quoted bool // the token holds a quoted part, perhaps empty
-		state  = ' '
-	)
-	emit := func() {
-		if cur.Len() > 0 || quoted {
-			toks = append(toks, cur.String())
-		}
-		cur.Reset()
-		quoted = false
-		state = ' '
-	}
-	for i := 0; i < len(s); {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		i += n
-		switch state {
-		case '\'', '"':
-			switch {
-			case r == state:
-				state = 'a'
-			case r == '\\' && state == '"' && i < len(s) && (s[i] == '"' || s[i] == '\\'):
-				cur.WriteByte(s[i])
-				i++
-			default:
-				cur.WriteRune(r)
-			}
-			continue
-		}
-		switch {
-		case r == ' ' || r == '\t' || r == '\r' || r == '\n':
-			emit()
-		case r == '#':
-			emit()
-			if j := strings.IndexByte(s[i:], '\n'); j >= 0 {
-				i += j + 1
-			} else {
-				i = len(s)
-			}
-		case r == '\\':
-			if i >= len(s) {
-				return nil, errors.New(`a \ at the end, with nothing to escape`)
-			}
-			r, n := utf8.DecodeRuneInString(s[i:])
-			i += n
-			cur.WriteRune(r)
-			state = 'a'
-		case r == '\'' || r == '"':
-			state, quoted = r, true
-		case isEnvWordRune(r):
-			cur.WriteRune(r)
-			state = 'a'
-		default:
-			emit()
-			toks = append(toks, string(r))
+	l := &envLexer{s: s}
+	for l.i < len(s) {
+		r, n := utf8.DecodeRuneInString(s[l.i:])
+		l.i += n
+		if l.quote != 0 {
+			l.inQuote(r)
+		} else if err := l.outside(r); err != nil {
+			return nil, err
 		}
 	}
-	if state == '\'' || state == '"' {
+	if l.quote != 0 {
 		return nil, errors.New("no closing quotation")
 	}
-	emit()
-	return toks, nil
+	l.emit()
+	return l.toks, nil
+}
+
+// envLexer is envTokens' state: s is read from i on.
+type envLexer struct {
+	s      string
+	i      int
+	toks   []string
+	cur    strings.Builder
+	quoted bool // the token holds a quoted part, perhaps empty
+	quote  rune // the quote being read, 0 outside quotes
+}
+
+// emit ends the token being read, if there is one.
+func (l *envLexer) emit() {
+	if l.cur.Len() > 0 || l.quoted {
+		l.toks = append(l.toks, l.cur.String())
+	}
+	l.cur.Reset()
+	l.quoted = false
+}
+
+// inQuote reads r inside quotes: only the closing quote, and in "…" a \
+// before " or \, are special.
+func (l *envLexer) inQuote(r rune) {
+	switch {
+	case r == l.quote:
+		l.quote = 0
+	case r == '\\' && l.quote == '"' && l.i < len(l.s) && (l.s[l.i] == '"' || l.s[l.i] == '\\'):
+		l.cur.WriteByte(l.s[l.i])
+		l.i++
+	default:
+		l.cur.WriteRune(r)
+	}
+}
+
+// outside reads r outside quotes.
+func (l *envLexer) outside(r rune) error {
+	switch {
+	case r == ' ' || r == '\t' || r == '\r' || r == '\n':
+		l.emit()
+	case r == '#':
+		l.emit()
+		if j := strings.IndexByte(l.s[l.i:], '\n'); j >= 0 {
+			l.i += j + 1
+		} else {
+			l.i = len(l.s)
+		}
+	case r == '\\':
+		if l.i >= len(l.s) {
+			return errors.New(`a \ at the end, with nothing to escape`)
+		}
+		r, n := utf8.DecodeRuneInString(l.s[l.i:])
+		l.i += n
+		l.cur.WriteRune(r)
+	case r == '\'' || r == '"':
+		l.quote, l.quoted = r, true
+	case isEnvWordRune(r):
+		l.cur.WriteRune(r)
+	default:
+		l.emit()
+		l.toks = append(l.toks, string(r))
+	}
+	return nil
 }
 
 // supervisordBytes reads a size as supervisord does: a number of bytes,
