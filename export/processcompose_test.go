@@ -256,6 +256,19 @@ func TestImportProcessComposeKeys(t *testing.T) {
 		{"is_foreground", "p:\n  command: a\n  is_foreground: true\n", nil, "is_foreground: not imported"},
 		{"is_tty", "p:\n  command: a\n  is_tty: true\n", nil, "is_tty: not imported"},
 		{"is_elevated", "p:\n  command: a\n  is_elevated: true\n", nil, "is_elevated: not imported"},
+		{"is_daemon false", "p:\n  command: a\n  is_daemon: false\n  is_tty: no\n  is_elevated: false\n  is_interactive: false\n", nil, ""},
+		{"is_interactive", "p:\n  command: a\n  is_interactive: true\n", nil, "is_interactive: not imported: supervise gives a program no terminal"},
+		{"disable_ansi_colors", "p:\n  command: a\n  disable_ansi_colors: true\n", nil, "disable_ansi_colors: not imported: supervise passes"},
+		{"launch_timeout_seconds", "p:\n  command: a\n  launch_timeout_seconds: 5\n", nil, "launch_timeout_seconds: not imported: it is for daemons"},
+		{"an extension key is ignored", "p:\n  command: a\n  x-team: web\n", nil, ""},
+		{"an unknown key", "p:\n  command: a\n  colour: red\n", nil, "colour: not imported: no supervise equivalent"},
+		{"log_location with replicas", "p:\n  command: a\n  replicas: 2\n  log_location: p.log\n", nil, "log_location: the instances share one file"},
+		{"an empty log_location", "p:\n  command: a\n  log_location: ''\n", func(c *config.Config) string {
+			return want(program(c, "p").Stdout.File, "")
+		}, ""},
+		{"an empty ready_log_line", "p:\n  command: a\n  ready_log_line: ''\n", func(c *config.Config) string {
+			return want(program(c, "p").ReadyLogLine, "")
+		}, ""},
 		{"description is a comment", "p:\n  command: a\n  description: the web server\n", func(c *config.Config) string {
 			return want(program(c, "p") != nil, true)
 		}, ""},
