@@ -701,78 +701,100 @@ func (im *pcImport) write(b *strings.Builder, p *pcProcess) error {
 
 // key writes one process key, or warns.
 func (w *prog) key(k pcKV) error {
-	im := w.im
-	switch k.key {
-	case "availability":
-		return w.availability(k)
-	case "depends_on":
-		return w.dependsOn(k)
-	case "shutdown":
-		return w.shutdown(k)
-	case "readiness_probe":
-		return w.probe(k, "readiness")
-	case "liveness_probe":
-		return w.probe(k, "liveness")
-	case "ready_log_line":
-		s, _, err := im.scalar(k.v, k.key)
-		if err != nil {
-			return err
+	if write, ok := pcProcessKeys[k.key]; ok {
+		return write(w, k)
+	}
+	u, ok := pcUnmappedKeys[k.key]
+	switch {
+	case ok && u.ifTrue:
+		if s, _, err := w.im.scalar(k.v, k.key); err == nil && pcTrue(s) {
+			w.warn(k.key, "%s", u.why)
 		}
-		if _, ok := w.keyNode("readiness_probe"); ok {
-			w.warn(k.key, "not imported: a program has one readiness check, and the readiness_probe is kept")
-			return nil
-		}
-		if s = im.fixed(w.p, k.key, s); s != "" {
-			// process-compose looks for the text anywhere in a line
-			w.set("ready_log_line", tomlQuote(regexp.QuoteMeta(s)))
-		}
-	case "log_location":
-		s, _, err := im.scalar(k.v, k.key)
-		if err != nil {
-			return err
-		}
-		s = w.template(k.key, im.fixed(w.p, k.key, s), false)
-		if s == "" {
-			return nil
-		}
-		if w.p.instances > 1 {
-			w.warn(k.key, "the instances share one file (written line by line); process-compose wrote one per replica")
-		}
-		rot, err := w.logConfiguration()
-		if err != nil {
-			return err
-		}
-		// process-compose writes both streams to the file
-		o := "{ file = " + tomlQuote(s) + rot + " }"
-		w.set("stdout", o)
-		w.set("stderr", o)
-	case "log_configuration":
-		if _, ok := w.keyNode("log_location"); !ok {
-			w.warn(k.key, "not imported: without log_location there is no file to configure")
-		}
-	case "namespace":
-		w.warn(k.key, "not imported: supervise has no namespaces; every program is started and named on its own")
-	case "is_daemon":
-		if s, _, err := im.scalar(k.v, k.key); err == nil && pcTrue(s) {
-			w.warn(k.key, "supervise supervises the process it starts: a command that forks into the background and exits is seen as completed; run the program in the foreground")
-		}
-	case "is_foreground", "is_tty", "is_interactive":
-		if s, _, err := im.scalar(k.v, k.key); err == nil && pcTrue(s) {
-			w.warn(k.key, "not imported: supervise gives a program no terminal; its output is read through pipes")
-		}
-	case "is_elevated":
-		if s, _, err := im.scalar(k.v, k.key); err == nil && pcTrue(s) {
-			w.warn(k.key, "not imported: supervise does not sudo; a program runs as supervise's user, or as user when supervise is root")
-		}
-	case "disable_ansi_colors":
-		w.warn(k.key, "not imported: supervise passes a program's output on as it comes")
-	case "launch_timeout_seconds":
-		w.warn(k.key, "not imported: it is for daemons (is_daemon), which supervise does not follow")
+	case ok:
+		w.warn(k.key, "%s", u.why)
+	case strings.HasPrefix(k.key, "x-"):
+		// an extension key, which process-compose ignores too
 	default:
-		if strings.HasPrefix(k.key, "x-") {
-			return nil // an extension key, which process-compose ignores too
-		}
 		w.warn(k.key, "not imported: no supervise equivalent")
+	}
+	return nil
+}
+
+// pcProcessKeys write the process keys that map to supervise's, but for
+// those pcImport.write reads itself.
+var pcProcessKeys = map[string]func(w *prog, k pcKV) error{
+	"availability":      (*prog).availability,
+	"depends_on":        (*prog).dependsOn,
+	"shutdown":          (*prog).shutdown,
+	"readiness_probe":   func(w *prog, k pcKV) error { return w.probe(k, "readiness") },
+	"liveness_probe":    func(w *prog, k pcKV) error { return w.probe(k, "liveness") },
+	"ready_log_line":    (*prog).readyLogLine,
+	"log_location":      (*prog).logLocation,
+	"log_configuration": (*prog).logConfigurationKey,
+}
+
+// pcUnmappedKeys say why a process key has no supervise equivalent;
+// with ifTrue, only when its value is true.
+var pcUnmappedKeys = map[string]struct {
+	why    string
+	ifTrue bool
+}{
+	"namespace":              {why: "not imported: supervise has no namespaces; every program is started and named on its own"},
+	"is_daemon":              {ifTrue: true, why: "supervise supervises the process it starts: a command that forks into the background and exits is seen as completed; run the program in the foreground"},
+	"is_foreground":          {ifTrue: true, why: pcNoTerminal},
+	"is_tty":                 {ifTrue: true, why: pcNoTerminal},
+	"is_interactive":         {ifTrue: true, why: pcNoTerminal},
+	"is_elevated":            {ifTrue: true, why: "not imported: supervise does not sudo; a program runs as supervise's user, or as user when supervise is root"},
+	"disable_ansi_colors":    {why: "not imported: supervise passes a program's output on as it comes"},
+	"launch_timeout_seconds": {why: "not imported: it is for daemons (is_daemon), which supervise does not follow"},
+}
+
+const pcNoTerminal = "not imported: supervise gives a program no terminal; its output is read through pipes"
+
+func (w *prog) readyLogLine(k pcKV) error {
+	s, _, err := w.im.scalar(k.v, k.key)
+	if err != nil {
+		return err
+	}
+	if _, ok := w.keyNode("readiness_probe"); ok {
+		w.warn(k.key, "not imported: a program has one readiness check, and the readiness_probe is kept")
+		return nil
+	}
+	if s = w.im.fixed(w.p, k.key, s); s != "" {
+		// process-compose looks for the text anywhere in a line
+		w.set("ready_log_line", tomlQuote(regexp.QuoteMeta(s)))
+	}
+	return nil
+}
+
+func (w *prog) logLocation(k pcKV) error {
+	s, _, err := w.im.scalar(k.v, k.key)
+	if err != nil {
+		return err
+	}
+	s = w.template(k.key, w.im.fixed(w.p, k.key, s), false)
+	if s == "" {
+		return nil
+	}
+	if w.p.instances > 1 {
+		w.warn(k.key, "the instances share one file (written line by line); process-compose wrote one per replica")
+	}
+	rot, err := w.logConfiguration()
+	if err != nil {
+		return err
+	}
+	// process-compose writes both streams to the file
+	o := "{ file = " + tomlQuote(s) + rot + " }"
+	w.set("stdout", o)
+	w.set("stderr", o)
+	return nil
+}
+
+// logConfigurationKey warns of a log_configuration without a file;
+// logLocation reads it.
+func (w *prog) logConfigurationKey(k pcKV) error {
+	if _, ok := w.keyNode("log_location"); !ok {
+		w.warn(k.key, "not imported: without log_location there is no file to configure")
 	}
 	return nil
 }
