@@ -197,6 +197,36 @@ func TestImportProcessComposeKeys(t *testing.T) {
 			}
 			return want(r.HTTP.URL, "http://127.0.0.1/")
 		}, "$NOPORT fixed at import"},
+		{"probe timings below their minimum take the defaults", "p:\n  command: a\n  readiness_probe:\n    exec: {command: x}\n    initial_delay_seconds: 0\n    period_seconds: 0\n    timeout_seconds: -1\n    success_threshold: 1\n    failure_threshold: 0\n", func(c *config.Config) string {
+			r := program(c, "p").Probes.Readiness
+			if r == nil {
+				return "no readiness probe"
+			}
+			return want([]any{r.InitialDelay, r.Period, r.SuccessThreshold, r.FailureThreshold}, []any{time.Duration(0), 10 * time.Second, 1, 3})
+		}, ""},
+		{"a probe's exec keys", "p:\n  command: a\n  readiness_probe:\n    exec: {command: x, working_dir: /tmp, user: root}\n", func(c *config.Config) string {
+			return want(program(c, "p").Probes.Readiness != nil, true)
+		}, "readiness_probe.exec.working_dir: not imported: a probe command runs in the program's dir"},
+		{"a probe's exec without a command", "p:\n  command: a\n  readiness_probe:\n    exec: {command: ' ', user: root}\n", func(c *config.Config) string {
+			return want(program(c, "p").Probes.Readiness == nil, true)
+		}, "readiness_probe: not imported: neither an exec command nor an http_get"},
+		{"http_get with an IPv6 host, an unknown key and a status past 400", "p:\n  command: a\n  readiness_probe: {http_get: {host: '::1', path: /h, status_code: 500, timeout: 3, headers: {X-A: [b, c]}}}\n", func(c *config.Config) string {
+			r := program(c, "p").Probes.Readiness
+			if r == nil || r.HTTP == nil {
+				return "no readiness http probe"
+			}
+			return want([]any{r.HTTP.URL, r.HTTP.ExpectStatus, r.HTTP.Headers["X-A"]}, []any{"http://[::1]/h", 200, "b, c"})
+		}, "readiness_probe.http_get.timeout: not imported"},
+		{"http_get with a port that is no port", "p:\n  command: a\n  readiness_probe: {http_get: {num_port: http}}\n", func(c *config.Config) string {
+			r := program(c, "p").Probes.Readiness
+			if r == nil || r.HTTP == nil {
+				return "no readiness http probe"
+			}
+			return want(r.HTTP.URL, "http://127.0.0.1/")
+		}, `readiness_probe.http_get.port: "http" is not a port`},
+		{"http_get with a scheme supervise cannot send", "p:\n  command: a\n  readiness_probe: {http_get: {scheme: ftp, port: 21}}\n", func(c *config.Config) string {
+			return want(program(c, "p").Probes.Readiness == nil, true)
+		}, `readiness_probe.http_get: not imported: "ftp://127.0.0.1:21/" is not an http:// or https:// URL`},
 		{"a probe of neither kind", "p:\n  command: a\n  readiness_probe: {grpc: {port: 1}}\n", func(c *config.Config) string {
 			return want(program(c, "p").Probes.Readiness == nil, true)
 		}, "readiness_probe.grpc: not imported"},
@@ -420,6 +450,7 @@ func TestImportProcessComposeErrors(t *testing.T) {
 		"processes: [a, b]\n":                  "1: processes: must be a mapping",
 		"processes:\n  p:\n    command: [a]\n": `3: process "p": command: must be a single value`,
 		"a: [\n":                               "yaml:",
+		"processes:\n  p:\n    command: a\n    liveness_probe:\n      exec: {command: x}\n      period_seconds: soon\n": `6: process "p": "soon" is not a number`,
 	} {
 		_, _, err := ImportProcessCompose("pc.yaml", []byte(src), ProcessComposeOptions{Lookup: noLookup})
 		if err == nil || !strings.Contains(err.Error(), "pc.yaml") || !strings.Contains(err.Error(), wantErr) {
