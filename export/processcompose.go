@@ -1,6 +1,7 @@
 package export
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -1030,75 +1031,27 @@ func (w *prog) probe(k pcKV, kind string) error {
 	var timing []string
 	for _, kv := range kvs {
 		key := k.key + "." + kv.key
-		switch kv.key {
-		case "exec":
-			ekvs, err := w.im.mapping(kv.v, key)
-			if err != nil {
-				return err
+		var c, t string
+		switch _, isTiming := pcProbeTimings[kv.key]; {
+		case kv.key == "exec":
+			c, err = w.probeExec(kv, key)
+		case kv.key == "http_get":
+			if c, err = w.httpGet(kv, key); c != "" {
+				c = "http = " + c
 			}
-			for _, e := range ekvs {
-				s, _, err := w.im.scalar(e.v, key+"."+e.key)
-				if err != nil {
-					return err
-				}
-				switch e.key {
-				case "command":
-					if strings.TrimSpace(s) != "" {
-						check = "command = " + tomlArray(w.shellCommand(key+".command", s))
-					}
-				case "working_dir":
-					w.warn(key+"."+e.key, "not imported: a probe command runs in the program's dir")
-				default:
-					w.warn(key+"."+e.key, "not imported: no supervise equivalent")
-				}
-			}
-		case "http_get":
-			h, err := w.httpGet(kv, key)
-			if err != nil {
-				return err
-			}
-			if h != "" {
-				check = "http = " + h
-			}
-		case "initial_delay_seconds", "period_seconds", "timeout_seconds", "success_threshold", "failure_threshold":
-			s, line, err := w.im.scalar(kv.v, key)
-			if err != nil {
-				return err
-			}
-			s = w.im.fixed(w.p, key, s)
-			n, err := strconv.Atoi(strings.TrimSpace(s))
-			if err != nil {
-				return pcError(line, "%q is not a number", s)
-			}
-			n = min(n, 86400)
-			// below their minimum, process-compose takes its default,
-			// which is the kubelet's and so supervise's
-			switch kv.key {
-			case "initial_delay_seconds":
-				if n > 0 {
-					timing = append(timing, fmt.Sprintf("initial_delay = \"%ds\"", n))
-				}
-			case "period_seconds":
-				if n >= 1 {
-					timing = append(timing, fmt.Sprintf("period = \"%ds\"", n))
-				}
-			case "timeout_seconds":
-				if n >= 1 {
-					timing = append(timing, fmt.Sprintf("timeout = \"%ds\"", n))
-				}
-			case "success_threshold":
-				if n > 1 && kind == "liveness" {
-					w.warn(key, "not imported: a liveness probe passes on one success")
-				} else if n > 1 {
-					timing = append(timing, fmt.Sprintf("success_threshold = %d", n))
-				}
-			case "failure_threshold":
-				if n >= 1 {
-					timing = append(timing, fmt.Sprintf("failure_threshold = %d", n))
-				}
-			}
+		case isTiming:
+			t, err = w.probeTiming(kv, key, kind)
 		default:
 			w.warn(key, "not imported: supervise probes are a command, an http GET or a tcp connect")
+		}
+		if err != nil {
+			return err
+		}
+		if c != "" {
+			check = c
+		}
+		if t != "" {
+			timing = append(timing, t)
 		}
 	}
 	if check == "" {
@@ -1118,6 +1071,76 @@ func (w *prog) probe(k pcKV, kind string) error {
 	return nil
 }
 
+// probeExec is an exec probe's command line, or "" when it has none.
+func (w *prog) probeExec(kv pcKV, key string) (string, error) {
+	ekvs, err := w.im.mapping(kv.v, key)
+	if err != nil {
+		return "", err
+	}
+	var check string
+	for _, e := range ekvs {
+		s, _, err := w.im.scalar(e.v, key+"."+e.key)
+		if err != nil {
+			return "", err
+		}
+		switch e.key {
+		case "command":
+			if strings.TrimSpace(s) != "" {
+				check = "command = " + tomlArray(w.shellCommand(key+".command", s))
+			}
+		case "working_dir":
+			w.warn(key+"."+e.key, "not imported: a probe command runs in the program's dir")
+		default:
+			w.warn(key+"."+e.key, "not imported: no supervise equivalent")
+		}
+	}
+	return check, nil
+}
+
+// pcProbeTimings are a probe's timing keys as lines of supervise's probe
+// table. Below min, process-compose takes its default, which is the
+// kubelet's and so supervise's: nothing is written.
+var pcProbeTimings = map[string]struct {
+	min    int
+	format string
+}{
+	"initial_delay_seconds": {1, `initial_delay = "%ds"`},
+	"period_seconds":        {1, `period = "%ds"`},
+	"timeout_seconds":       {1, `timeout = "%ds"`},
+	"success_threshold":     {2, "success_threshold = %d"},
+	"failure_threshold":     {1, "failure_threshold = %d"},
+}
+
+// probeTiming is the line a timing key writes, or "".
+func (w *prog) probeTiming(kv pcKV, key, kind string) (string, error) {
+	s, line, err := w.im.scalar(kv.v, key)
+	if err != nil {
+		return "", err
+	}
+	s = w.im.fixed(w.p, key, s)
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil {
+		return "", pcError(line, "%q is not a number", s)
+	}
+	n = min(n, 86400)
+	t := pcProbeTimings[kv.key]
+	switch {
+	case n < t.min:
+		return "", nil
+	case kv.key == "success_threshold" && kind == "liveness":
+		w.warn(key, "not imported: a liveness probe passes on one success")
+		return "", nil
+	}
+	return fmt.Sprintf(t.format, n), nil
+}
+
+// pcHTTPGet is an http_get probe being read.
+type pcHTTPGet struct {
+	host, scheme, path, port string
+	status                   int
+	headers                  []string // TOML key = value pairs
+}
+
 // httpGet is an http_get probe as supervise's http table, or "" (with a
 // warning) when it cannot be one.
 func (w *prog) httpGet(k pcKV, key string) (string, error) {
@@ -1125,24 +1148,12 @@ func (w *prog) httpGet(k pcKV, key string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	host, scheme, path, port, status := "127.0.0.1", "http", "/", "", 200
-	var headers []string
+	g := &pcHTTPGet{host: "127.0.0.1", scheme: "http", path: "/", status: 200}
 	for _, kv := range kvs {
 		hk := key + "." + kv.key
 		if kv.key == "headers" {
-			hkvs, err := w.im.mapping(kv.v, hk)
-			if err != nil {
+			if err := w.httpHeaders(g, kv, hk); err != nil {
 				return "", err
-			}
-			for _, h := range hkvs {
-				vals, err := w.im.list(h.v, hk+"."+h.key)
-				if err != nil {
-					return "", err
-				}
-				for i := range vals {
-					vals[i] = w.im.fixed(w.p, hk, vals[i])
-				}
-				headers = append(headers, tomlKey(h.key)+" = "+tomlQuote(strings.Join(vals, ", ")))
 			}
 			continue
 		}
@@ -1151,52 +1162,85 @@ func (w *prog) httpGet(k pcKV, key string) (string, error) {
 			return "", err
 		}
 		s = strings.TrimSpace(w.template(hk, w.im.fixed(w.p, hk, s), false))
-		switch kv.key {
-		case "host":
-			if s != "" {
-				host = s
-			}
-		case "scheme":
-			if s != "" {
-				scheme = strings.ToLower(s)
-			}
-		case "path":
-			if s != "" {
-				path = s
-			}
-		case "port", "num_port":
-			port = s
-		case "status_code":
-			if n, err := strconv.Atoi(s); err == nil && n >= 100 && n <= 400 {
-				status = n // past 400, process-compose takes 200
-			}
-		default:
+		if !g.set(kv.key, s) {
 			w.warn(hk, "not imported: no supervise equivalent")
 		}
 	}
-	hostport := host
-	if n, err := strconv.Atoi(port); err == nil && n >= 1 && n <= 65535 {
-		hostport = net.JoinHostPort(host, port)
-	} else if port != "" {
-		w.warn(key+".port", "%q is not a port: the URL has none, as process-compose's", port)
-	} else if strings.Contains(host, ":") {
-		hostport = "[" + host + "]"
-	}
-	if !strings.HasPrefix(path, "/") {
-		path = "/" + path
-	}
-	u := scheme + "://" + hostport + path
-	if p, err := url.Parse(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
-		w.warn(key, "not imported: %q is not an http:// or https:// URL", u)
+	u := g.url(w, key)
+	if u == "" {
 		return "", nil
 	}
 	out := "{ url = " + tomlQuote(u)
-	if len(headers) > 0 {
-		out += ", headers = { " + strings.Join(headers, ", ") + " }"
+	if len(g.headers) > 0 {
+		out += ", headers = { " + strings.Join(g.headers, ", ") + " }"
 	}
 	// process-compose passes exactly this status (200 by default),
 	// where supervise would pass any 2xx or 3xx
-	return out + fmt.Sprintf(", expect_status = %d }", status), nil
+	return out + fmt.Sprintf(", expect_status = %d }", g.status), nil
+}
+
+// httpHeaders reads http_get's headers, each a list of values joined as
+// one header.
+func (w *prog) httpHeaders(g *pcHTTPGet, kv pcKV, hk string) error {
+	hkvs, err := w.im.mapping(kv.v, hk)
+	if err != nil {
+		return err
+	}
+	for _, h := range hkvs {
+		vals, err := w.im.list(h.v, hk+"."+h.key)
+		if err != nil {
+			return err
+		}
+		for i := range vals {
+			vals[i] = w.im.fixed(w.p, hk, vals[i])
+		}
+		g.headers = append(g.headers, tomlKey(h.key)+" = "+tomlQuote(strings.Join(vals, ", ")))
+	}
+	return nil
+}
+
+// set takes the value of one of http_get's keys, or says it has none.
+func (g *pcHTTPGet) set(key, s string) bool {
+	switch key {
+	case "host":
+		g.host = cmp.Or(s, g.host)
+	case "scheme":
+		g.scheme = cmp.Or(strings.ToLower(s), g.scheme)
+	case "path":
+		g.path = cmp.Or(s, g.path)
+	case "port", "num_port":
+		g.port = s
+	case "status_code":
+		if n, err := strconv.Atoi(s); err == nil && n >= 100 && n <= 400 {
+			g.status = n // past 400, process-compose takes 200
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// url is the probe's URL, or "" (with a warning) when supervise cannot
+// send it.
+func (g *pcHTTPGet) url(w *prog, key string) string {
+	hostport := g.host
+	if n, err := strconv.Atoi(g.port); err == nil && n >= 1 && n <= 65535 {
+		hostport = net.JoinHostPort(g.host, g.port)
+	} else if g.port != "" {
+		w.warn(key+".port", "%q is not a port: the URL has none, as process-compose's", g.port)
+	} else if strings.Contains(g.host, ":") {
+		hostport = "[" + g.host + "]"
+	}
+	path := g.path
+	if !strings.HasPrefix(path, "/") {
+		path = "/" + path
+	}
+	u := g.scheme + "://" + hostport + path
+	if p, err := url.Parse(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+		w.warn(key, "not imported: %q is not an http:// or https:// URL", u)
+		return ""
+	}
+	return u
 }
 
 // environment reads environment lists ("K=V", or a K: V mapping) into
