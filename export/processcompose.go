@@ -603,88 +603,21 @@ func (w *prog) set(key, value string) { fmt.Fprintf(&w.b, "%s = %s\n", key, valu
 
 func (im *pcImport) write(b *strings.Builder, p *pcProcess) error {
 	w := &prog{im: im, p: p}
-	keys := map[string]pcKV{}
-	for _, k := range p.keys {
-		keys[k.key] = k
-	}
-	str := func(key string) (string, bool, error) {
-		k, ok := keys[key]
-		if !ok {
-			return "", false, nil
-		}
-		s, _, err := im.scalar(k.v, key)
-		if err != nil {
-			return "", false, p.in(err)
-		}
-		return s, true, nil
-	}
-	if d, ok, err := str("description"); err != nil {
+	if d, ok, err := w.scalarKey("description"); err != nil {
 		return err
 	} else if ok && d != "" {
 		fmt.Fprintf(b, "\n# %s", tomlQuote(w.template("description", im.fixed(p, "description", d), false)))
 	}
 	im.headers++
 	fmt.Fprintf(b, "\n[program.%s]\n", tomlKey(p.toml))
-	cmd, hasCmd, err := str("command")
-	if err != nil {
-		return err
-	}
-	if k, ok := keys["entrypoint"]; ok && (!hasCmd || cmd == "") {
-		argv, err := im.list(k.v, "entrypoint")
-		if err != nil {
-			return p.in(err)
+	for _, step := range []func() error{w.command, w.workingDir, w.environment, w.disabled} {
+		if err := step(); err != nil {
+			return err
 		}
-		if len(argv) == 0 || argv[0] == "" {
-			return pcError(k.line, "process %q: entrypoint: no program to run", p.name)
-		}
-		for i := range argv {
-			argv[i] = im.fixed(p, "entrypoint", argv[i])
-		}
-		w.set("command", tomlArray(argv))
-	} else {
-		if ok {
-			w.warn("entrypoint", "not imported: command is set, and process-compose runs the command")
-		}
-		if strings.TrimSpace(cmd) == "" {
-			return pcError(p.line, "process %q: no command", p.name)
-		}
-		w.set("command", tomlArray(w.shellCommand("command", cmd)))
-	}
-	if s, ok, err := str("working_dir"); err != nil {
-		return err
-	} else if ok && s != "" {
-		w.set("dir", tomlQuote(w.template("working_dir", im.fixed(p, "working_dir", s), false)))
-	}
-	var envKVs []pcKV
-	if k, ok := keys["environment"]; ok {
-		envKVs = append(envKVs, k)
-	}
-	env, vals, err := im.environment(envKVs, "environment", p.name)
-	if err != nil {
-		return p.in(err)
-	}
-	set := func(k string) bool { _, own := vals[k]; _, global := im.global[k]; return own || global }
-	// process-compose's own variables, under the file's
-	if !set("PC_PROC_NAME") {
-		env = append(env, "PC_PROC_NAME = "+tomlQuote(strings.ReplaceAll(p.name, "$", "$$")))
-	}
-	if p.instances == 1 && !set("PC_REPLICA_NUM") {
-		env = append(env, `PC_REPLICA_NUM = "0"`)
-	} else if p.instances > 1 {
-		w.warn("replicas", "each instance gets SUPERVISE_INSTANCE (0 … %d) where process-compose set PC_REPLICA_NUM", p.instances-1)
-		w.set("instances", strconv.Itoa(p.instances))
-	}
-	w.set("env", "{ "+strings.Join(env, ", ")+" }")
-	if s, ok, err := str("disabled"); err != nil {
-		return err
-	} else if ok && pcTrue(im.fixed(p, "disabled", s)) {
-		w.set("autostart", "false")
 	}
 	w.set("restart", tomlQuote(p.restart))
-	done := map[string]bool{"command": true, "entrypoint": true, "working_dir": true, "environment": true,
-		"description": true, "disabled": true, "vars": true, "replicas": true}
 	for _, k := range p.keys {
-		if done[k.key] {
+		if pcReadByWrite[k.key] {
 			continue
 		}
 		if err := w.key(k); err != nil {
@@ -698,6 +631,109 @@ func (im *pcImport) write(b *strings.Builder, p *pcProcess) error {
 	b.WriteString(w.b.String())
 	b.WriteString(w.tables.String())
 	return nil
+}
+
+// pcReadByWrite are the process keys pcImport.write reads itself, before
+// the others (see key).
+var pcReadByWrite = map[string]bool{"command": true, "entrypoint": true, "working_dir": true, "environment": true,
+	"description": true, "disabled": true, "vars": true, "replicas": true}
+
+// keyKV is the process's key, if it has it.
+func (w *prog) keyKV(key string) (pcKV, bool) {
+	for _, k := range w.p.keys {
+		if k.key == key {
+			return k, true
+		}
+	}
+	return pcKV{}, false
+}
+
+// scalarKey is the value of the process's key, if it has it.
+func (w *prog) scalarKey(key string) (string, bool, error) {
+	k, ok := w.keyKV(key)
+	if !ok {
+		return "", false, nil
+	}
+	s, _, err := w.im.scalar(k.v, key)
+	if err != nil {
+		return "", false, w.p.in(err)
+	}
+	return s, true, nil
+}
+
+// command writes the command: entrypoint as an argv when there is no
+// command, else command through the shell, as process-compose runs them.
+func (w *prog) command() error {
+	im, p := w.im, w.p
+	cmd, hasCmd, err := w.scalarKey("command")
+	if err != nil {
+		return err
+	}
+	k, ok := w.keyKV("entrypoint")
+	if ok && (!hasCmd || cmd == "") {
+		argv, err := im.list(k.v, "entrypoint")
+		if err != nil {
+			return p.in(err)
+		}
+		if len(argv) == 0 || argv[0] == "" {
+			return pcError(k.line, "process %q: entrypoint: no program to run", p.name)
+		}
+		for i := range argv {
+			argv[i] = im.fixed(p, "entrypoint", argv[i])
+		}
+		w.set("command", tomlArray(argv))
+		return nil
+	}
+	if ok {
+		w.warn("entrypoint", "not imported: command is set, and process-compose runs the command")
+	}
+	if strings.TrimSpace(cmd) == "" {
+		return pcError(p.line, "process %q: no command", p.name)
+	}
+	w.set("command", tomlArray(w.shellCommand("command", cmd)))
+	return nil
+}
+
+func (w *prog) workingDir() error {
+	s, ok, err := w.scalarKey("working_dir")
+	if ok && s != "" {
+		w.set("dir", tomlQuote(w.template("working_dir", w.im.fixed(w.p, "working_dir", s), false)))
+	}
+	return err
+}
+
+// environment writes the env table: environment=, then process-compose's
+// own variables where the file does not set them.
+func (w *prog) environment() error {
+	im, p := w.im, w.p
+	var envKVs []pcKV
+	if k, ok := w.keyKV("environment"); ok {
+		envKVs = append(envKVs, k)
+	}
+	env, vals, err := im.environment(envKVs, "environment", p.name)
+	if err != nil {
+		return p.in(err)
+	}
+	set := func(k string) bool { _, own := vals[k]; _, global := im.global[k]; return own || global }
+	if !set("PC_PROC_NAME") {
+		env = append(env, "PC_PROC_NAME = "+tomlQuote(strings.ReplaceAll(p.name, "$", "$$")))
+	}
+	if p.instances == 1 && !set("PC_REPLICA_NUM") {
+		env = append(env, `PC_REPLICA_NUM = "0"`)
+	} else if p.instances > 1 {
+		w.warn("replicas", "each instance gets SUPERVISE_INSTANCE (0 … %d) where process-compose set PC_REPLICA_NUM", p.instances-1)
+		w.set("instances", strconv.Itoa(p.instances))
+	}
+	w.set("env", "{ "+strings.Join(env, ", ")+" }")
+	return nil
+}
+
+func (w *prog) disabled() error {
+	s, ok, err := w.scalarKey("disabled")
+	if ok && pcTrue(w.im.fixed(w.p, "disabled", s)) {
+		w.set("autostart", "false")
+	}
+	return err
 }
 
 // key writes one process key, or warns.
@@ -801,12 +837,8 @@ func (w *prog) logConfigurationKey(k pcKV) error {
 }
 
 func (w *prog) keyNode(key string) (*yaml.Node, bool) {
-	for _, k := range w.p.keys {
-		if k.key == key {
-			return k.v, true
-		}
-	}
-	return nil, false
+	k, ok := w.keyKV(key)
+	return k.v, ok
 }
 
 // logConfiguration is the rotation part of the file's settings, as
