@@ -309,6 +309,11 @@ func TestImportProcessComposeKeys(t *testing.T) {
 		{"a template action beyond {{.NAME}}", "p:\n  command: echo {{if .X}}x{{end}}\n", func(c *config.Config) string {
 			return want(program(c, "p").Command[2], "echo {{if .X}}x{{end}}")
 		}, "kept as written: only {{.NAME}} of vars is replaced"},
+		{"file keys process-compose alone reads", "!version: '0.5'\nis_strict: true\nis_tui_disabled: true\nordered_shutdown: true\nx-team: web\nprocesses:\n  p:\n    command: a\n", nil, ""},
+		{"process-compose's own log", "!log_level: debug\nlog_location: pc.log\nprocesses:\n  p:\n    command: a\n", nil, "log_level: not imported: process-compose's own log"},
+		{"extends", "!extends: base.yaml\nprocesses:\n  p:\n    command: a\n", nil, "extends: not imported: the file it extends is not read"},
+		{"env_cmds", "!env_cmds: {A: date}\nprocesses:\n  p:\n    command: a\n", nil, "env_cmds: not imported: supervise runs no command"},
+		{"an unknown file key", "!colour: red\nprocesses:\n  p:\n    command: a\n", nil, "colour: not imported: no supervise equivalent"},
 		{"disable_env_expansion", "!disable_env_expansion: true\nprocesses:\n  p:\n    command: echo $$X\n    environment: ['A=${HOME}']\n", func(c *config.Config) string {
 			p := program(c, "p")
 			return want([]any{p.Command[2], p.Env["A"]}, []any{"echo $$X", "${HOME}"})
