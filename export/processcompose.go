@@ -335,77 +335,26 @@ func (im *pcImport) run(root *yaml.Node) ([]byte, error) {
 	if root.Kind == 0 {
 		return nil, pcError(1, "an empty file")
 	}
-	top, err := im.mapping(root, "the file")
+	kvs, err := im.mapping(root, "the file")
 	if err != nil {
 		return nil, err
 	}
 	im.shell = pcDefaultShell
 	im.vars = map[string]string{}
-	var procs *pcKV
-	var env []pcKV
-	for i := range top {
-		kv := &top[i]
-		switch kv.key {
-		case "disable_env_expansion":
-			s, _, err := im.scalar(kv.v, kv.key)
-			if err != nil {
-				return nil, err
-			}
-			im.expand = !pcTrue(s)
-		}
+	top, err := im.readTop(kvs)
+	if err != nil {
+		return nil, err
 	}
-	for i := range top {
-		kv := &top[i]
-		switch k := kv.key; {
-		case k == "processes":
-			procs = kv
-		case k == "environment":
-			env = append(env, *kv)
-		case k == "vars":
-			if err := im.readVars(kv.v, im.vars, ""); err != nil {
-				return nil, err
-			}
-		case k == "shell":
-			if err := im.readShell(kv.v); err != nil {
-				return nil, err
-			}
-		case k == "version", k == "is_strict", k == "disable_env_expansion", k == "is_tui_disabled", strings.HasPrefix(k, "x-"):
-			// process-compose's own settings: nothing to run differently
-		case k == "ordered_shutdown":
-			// supervise always stops dependents before what they depend on
-		case k == "log_location", k == "log_level", k == "log_length", k == "log_configuration", k == "log_format":
-			im.ws.add("", k, "not imported: process-compose's own log; supervise's is [supervisor] log_format and log_level, on its stderr")
-		case k == "extends":
-			im.ws.add("", k, "not imported: the file it extends is not read; import that file and merge the two")
-		case k == "env_cmds":
-			im.ws.add("", k, "not imported: supervise runs no command to make an environment; set the values in env or an env_file")
-		default:
-			im.ws.add("", k, "not imported: no supervise equivalent")
-		}
-	}
-	if procs == nil {
+	if top.procs == nil {
 		return nil, pcError(1, "no processes (is it a Docker Compose file?)")
 	}
-	if err := im.readProcesses(procs.v); err != nil {
+	if err := im.readProcesses(top.procs.v); err != nil {
 		return nil, err
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Imported by supervise from the process-compose file %q.\n", im.file)
-	var defaults []string
-	if im.opts.DotEnv != nil {
-		defaults = append(defaults, "env_file = ["+tomlQuote(im.opts.DotEnvPath)+"]")
-	}
-	genv, gvals, err := im.environment(env, "environment", "")
-	if err != nil {
+	if err := im.writeDefaults(&b, top.env); err != nil {
 		return nil, err
-	}
-	im.global = gvals
-	if len(genv) > 0 {
-		defaults = append(defaults, "env = { "+strings.Join(genv, ", ")+" }")
-	}
-	if len(defaults) > 0 {
-		im.headers++
-		b.WriteString("\n[defaults]\n" + strings.Join(defaults, "\n") + "\n")
 	}
 	for _, p := range im.procs {
 		if err := im.write(&b, p); err != nil {
@@ -419,6 +368,95 @@ func (im *pcImport) run(root *yaml.Node) ([]byte, error) {
 		}
 	}
 	return []byte(b.String()), nil
+}
+
+// pcTop is what run keeps of the file's top level.
+type pcTop struct {
+	procs *pcKV
+	env   []pcKV
+}
+
+// readTop reads the file's top-level keys: disable_env_expansion first,
+// as it changes how every value is read, then the others in order.
+func (im *pcImport) readTop(kvs []pcKV) (*pcTop, error) {
+	top := &pcTop{}
+	for _, kv := range kvs {
+		if kv.key == "disable_env_expansion" {
+			s, _, err := im.scalar(kv.v, kv.key)
+			if err != nil {
+				return nil, err
+			}
+			im.expand = !pcTrue(s)
+		}
+	}
+	for i := range kvs {
+		kv := &kvs[i]
+		if read, ok := pcTopKeys[kv.key]; ok {
+			if err := read(im, top, kv); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		why, ok := pcTopUnmapped[kv.key]
+		switch {
+		case ok && why == "", strings.HasPrefix(kv.key, "x-"):
+			// process-compose's own settings: nothing to run differently
+		case ok:
+			im.ws.add("", kv.key, "%s", why)
+		default:
+			im.ws.add("", kv.key, "not imported: no supervise equivalent")
+		}
+	}
+	return top, nil
+}
+
+// pcTopKeys read the top-level keys that map to supervise's.
+var pcTopKeys = map[string]func(im *pcImport, top *pcTop, kv *pcKV) error{
+	"processes":   func(_ *pcImport, top *pcTop, kv *pcKV) error { top.procs = kv; return nil },
+	"environment": func(_ *pcImport, top *pcTop, kv *pcKV) error { top.env = append(top.env, *kv); return nil },
+	"vars":        func(im *pcImport, _ *pcTop, kv *pcKV) error { return im.readVars(kv.v, im.vars, "") },
+	"shell":       func(im *pcImport, _ *pcTop, kv *pcKV) error { return im.readShell(kv.v) },
+}
+
+// pcTopUnmapped say why a top-level key is not imported; "" is a
+// setting of process-compose's own, taken quietly.
+var pcTopUnmapped = map[string]string{
+	"version":               "",
+	"is_strict":             "",
+	"disable_env_expansion": "", // read first
+	"is_tui_disabled":       "",
+	"ordered_shutdown":      "", // supervise always stops dependents before what they depend on
+	"log_location":          pcOwnLog,
+	"log_level":             pcOwnLog,
+	"log_length":            pcOwnLog,
+	"log_configuration":     pcOwnLog,
+	"log_format":            pcOwnLog,
+	"extends":               "not imported: the file it extends is not read; import that file and merge the two",
+	"env_cmds":              "not imported: supervise runs no command to make an environment; set the values in env or an env_file",
+}
+
+const pcOwnLog = "not imported: process-compose's own log; supervise's is [supervisor] log_format and log_level, on its stderr"
+
+// writeDefaults writes the [defaults] table: the .env as env_file and the
+// file's environment as env.
+func (im *pcImport) writeDefaults(b *strings.Builder, env []pcKV) error {
+	var defaults []string
+	if im.opts.DotEnv != nil {
+		defaults = append(defaults, "env_file = ["+tomlQuote(im.opts.DotEnvPath)+"]")
+	}
+	genv, gvals, err := im.environment(env, "environment", "")
+	if err != nil {
+		return err
+	}
+	im.global = gvals
+	if len(genv) > 0 {
+		defaults = append(defaults, "env = { "+strings.Join(genv, ", ")+" }")
+	}
+	if len(defaults) > 0 {
+		im.headers++
+		b.WriteString("\n[defaults]\n" + strings.Join(defaults, "\n") + "\n")
+	}
+	return nil
 }
 
 func pcTrue(s string) bool {
