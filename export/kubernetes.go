@@ -487,26 +487,8 @@ func (k *kubeWriter) ports() []int {
 
 // unmapped warns about the keys Kubernetes has no place for.
 func (k *kubeWriter) unmapped() {
+	k.warnRows(kubeUnmappedSettings)
 	p := k.p
-	b := p.Backoff
-	if b.Initial != config.DefaultBackoffInitial || b.Max != config.DefaultBackoffMax {
-		k.warn("backoff", "the kubelet's crash backoff (10s doubling to 5m) applies; its maximum is a node setting (KubeletConfiguration crashLoopBackOff.maxContainerRestartPeriod)")
-	}
-	if b.ResetAfter != config.DefaultBackoffResetAfter {
-		k.warn("backoff.reset_after", "the kubelet forgives past crashes after 10 minutes of running; it is not set per container")
-	}
-	if p.MinStopGrace != config.DefaultMinStopGrace {
-		k.warn("min_stop_grace", "Kubernetes gives the preStop hook and the stop signal one terminationGracePeriodSeconds together; there is no floor to map")
-	}
-	if p.ExitTailLines != config.DefaultExitTailLines {
-		k.warn("exit_tail_lines", "not mapped: the lines supervisectl why keeps of a run; Kubernetes keeps the logs its own way")
-	}
-	if p.Notify == config.NotifyFD && p.NotifyFD != config.DefaultNotifyFD {
-		k.warn("notify_fd", "the s6 notification descriptor has no Kubernetes equivalent")
-	}
-	if p.Rollout != (config.Rollout{}) {
-		k.warn("rollout", "not exported: set the Deployment's strategy.rollingUpdate.maxUnavailable and progressDeadlineSeconds by hand")
-	}
 	for _, x := range []struct {
 		key string
 		h   *config.Hook
@@ -518,18 +500,7 @@ func (k *kubeWriter) unmapped() {
 			k.warn(x.key+".http.expect_status", "the kubelet's httpGet passes any 200–399; an exact status cannot be asked for")
 		}
 	}
-	if len(p.RestartRules) > 0 {
-		k.warn("restart_rules", "not exported: container restartPolicyRules need Kubernetes 1.34 or later; add them by hand")
-	}
-	if p.Watch != nil {
-		k.warn("watch", "restarting on file changes has no Kubernetes equivalent")
-	}
-	if p.Critical {
-		k.warn("critical", "each program is its own workload: nothing stops the others when it ends")
-	}
-	if p.Sidecar && !k.opts.Pod {
-		k.warn("sidecar", "exported as its own workload; in one Pod it would be an init container with restartPolicy Always")
-	}
+	k.warnRows(kubeUnmappedRunning)
 	for _, x := range outputSettings(p) {
 		if x.o.File != "" {
 			k.warn(x.key, "log files are not exported: Kubernetes keeps the containers' output")
@@ -545,6 +516,56 @@ func (k *kubeWriter) unmapped() {
 		k.warn("success_exit_codes", "only exit 0 is success for Kubernetes")
 	}
 }
+
+// kubeUnmappedRow is a setting Kubernetes has no place for: when set
+// says the program gives it, the exporter warns why.
+type kubeUnmappedRow struct {
+	key, why string
+	set      func(k *kubeWriter) bool
+}
+
+func (k *kubeWriter) warnRows(rows []kubeUnmappedRow) {
+	for _, r := range rows {
+		if r.set(k) {
+			k.warn(r.key, "%s", r.why)
+		}
+	}
+}
+
+// kubeUnmappedSettings are warned about before the hooks' settings,
+// kubeUnmappedRunning after them.
+var (
+	kubeUnmappedSettings = []kubeUnmappedRow{
+		{"backoff", "the kubelet's crash backoff (10s doubling to 5m) applies; its maximum is a node setting (KubeletConfiguration crashLoopBackOff.maxContainerRestartPeriod)", func(k *kubeWriter) bool {
+			return k.p.Backoff.Initial != config.DefaultBackoffInitial || k.p.Backoff.Max != config.DefaultBackoffMax
+		}},
+		{"backoff.reset_after", "the kubelet forgives past crashes after 10 minutes of running; it is not set per container", func(k *kubeWriter) bool {
+			return k.p.Backoff.ResetAfter != config.DefaultBackoffResetAfter
+		}},
+		{"min_stop_grace", "Kubernetes gives the preStop hook and the stop signal one terminationGracePeriodSeconds together; there is no floor to map", func(k *kubeWriter) bool {
+			return k.p.MinStopGrace != config.DefaultMinStopGrace
+		}},
+		{"exit_tail_lines", "not mapped: the lines supervisectl why keeps of a run; Kubernetes keeps the logs its own way", func(k *kubeWriter) bool {
+			return k.p.ExitTailLines != config.DefaultExitTailLines
+		}},
+		{"notify_fd", "the s6 notification descriptor has no Kubernetes equivalent", func(k *kubeWriter) bool {
+			return k.p.Notify == config.NotifyFD && k.p.NotifyFD != config.DefaultNotifyFD
+		}},
+		{"rollout", "not exported: set the Deployment's strategy.rollingUpdate.maxUnavailable and progressDeadlineSeconds by hand", func(k *kubeWriter) bool {
+			return k.p.Rollout != (config.Rollout{})
+		}},
+	}
+	kubeUnmappedRunning = []kubeUnmappedRow{
+		{"restart_rules", "not exported: container restartPolicyRules need Kubernetes 1.34 or later; add them by hand", func(k *kubeWriter) bool {
+			return len(k.p.RestartRules) > 0
+		}},
+		{"watch", "restarting on file changes has no Kubernetes equivalent", func(k *kubeWriter) bool { return k.p.Watch != nil }},
+		{"critical", "each program is its own workload: nothing stops the others when it ends", func(k *kubeWriter) bool { return k.p.Critical }},
+		{"sidecar", "exported as its own workload; in one Pod it would be an init container with restartPolicy Always", func(k *kubeWriter) bool {
+			return k.p.Sidecar && !k.opts.Pod
+		}},
+	}
+)
 
 func strs(xs []string) []any {
 	out := make([]any, len(xs))
