@@ -415,7 +415,7 @@ type iniParser struct {
 	values   map[*iniSection]map[string][]string
 	cur      map[string][]string // the section being read, nil before the first
 	opt      string              // the key being read, "" after a header
-	indent   int                 // the indent of the line that opened it
+	indent   int                 // of the last line that continued no value
 }
 
 // line reads line ln: a header, a key, or the next line of a value.
@@ -773,6 +773,8 @@ func tomlEnvValue(v string) string {
 	return tomlQuote(strings.Join(parts, ""))
 }
 
+// write writes the program's table, warning about each key it does not
+// map.
 func (p *supervisordProgram) write(b *strings.Builder) error {
 	done := map[string]bool{"command": true, "priority": true}
 	p.warned = map[string]bool{}
@@ -1248,7 +1250,7 @@ type pySpec struct {
 	text        string // from the % to the conversion character
 	name        string
 	left, zero  bool // the - and 0 flags
-	other       bool // a +, blank or # flag, which supervisord's values never take
+	other       bool // a +, blank or # flag, which pyFormat refuses
 	width, prec int  // -1 when absent
 	conv        byte
 }
