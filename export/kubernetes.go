@@ -487,26 +487,8 @@ func (k *kubeWriter) ports() []int {
 
 // unmapped warns about the keys Kubernetes has no place for.
 func (k *kubeWriter) unmapped() {
+	k.warnRows(kubeUnmappedSettings)
 	p := k.p
-	b := p.Backoff
-	if b.Initial != config.DefaultBackoffInitial || b.Max != config.DefaultBackoffMax {
-		k.warn("backoff", "the kubelet's crash backoff (10s doubling to 5m) applies; its maximum is a node setting (KubeletConfiguration crashLoopBackOff.maxContainerRestartPeriod)")
-	}
-	if b.ResetAfter != config.DefaultBackoffResetAfter {
-		k.warn("backoff.reset_after", "the kubelet forgives past crashes after 10 minutes of running; it is not set per container")
-	}
-	if p.MinStopGrace != config.DefaultMinStopGrace {
-		k.warn("min_stop_grace", "Kubernetes gives the preStop hook and the stop signal one terminationGracePeriodSeconds together; there is no floor to map")
-	}
-	if p.ExitTailLines != config.DefaultExitTailLines {
-		k.warn("exit_tail_lines", "not mapped: the lines supervisectl why keeps of a run; Kubernetes keeps the logs its own way")
-	}
-	if p.Notify == config.NotifyFD && p.NotifyFD != config.DefaultNotifyFD {
-		k.warn("notify_fd", "the s6 notification descriptor has no Kubernetes equivalent")
-	}
-	if p.Rollout != (config.Rollout{}) {
-		k.warn("rollout", "not exported: set the Deployment's strategy.rollingUpdate.maxUnavailable and progressDeadlineSeconds by hand")
-	}
 	for _, x := range []struct {
 		key string
 		h   *config.Hook
@@ -518,18 +500,7 @@ func (k *kubeWriter) unmapped() {
 			k.warn(x.key+".http.expect_status", "the kubelet's httpGet passes any 200–399; an exact status cannot be asked for")
 		}
 	}
-	if len(p.RestartRules) > 0 {
-		k.warn("restart_rules", "not exported: container restartPolicyRules need Kubernetes 1.34 or later; add them by hand")
-	}
-	if p.Watch != nil {
-		k.warn("watch", "restarting on file changes has no Kubernetes equivalent")
-	}
-	if p.Critical {
-		k.warn("critical", "each program is its own workload: nothing stops the others when it ends")
-	}
-	if p.Sidecar && !k.opts.Pod {
-		k.warn("sidecar", "exported as its own workload; in one Pod it would be an init container with restartPolicy Always")
-	}
+	k.warnRows(kubeUnmappedRunning)
 	for _, x := range outputSettings(p) {
 		if x.o.File != "" {
 			k.warn(x.key, "log files are not exported: Kubernetes keeps the containers' output")
@@ -545,6 +516,56 @@ func (k *kubeWriter) unmapped() {
 		k.warn("success_exit_codes", "only exit 0 is success for Kubernetes")
 	}
 }
+
+// kubeUnmappedRow is a setting Kubernetes has no place for: when set
+// says the program gives it, the exporter warns why.
+type kubeUnmappedRow struct {
+	key, why string
+	set      func(k *kubeWriter) bool
+}
+
+func (k *kubeWriter) warnRows(rows []kubeUnmappedRow) {
+	for _, r := range rows {
+		if r.set(k) {
+			k.warn(r.key, "%s", r.why)
+		}
+	}
+}
+
+// kubeUnmappedSettings are warned about before the hooks' settings,
+// kubeUnmappedRunning after them.
+var (
+	kubeUnmappedSettings = []kubeUnmappedRow{
+		{"backoff", "the kubelet's crash backoff (10s doubling to 5m) applies; its maximum is a node setting (KubeletConfiguration crashLoopBackOff.maxContainerRestartPeriod)", func(k *kubeWriter) bool {
+			return k.p.Backoff.Initial != config.DefaultBackoffInitial || k.p.Backoff.Max != config.DefaultBackoffMax
+		}},
+		{"backoff.reset_after", "the kubelet forgives past crashes after 10 minutes of running; it is not set per container", func(k *kubeWriter) bool {
+			return k.p.Backoff.ResetAfter != config.DefaultBackoffResetAfter
+		}},
+		{"min_stop_grace", "Kubernetes gives the preStop hook and the stop signal one terminationGracePeriodSeconds together; there is no floor to map", func(k *kubeWriter) bool {
+			return k.p.MinStopGrace != config.DefaultMinStopGrace
+		}},
+		{"exit_tail_lines", "not mapped: the lines supervisectl why keeps of a run; Kubernetes keeps the logs its own way", func(k *kubeWriter) bool {
+			return k.p.ExitTailLines != config.DefaultExitTailLines
+		}},
+		{"notify_fd", "the s6 notification descriptor has no Kubernetes equivalent", func(k *kubeWriter) bool {
+			return k.p.Notify == config.NotifyFD && k.p.NotifyFD != config.DefaultNotifyFD
+		}},
+		{"rollout", "not exported: set the Deployment's strategy.rollingUpdate.maxUnavailable and progressDeadlineSeconds by hand", func(k *kubeWriter) bool {
+			return k.p.Rollout != (config.Rollout{})
+		}},
+	}
+	kubeUnmappedRunning = []kubeUnmappedRow{
+		{"restart_rules", "not exported: container restartPolicyRules need Kubernetes 1.34 or later; add them by hand", func(k *kubeWriter) bool {
+			return len(k.p.RestartRules) > 0
+		}},
+		{"watch", "restarting on file changes has no Kubernetes equivalent", func(k *kubeWriter) bool { return k.p.Watch != nil }},
+		{"critical", "each program is its own workload: nothing stops the others when it ends", func(k *kubeWriter) bool { return k.p.Critical }},
+		{"sidecar", "exported as its own workload; in one Pod it would be an init container with restartPolicy Always", func(k *kubeWriter) bool {
+			return k.p.Sidecar && !k.opts.Pod
+		}},
+	}
+)
 
 func strs(xs []string) []any {
 	out := make([]any, len(xs))
@@ -613,117 +634,149 @@ func isDNSLabel(s string) bool { return s != "" && DNSLabel(s) == s }
 // Always, up once their startup probe passes); the rest, servers whatever
 // their restart, as the Pod's containers.
 func podDocs(cfg *config.Config, opts KubernetesOptions, ws *warnings) ([]obj, error) {
-	needed := map[string]bool{}
-	oneShot := map[string]bool{}
+	pb := &podBuilder{cfg: cfg, opts: opts, ws: ws, needed: map[string]bool{}, oneShot: map[string]bool{}}
 	for _, p := range cfg.Programs {
 		for _, d := range p.DependsOn {
 			// Only a dependent waiting for it to complete says a program
 			// ends by itself: a restart of "never" or "on-failure" alone
 			// is as often a server's.
 			if p.DependsOnCondition(d) == config.DependCompleted {
-				oneShot[d] = true
+				pb.oneShot[d] = true
 			} else {
-				needed[d] = true
+				pb.needed[d] = true
 			}
 		}
 	}
-	var inits, containers []any
-	var ports []int
-	grace := 0
-	var crons []obj
-	policy := podRestartPolicy(cfg, oneShot, needed)
+	pb.policy = podRestartPolicy(cfg, pb.oneShot, pb.needed)
 	for _, p := range inDependencyOrder(cfg) {
-		k := &kubeWriter{opts: opts, ws: ws, p: p, cfg: cfg}
-		if p.Scheduled() { // a CronJob beside the Pod: its runs are Pods of their own
-			crons = append(crons, k.cronJob())
-			continue
-		}
-		if p.Instances > 1 {
-			k.warn("instances", "one Pod runs one container per program: run more Pods (a Deployment of this Pod) for %d", p.Instances)
-		}
-		if p.Hooks.PreStart != nil {
-			k.warn("hooks.pre_start", "not exported in a Pod: make it an init container before %q by hand", p.Name)
-		}
-		if !p.Autostart {
-			k.warn("autostart", "false: every container of the Pod starts with it")
-		}
-		if p.Sandbox.Hostname != "" {
-			k.warn("sandbox.hostname", "a Pod has one hostname for all its containers: set spec.hostname by hand")
-		}
-		c := k.container()
-		switch {
-		case oneShot[p.Name] && !p.Sidecar:
-			if needed[p.Name] {
-				k.warn("depends_on", "a one-shot runs to its end as an init container: the programs waiting for it to run or be ready start after it ended")
-			}
-			if kubePolicy(p.Restart) != policy {
-				k.warn("restart", "%q: an init container that fails is retried by the Pod's restartPolicy (%s here)", p.Restart, policy)
-			}
-			// A run-to-completion init container takes no probes and no
-			// lifecycle handlers.
-			c = slices.DeleteFunc(c, func(e kv) bool {
-				drop := strings.HasSuffix(e.k, "Probe") || e.k == "lifecycle"
-				if drop {
-					k.warn(e.k, "dropped: an init container that runs to completion takes no %s", e.k)
-				}
-				return drop
-			})
-			inits = append(inits, c)
-		case needed[p.Name] || p.Sidecar || oneShot[p.Name]:
-			if p.Restart != config.RestartAlways {
-				k.warn("restart", "%q: a native sidecar is restarted whenever it exits, until the Pod ends", p.Restart)
-			}
-			c = append(c, kv{"restartPolicy", "Always"})
-			if p.Probes.Startup == nil && p.Probes.Readiness != nil {
-				// A sidecar is up for the next container once its startup
-				// probe passes: readiness is what its dependents waited for.
-				if sp := k.probe("readiness", p.Probes.Readiness); sp != nil {
-					c = append(c, kv{"startupProbe", sp})
-				}
-			}
-			inits = append(inits, c)
-		default:
-			if kubePolicy(p.Restart) != policy {
-				k.warn("restart", "%q: the Pod's restartPolicy (%s) is every container's", p.Restart, policy)
-			}
-			containers = append(containers, c)
-		}
-		for _, port := range k.ports() {
-			if !slices.Contains(ports, port) {
-				ports = append(ports, port)
-			}
-		}
-		grace = max(grace, ceilSeconds(p.StopTimeout))
+		pb.add(p)
 	}
-	if len(containers) == 0 && len(inits) == 0 && len(crons) > 0 {
-		return crons, nil // jobs only: their runs are Pods of their own
+	if len(pb.containers) == 0 && len(pb.inits) == 0 && len(pb.crons) > 0 {
+		return pb.crons, nil // jobs only: their runs are Pods of their own
 	}
-	if len(containers) == 0 {
+	if len(pb.containers) == 0 {
 		return nil, fmt.Errorf("export kubernetes --mode pod: every program is a sidecar or a one-shot, and a Pod needs a container: export without --mode pod")
 	}
-	labels := obj{{"app.kubernetes.io/name", opts.Name}}
-	meta := obj{{"name", opts.Name}}
-	meta.set("namespace", opts.Namespace)
+	return pb.docs(), nil
+}
+
+// podBuilder gathers the Pod's containers, program by program.
+type podBuilder struct {
+	cfg             *config.Config
+	opts            KubernetesOptions
+	ws              *warnings
+	needed, oneShot map[string]bool // programs others wait for to run or be ready, to complete
+	policy          string          // the Pod's restartPolicy
+	inits           []any
+	containers      []any
+	ports           []int
+	grace           int
+	crons           []obj
+}
+
+// add places p in the Pod by its role, or beside it as a CronJob.
+func (pb *podBuilder) add(p *config.Program) {
+	k := &kubeWriter{opts: pb.opts, ws: pb.ws, p: p, cfg: pb.cfg}
+	if p.Scheduled() { // a CronJob beside the Pod: its runs are Pods of their own
+		pb.crons = append(pb.crons, k.cronJob())
+		return
+	}
+	if p.Instances > 1 {
+		k.warn("instances", "one Pod runs one container per program: run more Pods (a Deployment of this Pod) for %d", p.Instances)
+	}
+	if p.Hooks.PreStart != nil {
+		k.warn("hooks.pre_start", "not exported in a Pod: make it an init container before %q by hand", p.Name)
+	}
+	if !p.Autostart {
+		k.warn("autostart", "false: every container of the Pod starts with it")
+	}
+	if p.Sandbox.Hostname != "" {
+		k.warn("sandbox.hostname", "a Pod has one hostname for all its containers: set spec.hostname by hand")
+	}
+	c := k.container()
+	switch {
+	case pb.oneShot[p.Name] && !p.Sidecar:
+		pb.inits = append(pb.inits, pb.runToCompletion(k, c))
+	case pb.needed[p.Name] || p.Sidecar || pb.oneShot[p.Name]:
+		pb.inits = append(pb.inits, pb.nativeSidecar(k, c))
+	default:
+		if kubePolicy(p.Restart) != pb.policy {
+			k.warn("restart", "%q: the Pod's restartPolicy (%s) is every container's", p.Restart, pb.policy)
+		}
+		pb.containers = append(pb.containers, c)
+	}
+	for _, port := range k.ports() {
+		if !slices.Contains(pb.ports, port) {
+			pb.ports = append(pb.ports, port)
+		}
+	}
+	pb.grace = max(pb.grace, ceilSeconds(p.StopTimeout))
+}
+
+// runToCompletion makes c a one-shot's init container, run to its end
+// before the next.
+func (pb *podBuilder) runToCompletion(k *kubeWriter, c obj) obj {
+	p := k.p
+	if pb.needed[p.Name] {
+		k.warn("depends_on", "a one-shot runs to its end as an init container: the programs waiting for it to run or be ready start after it ended")
+	}
+	if kubePolicy(p.Restart) != pb.policy {
+		k.warn("restart", "%q: an init container that fails is retried by the Pod's restartPolicy (%s here)", p.Restart, pb.policy)
+	}
+	// A run-to-completion init container takes no probes and no
+	// lifecycle handlers.
+	return slices.DeleteFunc(c, func(e kv) bool {
+		drop := strings.HasSuffix(e.k, "Probe") || e.k == "lifecycle"
+		if drop {
+			k.warn(e.k, "dropped: an init container that runs to completion takes no %s", e.k)
+		}
+		return drop
+	})
+}
+
+// nativeSidecar makes c an init container with restartPolicy Always,
+// which the next container waits for until its startup probe passes.
+func (pb *podBuilder) nativeSidecar(k *kubeWriter, c obj) obj {
+	p := k.p
+	if p.Restart != config.RestartAlways {
+		k.warn("restart", "%q: a native sidecar is restarted whenever it exits, until the Pod ends", p.Restart)
+	}
+	c = append(c, kv{"restartPolicy", "Always"})
+	if p.Probes.Startup == nil && p.Probes.Readiness != nil {
+		// A sidecar is up for the next container once its startup
+		// probe passes: readiness is what its dependents waited for.
+		if sp := k.probe("readiness", p.Probes.Readiness); sp != nil {
+			c = append(c, kv{"startupProbe", sp})
+		}
+	}
+	return c
+}
+
+// docs are the Pod, the CronJobs beside it and the Service of its ports.
+func (pb *podBuilder) docs() []obj {
+	labels := obj{{"app.kubernetes.io/name", pb.opts.Name}}
+	meta := obj{{"name", pb.opts.Name}}
+	meta.set("namespace", pb.opts.Namespace)
 	meta.set("labels", labels)
 	spec := obj{}
-	spec.set("initContainers", inits)
-	spec.set("containers", containers)
-	if policy != "Always" {
-		spec.set("restartPolicy", policy)
+	spec.set("initContainers", pb.inits)
+	spec.set("containers", pb.containers)
+	if pb.policy != "Always" {
+		spec.set("restartPolicy", pb.policy)
 	}
-	if grace > 0 {
-		spec.set("terminationGracePeriodSeconds", grace)
+	if pb.grace > 0 {
+		spec.set("terminationGracePeriodSeconds", pb.grace)
 	}
 	docs := []obj{{{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", meta}, {"spec", spec}}}
-	docs = append(docs, crons...)
-	if len(ports) > 0 {
+	docs = append(docs, pb.crons...)
+	if len(pb.ports) > 0 {
 		var sp []any
-		for _, port := range ports {
+		for _, port := range pb.ports {
 			sp = append(sp, obj{{"name", "p" + strconv.Itoa(port)}, {"port", port}, {"targetPort", port}})
 		}
 		docs = append(docs, obj{{"apiVersion", "v1"}, {"kind", "Service"}, {"metadata", meta}, {"spec", obj{{"selector", labels}, {"ports", sp}}}})
 	}
-	return docs, nil
+	return docs
 }
 
 // kubePolicy is the Pod restartPolicy of a restart policy.

@@ -1,6 +1,7 @@
 package export
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -334,77 +335,26 @@ func (im *pcImport) run(root *yaml.Node) ([]byte, error) {
 	if root.Kind == 0 {
 		return nil, pcError(1, "an empty file")
 	}
-	top, err := im.mapping(root, "the file")
+	kvs, err := im.mapping(root, "the file")
 	if err != nil {
 		return nil, err
 	}
 	im.shell = pcDefaultShell
 	im.vars = map[string]string{}
-	var procs *pcKV
-	var env []pcKV
-	for i := range top {
-		kv := &top[i]
-		switch kv.key {
-		case "disable_env_expansion":
-			s, _, err := im.scalar(kv.v, kv.key)
-			if err != nil {
-				return nil, err
-			}
-			im.expand = !pcTrue(s)
-		}
+	top, err := im.readTop(kvs)
+	if err != nil {
+		return nil, err
 	}
-	for i := range top {
-		kv := &top[i]
-		switch k := kv.key; {
-		case k == "processes":
-			procs = kv
-		case k == "environment":
-			env = append(env, *kv)
-		case k == "vars":
-			if err := im.readVars(kv.v, im.vars, ""); err != nil {
-				return nil, err
-			}
-		case k == "shell":
-			if err := im.readShell(kv.v); err != nil {
-				return nil, err
-			}
-		case k == "version", k == "is_strict", k == "disable_env_expansion", k == "is_tui_disabled", strings.HasPrefix(k, "x-"):
-			// process-compose's own settings: nothing to run differently
-		case k == "ordered_shutdown":
-			// supervise always stops dependents before what they depend on
-		case k == "log_location", k == "log_level", k == "log_length", k == "log_configuration", k == "log_format":
-			im.ws.add("", k, "not imported: process-compose's own log; supervise's is [supervisor] log_format and log_level, on its stderr")
-		case k == "extends":
-			im.ws.add("", k, "not imported: the file it extends is not read; import that file and merge the two")
-		case k == "env_cmds":
-			im.ws.add("", k, "not imported: supervise runs no command to make an environment; set the values in env or an env_file")
-		default:
-			im.ws.add("", k, "not imported: no supervise equivalent")
-		}
-	}
-	if procs == nil {
+	if top.procs == nil {
 		return nil, pcError(1, "no processes (is it a Docker Compose file?)")
 	}
-	if err := im.readProcesses(procs.v); err != nil {
+	if err := im.readProcesses(top.procs.v); err != nil {
 		return nil, err
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Imported by supervise from the process-compose file %q.\n", im.file)
-	var defaults []string
-	if im.opts.DotEnv != nil {
-		defaults = append(defaults, "env_file = ["+tomlQuote(im.opts.DotEnvPath)+"]")
-	}
-	genv, gvals, err := im.environment(env, "environment", "")
-	if err != nil {
+	if err := im.writeDefaults(&b, top.env); err != nil {
 		return nil, err
-	}
-	im.global = gvals
-	if len(genv) > 0 {
-		defaults = append(defaults, "env = { "+strings.Join(genv, ", ")+" }")
-	}
-	if len(defaults) > 0 {
-		im.headers++
-		b.WriteString("\n[defaults]\n" + strings.Join(defaults, "\n") + "\n")
 	}
 	for _, p := range im.procs {
 		if err := im.write(&b, p); err != nil {
@@ -418,6 +368,95 @@ func (im *pcImport) run(root *yaml.Node) ([]byte, error) {
 		}
 	}
 	return []byte(b.String()), nil
+}
+
+// pcTop is what run keeps of the file's top level.
+type pcTop struct {
+	procs *pcKV
+	env   []pcKV
+}
+
+// readTop reads the file's top-level keys: disable_env_expansion first,
+// as it changes how every value is read, then the others in order.
+func (im *pcImport) readTop(kvs []pcKV) (*pcTop, error) {
+	top := &pcTop{}
+	for _, kv := range kvs {
+		if kv.key == "disable_env_expansion" {
+			s, _, err := im.scalar(kv.v, kv.key)
+			if err != nil {
+				return nil, err
+			}
+			im.expand = !pcTrue(s)
+		}
+	}
+	for i := range kvs {
+		kv := &kvs[i]
+		if read, ok := pcTopKeys[kv.key]; ok {
+			if err := read(im, top, kv); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		why, ok := pcTopUnmapped[kv.key]
+		switch {
+		case ok && why == "", strings.HasPrefix(kv.key, "x-"):
+			// process-compose's own settings: nothing to run differently
+		case ok:
+			im.ws.add("", kv.key, "%s", why)
+		default:
+			im.ws.add("", kv.key, "not imported: no supervise equivalent")
+		}
+	}
+	return top, nil
+}
+
+// pcTopKeys read the top-level keys that map to supervise's.
+var pcTopKeys = map[string]func(im *pcImport, top *pcTop, kv *pcKV) error{
+	"processes":   func(_ *pcImport, top *pcTop, kv *pcKV) error { top.procs = kv; return nil },
+	"environment": func(_ *pcImport, top *pcTop, kv *pcKV) error { top.env = append(top.env, *kv); return nil },
+	"vars":        func(im *pcImport, _ *pcTop, kv *pcKV) error { return im.readVars(kv.v, im.vars, "") },
+	"shell":       func(im *pcImport, _ *pcTop, kv *pcKV) error { return im.readShell(kv.v) },
+}
+
+// pcTopUnmapped say why a top-level key is not imported; "" is a
+// setting of process-compose's own, taken quietly.
+var pcTopUnmapped = map[string]string{
+	"version":               "",
+	"is_strict":             "",
+	"disable_env_expansion": "", // read first
+	"is_tui_disabled":       "",
+	"ordered_shutdown":      "", // supervise always stops dependents before what they depend on
+	"log_location":          pcOwnLog,
+	"log_level":             pcOwnLog,
+	"log_length":            pcOwnLog,
+	"log_configuration":     pcOwnLog,
+	"log_format":            pcOwnLog,
+	"extends":               "not imported: the file it extends is not read; import that file and merge the two",
+	"env_cmds":              "not imported: supervise runs no command to make an environment; set the values in env or an env_file",
+}
+
+const pcOwnLog = "not imported: process-compose's own log; supervise's is [supervisor] log_format and log_level, on its stderr"
+
+// writeDefaults writes the [defaults] table: the .env as env_file and the
+// file's environment as env.
+func (im *pcImport) writeDefaults(b *strings.Builder, env []pcKV) error {
+	var defaults []string
+	if im.opts.DotEnv != nil {
+		defaults = append(defaults, "env_file = ["+tomlQuote(im.opts.DotEnvPath)+"]")
+	}
+	genv, gvals, err := im.environment(env, "environment", "")
+	if err != nil {
+		return err
+	}
+	im.global = gvals
+	if len(genv) > 0 {
+		defaults = append(defaults, "env = { "+strings.Join(genv, ", ")+" }")
+	}
+	if len(defaults) > 0 {
+		im.headers++
+		b.WriteString("\n[defaults]\n" + strings.Join(defaults, "\n") + "\n")
+	}
+	return nil
 }
 
 func pcTrue(s string) bool {
@@ -602,88 +641,21 @@ func (w *prog) set(key, value string) { fmt.Fprintf(&w.b, "%s = %s\n", key, valu
 
 func (im *pcImport) write(b *strings.Builder, p *pcProcess) error {
 	w := &prog{im: im, p: p}
-	keys := map[string]pcKV{}
-	for _, k := range p.keys {
-		keys[k.key] = k
-	}
-	str := func(key string) (string, bool, error) {
-		k, ok := keys[key]
-		if !ok {
-			return "", false, nil
-		}
-		s, _, err := im.scalar(k.v, key)
-		if err != nil {
-			return "", false, p.in(err)
-		}
-		return s, true, nil
-	}
-	if d, ok, err := str("description"); err != nil {
+	if d, ok, err := w.scalarKey("description"); err != nil {
 		return err
 	} else if ok && d != "" {
 		fmt.Fprintf(b, "\n# %s", tomlQuote(w.template("description", im.fixed(p, "description", d), false)))
 	}
 	im.headers++
 	fmt.Fprintf(b, "\n[program.%s]\n", tomlKey(p.toml))
-	cmd, hasCmd, err := str("command")
-	if err != nil {
-		return err
-	}
-	if k, ok := keys["entrypoint"]; ok && (!hasCmd || cmd == "") {
-		argv, err := im.list(k.v, "entrypoint")
-		if err != nil {
-			return p.in(err)
+	for _, step := range []func() error{w.command, w.workingDir, w.environment, w.disabled} {
+		if err := step(); err != nil {
+			return err
 		}
-		if len(argv) == 0 || argv[0] == "" {
-			return pcError(k.line, "process %q: entrypoint: no program to run", p.name)
-		}
-		for i := range argv {
-			argv[i] = im.fixed(p, "entrypoint", argv[i])
-		}
-		w.set("command", tomlArray(argv))
-	} else {
-		if ok {
-			w.warn("entrypoint", "not imported: command is set, and process-compose runs the command")
-		}
-		if strings.TrimSpace(cmd) == "" {
-			return pcError(p.line, "process %q: no command", p.name)
-		}
-		w.set("command", tomlArray(w.shellCommand("command", cmd)))
-	}
-	if s, ok, err := str("working_dir"); err != nil {
-		return err
-	} else if ok && s != "" {
-		w.set("dir", tomlQuote(w.template("working_dir", im.fixed(p, "working_dir", s), false)))
-	}
-	var envKVs []pcKV
-	if k, ok := keys["environment"]; ok {
-		envKVs = append(envKVs, k)
-	}
-	env, vals, err := im.environment(envKVs, "environment", p.name)
-	if err != nil {
-		return p.in(err)
-	}
-	set := func(k string) bool { _, own := vals[k]; _, global := im.global[k]; return own || global }
-	// process-compose's own variables, under the file's
-	if !set("PC_PROC_NAME") {
-		env = append(env, "PC_PROC_NAME = "+tomlQuote(strings.ReplaceAll(p.name, "$", "$$")))
-	}
-	if p.instances == 1 && !set("PC_REPLICA_NUM") {
-		env = append(env, `PC_REPLICA_NUM = "0"`)
-	} else if p.instances > 1 {
-		w.warn("replicas", "each instance gets SUPERVISE_INSTANCE (0 … %d) where process-compose set PC_REPLICA_NUM", p.instances-1)
-		w.set("instances", strconv.Itoa(p.instances))
-	}
-	w.set("env", "{ "+strings.Join(env, ", ")+" }")
-	if s, ok, err := str("disabled"); err != nil {
-		return err
-	} else if ok && pcTrue(im.fixed(p, "disabled", s)) {
-		w.set("autostart", "false")
 	}
 	w.set("restart", tomlQuote(p.restart))
-	done := map[string]bool{"command": true, "entrypoint": true, "working_dir": true, "environment": true,
-		"description": true, "disabled": true, "vars": true, "replicas": true}
 	for _, k := range p.keys {
-		if done[k.key] {
+		if pcReadByWrite[k.key] {
 			continue
 		}
 		if err := w.key(k); err != nil {
@@ -699,91 +671,212 @@ func (im *pcImport) write(b *strings.Builder, p *pcProcess) error {
 	return nil
 }
 
+// pcReadByWrite are the process keys pcImport.write reads itself, before
+// the others (see key).
+var pcReadByWrite = map[string]bool{"command": true, "entrypoint": true, "working_dir": true, "environment": true,
+	"description": true, "disabled": true, "vars": true, "replicas": true}
+
+// keyKV is the process's key, if it has it.
+func (w *prog) keyKV(key string) (pcKV, bool) {
+	for _, k := range w.p.keys {
+		if k.key == key {
+			return k, true
+		}
+	}
+	return pcKV{}, false
+}
+
+// scalarKey is the value of the process's key, if it has it.
+func (w *prog) scalarKey(key string) (string, bool, error) {
+	k, ok := w.keyKV(key)
+	if !ok {
+		return "", false, nil
+	}
+	s, _, err := w.im.scalar(k.v, key)
+	if err != nil {
+		return "", false, w.p.in(err)
+	}
+	return s, true, nil
+}
+
+// command writes the command: entrypoint as an argv when there is no
+// command, else command through the shell, as process-compose runs them.
+func (w *prog) command() error {
+	im, p := w.im, w.p
+	cmd, hasCmd, err := w.scalarKey("command")
+	if err != nil {
+		return err
+	}
+	k, ok := w.keyKV("entrypoint")
+	if ok && (!hasCmd || cmd == "") {
+		argv, err := im.list(k.v, "entrypoint")
+		if err != nil {
+			return p.in(err)
+		}
+		if len(argv) == 0 || argv[0] == "" {
+			return pcError(k.line, "process %q: entrypoint: no program to run", p.name)
+		}
+		for i := range argv {
+			argv[i] = im.fixed(p, "entrypoint", argv[i])
+		}
+		w.set("command", tomlArray(argv))
+		return nil
+	}
+	if ok {
+		w.warn("entrypoint", "not imported: command is set, and process-compose runs the command")
+	}
+	if strings.TrimSpace(cmd) == "" {
+		return pcError(p.line, "process %q: no command", p.name)
+	}
+	w.set("command", tomlArray(w.shellCommand("command", cmd)))
+	return nil
+}
+
+func (w *prog) workingDir() error {
+	s, ok, err := w.scalarKey("working_dir")
+	if ok && s != "" {
+		w.set("dir", tomlQuote(w.template("working_dir", w.im.fixed(w.p, "working_dir", s), false)))
+	}
+	return err
+}
+
+// environment writes the env table: environment=, then process-compose's
+// own variables where the file does not set them.
+func (w *prog) environment() error {
+	im, p := w.im, w.p
+	var envKVs []pcKV
+	if k, ok := w.keyKV("environment"); ok {
+		envKVs = append(envKVs, k)
+	}
+	env, vals, err := im.environment(envKVs, "environment", p.name)
+	if err != nil {
+		return p.in(err)
+	}
+	set := func(k string) bool { _, own := vals[k]; _, global := im.global[k]; return own || global }
+	if !set("PC_PROC_NAME") {
+		env = append(env, "PC_PROC_NAME = "+tomlQuote(strings.ReplaceAll(p.name, "$", "$$")))
+	}
+	if p.instances == 1 && !set("PC_REPLICA_NUM") {
+		env = append(env, `PC_REPLICA_NUM = "0"`)
+	} else if p.instances > 1 {
+		w.warn("replicas", "each instance gets SUPERVISE_INSTANCE (0 … %d) where process-compose set PC_REPLICA_NUM", p.instances-1)
+		w.set("instances", strconv.Itoa(p.instances))
+	}
+	w.set("env", "{ "+strings.Join(env, ", ")+" }")
+	return nil
+}
+
+func (w *prog) disabled() error {
+	s, ok, err := w.scalarKey("disabled")
+	if ok && pcTrue(w.im.fixed(w.p, "disabled", s)) {
+		w.set("autostart", "false")
+	}
+	return err
+}
+
 // key writes one process key, or warns.
 func (w *prog) key(k pcKV) error {
-	im := w.im
-	switch k.key {
-	case "availability":
-		return w.availability(k)
-	case "depends_on":
-		return w.dependsOn(k)
-	case "shutdown":
-		return w.shutdown(k)
-	case "readiness_probe":
-		return w.probe(k, "readiness")
-	case "liveness_probe":
-		return w.probe(k, "liveness")
-	case "ready_log_line":
-		s, _, err := im.scalar(k.v, k.key)
-		if err != nil {
-			return err
+	if write, ok := pcProcessKeys[k.key]; ok {
+		return write(w, k)
+	}
+	u, ok := pcUnmappedKeys[k.key]
+	switch {
+	case ok && u.ifTrue:
+		if s, _, err := w.im.scalar(k.v, k.key); err == nil && pcTrue(s) {
+			w.warn(k.key, "%s", u.why)
 		}
-		if _, ok := w.keyNode("readiness_probe"); ok {
-			w.warn(k.key, "not imported: a program has one readiness check, and the readiness_probe is kept")
-			return nil
-		}
-		if s = im.fixed(w.p, k.key, s); s != "" {
-			// process-compose looks for the text anywhere in a line
-			w.set("ready_log_line", tomlQuote(regexp.QuoteMeta(s)))
-		}
-	case "log_location":
-		s, _, err := im.scalar(k.v, k.key)
-		if err != nil {
-			return err
-		}
-		s = w.template(k.key, im.fixed(w.p, k.key, s), false)
-		if s == "" {
-			return nil
-		}
-		if w.p.instances > 1 {
-			w.warn(k.key, "the instances share one file (written line by line); process-compose wrote one per replica")
-		}
-		rot, err := w.logConfiguration()
-		if err != nil {
-			return err
-		}
-		// process-compose writes both streams to the file
-		o := "{ file = " + tomlQuote(s) + rot + " }"
-		w.set("stdout", o)
-		w.set("stderr", o)
-	case "log_configuration":
-		if _, ok := w.keyNode("log_location"); !ok {
-			w.warn(k.key, "not imported: without log_location there is no file to configure")
-		}
-	case "namespace":
-		w.warn(k.key, "not imported: supervise has no namespaces; every program is started and named on its own")
-	case "is_daemon":
-		if s, _, err := im.scalar(k.v, k.key); err == nil && pcTrue(s) {
-			w.warn(k.key, "supervise supervises the process it starts: a command that forks into the background and exits is seen as completed; run the program in the foreground")
-		}
-	case "is_foreground", "is_tty", "is_interactive":
-		if s, _, err := im.scalar(k.v, k.key); err == nil && pcTrue(s) {
-			w.warn(k.key, "not imported: supervise gives a program no terminal; its output is read through pipes")
-		}
-	case "is_elevated":
-		if s, _, err := im.scalar(k.v, k.key); err == nil && pcTrue(s) {
-			w.warn(k.key, "not imported: supervise does not sudo; a program runs as supervise's user, or as user when supervise is root")
-		}
-	case "disable_ansi_colors":
-		w.warn(k.key, "not imported: supervise passes a program's output on as it comes")
-	case "launch_timeout_seconds":
-		w.warn(k.key, "not imported: it is for daemons (is_daemon), which supervise does not follow")
+	case ok:
+		w.warn(k.key, "%s", u.why)
+	case strings.HasPrefix(k.key, "x-"):
+		// an extension key, which process-compose ignores too
 	default:
-		if strings.HasPrefix(k.key, "x-") {
-			return nil // an extension key, which process-compose ignores too
-		}
 		w.warn(k.key, "not imported: no supervise equivalent")
 	}
 	return nil
 }
 
-func (w *prog) keyNode(key string) (*yaml.Node, bool) {
-	for _, k := range w.p.keys {
-		if k.key == key {
-			return k.v, true
-		}
+// pcProcessKeys write the process keys that map to supervise's, but for
+// those pcImport.write reads itself.
+var pcProcessKeys = map[string]func(w *prog, k pcKV) error{
+	"availability":      (*prog).availability,
+	"depends_on":        (*prog).dependsOn,
+	"shutdown":          (*prog).shutdown,
+	"readiness_probe":   func(w *prog, k pcKV) error { return w.probe(k, "readiness") },
+	"liveness_probe":    func(w *prog, k pcKV) error { return w.probe(k, "liveness") },
+	"ready_log_line":    (*prog).readyLogLine,
+	"log_location":      (*prog).logLocation,
+	"log_configuration": (*prog).logConfigurationKey,
+}
+
+// pcUnmappedKeys say why a process key has no supervise equivalent;
+// with ifTrue, only when its value is true.
+var pcUnmappedKeys = map[string]struct {
+	why    string
+	ifTrue bool
+}{
+	"namespace":              {why: "not imported: supervise has no namespaces; every program is started and named on its own"},
+	"is_daemon":              {ifTrue: true, why: "supervise supervises the process it starts: a command that forks into the background and exits is seen as completed; run the program in the foreground"},
+	"is_foreground":          {ifTrue: true, why: pcNoTerminal},
+	"is_tty":                 {ifTrue: true, why: pcNoTerminal},
+	"is_interactive":         {ifTrue: true, why: pcNoTerminal},
+	"is_elevated":            {ifTrue: true, why: "not imported: supervise does not sudo; a program runs as supervise's user, or as user when supervise is root"},
+	"disable_ansi_colors":    {why: "not imported: supervise passes a program's output on as it comes"},
+	"launch_timeout_seconds": {why: "not imported: it is for daemons (is_daemon), which supervise does not follow"},
+}
+
+const pcNoTerminal = "not imported: supervise gives a program no terminal; its output is read through pipes"
+
+func (w *prog) readyLogLine(k pcKV) error {
+	s, _, err := w.im.scalar(k.v, k.key)
+	if err != nil {
+		return err
 	}
-	return nil, false
+	if _, ok := w.keyNode("readiness_probe"); ok {
+		w.warn(k.key, "not imported: a program has one readiness check, and the readiness_probe is kept")
+		return nil
+	}
+	if s = w.im.fixed(w.p, k.key, s); s != "" {
+		// process-compose looks for the text anywhere in a line
+		w.set("ready_log_line", tomlQuote(regexp.QuoteMeta(s)))
+	}
+	return nil
+}
+
+func (w *prog) logLocation(k pcKV) error {
+	s, _, err := w.im.scalar(k.v, k.key)
+	if err != nil {
+		return err
+	}
+	s = w.template(k.key, w.im.fixed(w.p, k.key, s), false)
+	if s == "" {
+		return nil
+	}
+	if w.p.instances > 1 {
+		w.warn(k.key, "the instances share one file (written line by line); process-compose wrote one per replica")
+	}
+	rot, err := w.logConfiguration()
+	if err != nil {
+		return err
+	}
+	// process-compose writes both streams to the file
+	o := "{ file = " + tomlQuote(s) + rot + " }"
+	w.set("stdout", o)
+	w.set("stderr", o)
+	return nil
+}
+
+// logConfigurationKey warns of a log_configuration without a file;
+// logLocation reads it.
+func (w *prog) logConfigurationKey(k pcKV) error {
+	if _, ok := w.keyNode("log_location"); !ok {
+		w.warn(k.key, "not imported: without log_location there is no file to configure")
+	}
+	return nil
+}
+
+func (w *prog) keyNode(key string) (*yaml.Node, bool) {
+	k, ok := w.keyKV(key)
+	return k.v, ok
 }
 
 // logConfiguration is the rotation part of the file's settings, as
@@ -1008,75 +1101,27 @@ func (w *prog) probe(k pcKV, kind string) error {
 	var timing []string
 	for _, kv := range kvs {
 		key := k.key + "." + kv.key
-		switch kv.key {
-		case "exec":
-			ekvs, err := w.im.mapping(kv.v, key)
-			if err != nil {
-				return err
+		var c, t string
+		switch _, isTiming := pcProbeTimings[kv.key]; {
+		case kv.key == "exec":
+			c, err = w.probeExec(kv, key)
+		case kv.key == "http_get":
+			if c, err = w.httpGet(kv, key); c != "" {
+				c = "http = " + c
 			}
-			for _, e := range ekvs {
-				s, _, err := w.im.scalar(e.v, key+"."+e.key)
-				if err != nil {
-					return err
-				}
-				switch e.key {
-				case "command":
-					if strings.TrimSpace(s) != "" {
-						check = "command = " + tomlArray(w.shellCommand(key+".command", s))
-					}
-				case "working_dir":
-					w.warn(key+"."+e.key, "not imported: a probe command runs in the program's dir")
-				default:
-					w.warn(key+"."+e.key, "not imported: no supervise equivalent")
-				}
-			}
-		case "http_get":
-			h, err := w.httpGet(kv, key)
-			if err != nil {
-				return err
-			}
-			if h != "" {
-				check = "http = " + h
-			}
-		case "initial_delay_seconds", "period_seconds", "timeout_seconds", "success_threshold", "failure_threshold":
-			s, line, err := w.im.scalar(kv.v, key)
-			if err != nil {
-				return err
-			}
-			s = w.im.fixed(w.p, key, s)
-			n, err := strconv.Atoi(strings.TrimSpace(s))
-			if err != nil {
-				return pcError(line, "%q is not a number", s)
-			}
-			n = min(n, 86400)
-			// below their minimum, process-compose takes its default,
-			// which is the kubelet's and so supervise's
-			switch kv.key {
-			case "initial_delay_seconds":
-				if n > 0 {
-					timing = append(timing, fmt.Sprintf("initial_delay = \"%ds\"", n))
-				}
-			case "period_seconds":
-				if n >= 1 {
-					timing = append(timing, fmt.Sprintf("period = \"%ds\"", n))
-				}
-			case "timeout_seconds":
-				if n >= 1 {
-					timing = append(timing, fmt.Sprintf("timeout = \"%ds\"", n))
-				}
-			case "success_threshold":
-				if n > 1 && kind == "liveness" {
-					w.warn(key, "not imported: a liveness probe passes on one success")
-				} else if n > 1 {
-					timing = append(timing, fmt.Sprintf("success_threshold = %d", n))
-				}
-			case "failure_threshold":
-				if n >= 1 {
-					timing = append(timing, fmt.Sprintf("failure_threshold = %d", n))
-				}
-			}
+		case isTiming:
+			t, err = w.probeTiming(kv, key, kind)
 		default:
 			w.warn(key, "not imported: supervise probes are a command, an http GET or a tcp connect")
+		}
+		if err != nil {
+			return err
+		}
+		if c != "" {
+			check = c
+		}
+		if t != "" {
+			timing = append(timing, t)
 		}
 	}
 	if check == "" {
@@ -1096,6 +1141,76 @@ func (w *prog) probe(k pcKV, kind string) error {
 	return nil
 }
 
+// probeExec is an exec probe's command line, or "" when it has none.
+func (w *prog) probeExec(kv pcKV, key string) (string, error) {
+	ekvs, err := w.im.mapping(kv.v, key)
+	if err != nil {
+		return "", err
+	}
+	var check string
+	for _, e := range ekvs {
+		s, _, err := w.im.scalar(e.v, key+"."+e.key)
+		if err != nil {
+			return "", err
+		}
+		switch e.key {
+		case "command":
+			if strings.TrimSpace(s) != "" {
+				check = "command = " + tomlArray(w.shellCommand(key+".command", s))
+			}
+		case "working_dir":
+			w.warn(key+"."+e.key, "not imported: a probe command runs in the program's dir")
+		default:
+			w.warn(key+"."+e.key, "not imported: no supervise equivalent")
+		}
+	}
+	return check, nil
+}
+
+// pcProbeTimings are a probe's timing keys as lines of supervise's probe
+// table. Below min, process-compose takes its default, which is the
+// kubelet's and so supervise's: nothing is written.
+var pcProbeTimings = map[string]struct {
+	min    int
+	format string
+}{
+	"initial_delay_seconds": {1, `initial_delay = "%ds"`},
+	"period_seconds":        {1, `period = "%ds"`},
+	"timeout_seconds":       {1, `timeout = "%ds"`},
+	"success_threshold":     {2, "success_threshold = %d"},
+	"failure_threshold":     {1, "failure_threshold = %d"},
+}
+
+// probeTiming is the line a timing key writes, or "".
+func (w *prog) probeTiming(kv pcKV, key, kind string) (string, error) {
+	s, line, err := w.im.scalar(kv.v, key)
+	if err != nil {
+		return "", err
+	}
+	s = w.im.fixed(w.p, key, s)
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil {
+		return "", pcError(line, "%q is not a number", s)
+	}
+	n = min(n, 86400)
+	t := pcProbeTimings[kv.key]
+	switch {
+	case n < t.min:
+		return "", nil
+	case kv.key == "success_threshold" && kind == "liveness":
+		w.warn(key, "not imported: a liveness probe passes on one success")
+		return "", nil
+	}
+	return fmt.Sprintf(t.format, n), nil
+}
+
+// pcHTTPGet is an http_get probe being read.
+type pcHTTPGet struct {
+	host, scheme, path, port string
+	status                   int
+	headers                  []string // TOML key = value pairs
+}
+
 // httpGet is an http_get probe as supervise's http table, or "" (with a
 // warning) when it cannot be one.
 func (w *prog) httpGet(k pcKV, key string) (string, error) {
@@ -1103,24 +1218,12 @@ func (w *prog) httpGet(k pcKV, key string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	host, scheme, path, port, status := "127.0.0.1", "http", "/", "", 200
-	var headers []string
+	g := &pcHTTPGet{host: "127.0.0.1", scheme: "http", path: "/", status: 200}
 	for _, kv := range kvs {
 		hk := key + "." + kv.key
 		if kv.key == "headers" {
-			hkvs, err := w.im.mapping(kv.v, hk)
-			if err != nil {
+			if err := w.httpHeaders(g, kv, hk); err != nil {
 				return "", err
-			}
-			for _, h := range hkvs {
-				vals, err := w.im.list(h.v, hk+"."+h.key)
-				if err != nil {
-					return "", err
-				}
-				for i := range vals {
-					vals[i] = w.im.fixed(w.p, hk, vals[i])
-				}
-				headers = append(headers, tomlKey(h.key)+" = "+tomlQuote(strings.Join(vals, ", ")))
 			}
 			continue
 		}
@@ -1129,52 +1232,85 @@ func (w *prog) httpGet(k pcKV, key string) (string, error) {
 			return "", err
 		}
 		s = strings.TrimSpace(w.template(hk, w.im.fixed(w.p, hk, s), false))
-		switch kv.key {
-		case "host":
-			if s != "" {
-				host = s
-			}
-		case "scheme":
-			if s != "" {
-				scheme = strings.ToLower(s)
-			}
-		case "path":
-			if s != "" {
-				path = s
-			}
-		case "port", "num_port":
-			port = s
-		case "status_code":
-			if n, err := strconv.Atoi(s); err == nil && n >= 100 && n <= 400 {
-				status = n // past 400, process-compose takes 200
-			}
-		default:
+		if !g.set(kv.key, s) {
 			w.warn(hk, "not imported: no supervise equivalent")
 		}
 	}
-	hostport := host
-	if n, err := strconv.Atoi(port); err == nil && n >= 1 && n <= 65535 {
-		hostport = net.JoinHostPort(host, port)
-	} else if port != "" {
-		w.warn(key+".port", "%q is not a port: the URL has none, as process-compose's", port)
-	} else if strings.Contains(host, ":") {
-		hostport = "[" + host + "]"
-	}
-	if !strings.HasPrefix(path, "/") {
-		path = "/" + path
-	}
-	u := scheme + "://" + hostport + path
-	if p, err := url.Parse(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
-		w.warn(key, "not imported: %q is not an http:// or https:// URL", u)
+	u := g.url(w, key)
+	if u == "" {
 		return "", nil
 	}
 	out := "{ url = " + tomlQuote(u)
-	if len(headers) > 0 {
-		out += ", headers = { " + strings.Join(headers, ", ") + " }"
+	if len(g.headers) > 0 {
+		out += ", headers = { " + strings.Join(g.headers, ", ") + " }"
 	}
 	// process-compose passes exactly this status (200 by default),
 	// where supervise would pass any 2xx or 3xx
-	return out + fmt.Sprintf(", expect_status = %d }", status), nil
+	return out + fmt.Sprintf(", expect_status = %d }", g.status), nil
+}
+
+// httpHeaders reads http_get's headers, each a list of values joined as
+// one header.
+func (w *prog) httpHeaders(g *pcHTTPGet, kv pcKV, hk string) error {
+	hkvs, err := w.im.mapping(kv.v, hk)
+	if err != nil {
+		return err
+	}
+	for _, h := range hkvs {
+		vals, err := w.im.list(h.v, hk+"."+h.key)
+		if err != nil {
+			return err
+		}
+		for i := range vals {
+			vals[i] = w.im.fixed(w.p, hk, vals[i])
+		}
+		g.headers = append(g.headers, tomlKey(h.key)+" = "+tomlQuote(strings.Join(vals, ", ")))
+	}
+	return nil
+}
+
+// set takes the value of one of http_get's keys, or says it has none.
+func (g *pcHTTPGet) set(key, s string) bool {
+	switch key {
+	case "host":
+		g.host = cmp.Or(s, g.host)
+	case "scheme":
+		g.scheme = cmp.Or(strings.ToLower(s), g.scheme)
+	case "path":
+		g.path = cmp.Or(s, g.path)
+	case "port", "num_port":
+		g.port = s
+	case "status_code":
+		if n, err := strconv.Atoi(s); err == nil && n >= 100 && n <= 400 {
+			g.status = n // past 400, process-compose takes 200
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// url is the probe's URL, or "" (with a warning) when supervise cannot
+// send it.
+func (g *pcHTTPGet) url(w *prog, key string) string {
+	hostport := g.host
+	if n, err := strconv.Atoi(g.port); err == nil && n >= 1 && n <= 65535 {
+		hostport = net.JoinHostPort(g.host, g.port)
+	} else if g.port != "" {
+		w.warn(key+".port", "%q is not a port: the URL has none, as process-compose's", g.port)
+	} else if strings.Contains(g.host, ":") {
+		hostport = "[" + g.host + "]"
+	}
+	path := g.path
+	if !strings.HasPrefix(path, "/") {
+		path = "/" + path
+	}
+	u := g.scheme + "://" + hostport + path
+	if p, err := url.Parse(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+		w.warn(key, "not imported: %q is not an http:// or https:// URL", u)
+		return ""
+	}
+	return u
 }
 
 // environment reads environment lists ("K=V", or a K: V mapping) into

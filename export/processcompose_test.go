@@ -197,6 +197,36 @@ func TestImportProcessComposeKeys(t *testing.T) {
 			}
 			return want(r.HTTP.URL, "http://127.0.0.1/")
 		}, "$NOPORT fixed at import"},
+		{"probe timings below their minimum take the defaults", "p:\n  command: a\n  readiness_probe:\n    exec: {command: x}\n    initial_delay_seconds: 0\n    period_seconds: 0\n    timeout_seconds: -1\n    success_threshold: 1\n    failure_threshold: 0\n", func(c *config.Config) string {
+			r := program(c, "p").Probes.Readiness
+			if r == nil {
+				return "no readiness probe"
+			}
+			return want([]any{r.InitialDelay, r.Period, r.SuccessThreshold, r.FailureThreshold}, []any{time.Duration(0), 10 * time.Second, 1, 3})
+		}, ""},
+		{"a probe's exec keys", "p:\n  command: a\n  readiness_probe:\n    exec: {command: x, working_dir: /tmp, user: root}\n", func(c *config.Config) string {
+			return want(program(c, "p").Probes.Readiness != nil, true)
+		}, "readiness_probe.exec.working_dir: not imported: a probe command runs in the program's dir"},
+		{"a probe's exec without a command", "p:\n  command: a\n  readiness_probe:\n    exec: {command: ' ', user: root}\n", func(c *config.Config) string {
+			return want(program(c, "p").Probes.Readiness == nil, true)
+		}, "readiness_probe: not imported: neither an exec command nor an http_get"},
+		{"http_get with an IPv6 host, an unknown key and a status past 400", "p:\n  command: a\n  readiness_probe: {http_get: {host: '::1', path: /h, status_code: 500, timeout: 3, headers: {X-A: [b, c]}}}\n", func(c *config.Config) string {
+			r := program(c, "p").Probes.Readiness
+			if r == nil || r.HTTP == nil {
+				return "no readiness http probe"
+			}
+			return want([]any{r.HTTP.URL, r.HTTP.ExpectStatus, r.HTTP.Headers["X-A"]}, []any{"http://[::1]/h", 200, "b, c"})
+		}, "readiness_probe.http_get.timeout: not imported"},
+		{"http_get with a port that is no port", "p:\n  command: a\n  readiness_probe: {http_get: {num_port: http}}\n", func(c *config.Config) string {
+			r := program(c, "p").Probes.Readiness
+			if r == nil || r.HTTP == nil {
+				return "no readiness http probe"
+			}
+			return want(r.HTTP.URL, "http://127.0.0.1/")
+		}, `readiness_probe.http_get.port: "http" is not a port`},
+		{"http_get with a scheme supervise cannot send", "p:\n  command: a\n  readiness_probe: {http_get: {scheme: ftp, port: 21}}\n", func(c *config.Config) string {
+			return want(program(c, "p").Probes.Readiness == nil, true)
+		}, `readiness_probe.http_get: not imported: "ftp://127.0.0.1:21/" is not an http:// or https:// URL`},
 		{"a probe of neither kind", "p:\n  command: a\n  readiness_probe: {grpc: {port: 1}}\n", func(c *config.Config) string {
 			return want(program(c, "p").Probes.Readiness == nil, true)
 		}, "readiness_probe.grpc: not imported"},
@@ -256,6 +286,19 @@ func TestImportProcessComposeKeys(t *testing.T) {
 		{"is_foreground", "p:\n  command: a\n  is_foreground: true\n", nil, "is_foreground: not imported"},
 		{"is_tty", "p:\n  command: a\n  is_tty: true\n", nil, "is_tty: not imported"},
 		{"is_elevated", "p:\n  command: a\n  is_elevated: true\n", nil, "is_elevated: not imported"},
+		{"is_daemon false", "p:\n  command: a\n  is_daemon: false\n  is_tty: no\n  is_elevated: false\n  is_interactive: false\n", nil, ""},
+		{"is_interactive", "p:\n  command: a\n  is_interactive: true\n", nil, "is_interactive: not imported: supervise gives a program no terminal"},
+		{"disable_ansi_colors", "p:\n  command: a\n  disable_ansi_colors: true\n", nil, "disable_ansi_colors: not imported: supervise passes"},
+		{"launch_timeout_seconds", "p:\n  command: a\n  launch_timeout_seconds: 5\n", nil, "launch_timeout_seconds: not imported: it is for daemons"},
+		{"an extension key is ignored", "p:\n  command: a\n  x-team: web\n", nil, ""},
+		{"an unknown key", "p:\n  command: a\n  colour: red\n", nil, "colour: not imported: no supervise equivalent"},
+		{"log_location with replicas", "p:\n  command: a\n  replicas: 2\n  log_location: p.log\n", nil, "log_location: the instances share one file"},
+		{"an empty log_location", "p:\n  command: a\n  log_location: ''\n", func(c *config.Config) string {
+			return want(program(c, "p").Stdout.File, "")
+		}, ""},
+		{"an empty ready_log_line", "p:\n  command: a\n  ready_log_line: ''\n", func(c *config.Config) string {
+			return want(program(c, "p").ReadyLogLine, "")
+		}, ""},
 		{"description is a comment", "p:\n  command: a\n  description: the web server\n", func(c *config.Config) string {
 			return want(program(c, "p") != nil, true)
 		}, ""},
@@ -266,6 +309,11 @@ func TestImportProcessComposeKeys(t *testing.T) {
 		{"a template action beyond {{.NAME}}", "p:\n  command: echo {{if .X}}x{{end}}\n", func(c *config.Config) string {
 			return want(program(c, "p").Command[2], "echo {{if .X}}x{{end}}")
 		}, "kept as written: only {{.NAME}} of vars is replaced"},
+		{"file keys process-compose alone reads", "!version: '0.5'\nis_strict: true\nis_tui_disabled: true\nordered_shutdown: true\nx-team: web\nprocesses:\n  p:\n    command: a\n", nil, ""},
+		{"process-compose's own log", "!log_level: debug\nlog_location: pc.log\nprocesses:\n  p:\n    command: a\n", nil, "log_level: not imported: process-compose's own log"},
+		{"extends", "!extends: base.yaml\nprocesses:\n  p:\n    command: a\n", nil, "extends: not imported: the file it extends is not read"},
+		{"env_cmds", "!env_cmds: {A: date}\nprocesses:\n  p:\n    command: a\n", nil, "env_cmds: not imported: supervise runs no command"},
+		{"an unknown file key", "!colour: red\nprocesses:\n  p:\n    command: a\n", nil, "colour: not imported: no supervise equivalent"},
 		{"disable_env_expansion", "!disable_env_expansion: true\nprocesses:\n  p:\n    command: echo $$X\n    environment: ['A=${HOME}']\n", func(c *config.Config) string {
 			p := program(c, "p")
 			return want([]any{p.Command[2], p.Env["A"]}, []any{"echo $$X", "${HOME}"})
@@ -407,6 +455,7 @@ func TestImportProcessComposeErrors(t *testing.T) {
 		"processes: [a, b]\n":                  "1: processes: must be a mapping",
 		"processes:\n  p:\n    command: [a]\n": `3: process "p": command: must be a single value`,
 		"a: [\n":                               "yaml:",
+		"processes:\n  p:\n    command: a\n    liveness_probe:\n      exec: {command: x}\n      period_seconds: soon\n": `6: process "p": "soon" is not a number`,
 	} {
 		_, _, err := ImportProcessCompose("pc.yaml", []byte(src), ProcessComposeOptions{Lookup: noLookup})
 		if err == nil || !strings.Contains(err.Error(), "pc.yaml") || !strings.Contains(err.Error(), wantErr) {

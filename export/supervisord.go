@@ -2,6 +2,7 @@ package export
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -121,112 +122,158 @@ func importSupervisord(name string, data []byte, includes bool) ([]byte, []Warni
 	if abs, err := filepath.Abs(name); err == nil {
 		here = abs
 	}
-	var ws warnings
+	im := &supervisordImport{name: name, dir: filepath.Dir(here), ini: ini, includes: includes}
 	if includes {
-		if err := ini.include(filepath.Dir(here), len(data), &ws); err != nil {
+		if err := ini.include(im.dir, len(data), &im.ws); err != nil {
 			return nil, nil, fmt.Errorf("import %s: [include]: %w", name, err)
 		}
 	}
+	// %q: a file name may hold a newline, which would end the comment.
+	fmt.Fprintf(&im.b, "# Imported by supervise from the supervisord configuration %q.\n", name)
+	if err := im.sections(); err != nil {
+		return nil, nil, err
+	}
+	if err := im.writePrograms(); err != nil {
+		return nil, nil, err
+	}
+	for _, k := range sortedKeys(ini.defaults) {
+		if !slices.Contains(defaultKeys, k) {
+			im.ws.add("", "[DEFAULT] "+k, "not imported: no supervise equivalent")
+		}
+	}
+	return []byte(im.b.String()), im.ws, nil
+}
+
+// supervisordImport is one supervisord.conf (and its includes) being
+// written as a supervise.toml.
+type supervisordImport struct {
+	name, dir string // the file as named, and its directory (%(here)s)
+	ini       *iniFile
+	includes  bool // [include] was read
+	b         strings.Builder
+	ws        warnings
+	entries   []*supervisordEntry
+}
+
+// sections reads the sections in order: [supervisord]'s environment= is
+// written, each [program:x] becomes an entry, the others are warned
+// about.
+func (im *supervisordImport) sections() error {
+	used := map[string]bool{}
+	seen := 0
+	for _, s := range im.ini.sections {
+		prog, ok := strings.CutPrefix(s.name, "program:")
+		if !ok {
+			if err := im.other(s); err != nil {
+				return err
+			}
+			continue
+		}
+		seen++
+		prog = strings.TrimSpace(prog) // as supervisord does
+		e, err := im.entry(s, prog, used)
+		if err != nil {
+			return err
+		}
+		if e != nil {
+			im.entries = append(im.entries, e)
+		}
+	}
+	switch {
+	case seen == 0:
+		return fmt.Errorf("import %s: no [program:x] section", im.name)
+	case len(im.entries) == 0:
+		return fmt.Errorf("import %s: no [program:x] section with a name supervise can take", im.name)
+	}
+	return nil
+}
+
+// other handles a section that is not a [program:x].
+func (im *supervisordImport) other(s *iniSection) error {
+	switch {
+	case s.name == "supervisord":
+		if err := writeGlobalEnv(&im.b, s, im.dir, &im.ws); err != nil {
+			return fmt.Errorf("import %s:%d: [supervisord]: %w", s.file, s.line, err)
+		}
+	case s.name == "supervisorctl", s.name == "unix_http_server", s.name == "inet_http_server",
+		strings.HasPrefix(s.name, "rpcinterface:"):
+		// supervisord's own settings: supervise has its own.
+	case s.name == "include" && im.includes:
+		// read before
+	case s.name == "include":
+		im.ws.add("", "[include]", "not read: import the file by its path to read the files it includes")
+	case strings.HasPrefix(s.name, "group:"):
+		im.ws.add("", "["+s.name+"]", "not imported: supervise has no groups; its programs (%s) are imported one by one", strings.TrimSpace(s.keys["programs"]))
+	default:
+		im.ws.add("", "["+s.name+"]", "not imported: only [program:x] sections have a supervise equivalent")
+	}
+	return nil
+}
+
+// entry reads [program:prog] into an entry, or nil (warned about) when
+// its name cannot be taken.
+func (im *supervisordImport) entry(s *iniSection, prog string, used map[string]bool) (*supervisordEntry, error) {
+	tomlName := NamePart(prog)
+	switch {
+	case !programNameRE().MatchString(tomlName):
+		im.ws.add(prog, "name", "not imported: %q cannot name a supervise program (1-63 letters, digits, '_', '-' or '.', starting with a letter or digit)", prog)
+		return nil, nil
+	case used[tomlName]:
+		im.ws.add(prog, "name", "not imported: a program before it is already named %s", tomlName)
+		return nil, nil
+	case tomlName != prog:
+		im.ws.add(prog, "name", "renamed to %s: supervise names take letters, digits, '_', '-' and '.'", tomlName)
+	}
+	used[tomlName] = true
+	if len(im.entries) >= maxImportPrograms {
+		return nil, fmt.Errorf("import %s: more than %d programs, the most a supervise config holds", im.name, maxImportPrograms)
+	}
+	for _, k := range defaultKeys {
+		// [DEFAULT] is under every section, as in configparser
+		if v, ok := im.ini.defaults[k]; ok {
+			if _, ok := s.keys[k]; !ok {
+				s.keys[k] = v
+			}
+		}
+	}
+	e := &supervisordEntry{s: s, prog: prog, tomlName: tomlName, priority: 999}
+	if v, ok := s.keys["priority"]; ok {
+		var err error
+		if e.priority, err = strconv.Atoi(strings.TrimSpace(v)); err != nil {
+			return nil, fmt.Errorf("import %s:%d: program %q: priority: %q is not a number", s.file, s.line, prog, v)
+		}
+	}
+	restart, err := autorestart(s.keys)
+	if err != nil {
+		return nil, fmt.Errorf("import %s:%d: program %q: %w", s.file, s.line, prog, err)
+	}
+	e.steady = restart == config.RestartAlways && (s.keys["autostart"] == "" || truthy(s.keys["autostart"]))
+	return e, nil
+}
+
+// writePrograms writes the entries, each in its [group:x] (for
+// %(group_name)s) and after the programs of lower priority.
+func (im *supervisordImport) writePrograms() error {
 	groups := map[string]string{} // program → its [group:x]
-	for _, s := range ini.sections {
+	for _, s := range im.ini.sections {
 		if g, ok := strings.CutPrefix(s.name, "group:"); ok {
 			for _, p := range strings.Split(s.keys["programs"], ",") {
 				groups[strings.TrimSpace(p)] = strings.TrimSpace(g)
 			}
 		}
 	}
-	var b strings.Builder
-	// %q: a file name may hold a newline, which would end the comment.
-	fmt.Fprintf(&b, "# Imported by supervise from the supervisord configuration %q.\n", name)
-	used := map[string]bool{}
-	var entries []*supervisordEntry
-	seen := 0
-	for _, s := range ini.sections {
-		prog, ok := strings.CutPrefix(s.name, "program:")
-		if !ok {
-			switch {
-			case s.name == "supervisord":
-				if err := writeGlobalEnv(&b, s, filepath.Dir(here), &ws); err != nil {
-					return nil, nil, fmt.Errorf("import %s:%d: [supervisord]: %w", s.file, s.line, err)
-				}
-			case s.name == "supervisorctl", s.name == "unix_http_server", s.name == "inet_http_server",
-				strings.HasPrefix(s.name, "rpcinterface:"):
-				// supervisord's own settings: supervise has its own.
-			case s.name == "include" && includes:
-				// read above
-			case s.name == "include":
-				ws.add("", "[include]", "not read: import the file by its path to read the files it includes")
-			case strings.HasPrefix(s.name, "group:"):
-				ws.add("", "["+s.name+"]", "not imported: supervise has no groups; its programs (%s) are imported one by one", strings.TrimSpace(s.keys["programs"]))
-			default:
-				ws.add("", "["+s.name+"]", "not imported: only [program:x] sections have a supervise equivalent")
-			}
-			continue
+	after := priorityOrder(im.entries)
+	for _, e := range im.entries {
+		group := cmp.Or(groups[e.prog], e.prog)
+		p := &supervisordProgram{name: e.prog, tomlName: e.tomlName, group: group, here: im.dir, keys: e.s.keys, ws: &im.ws, after: after[e]}
+		if err := p.write(&im.b); err != nil {
+			return fmt.Errorf("import %s:%d: program %q: %w", e.s.file, e.s.line, e.prog, err)
 		}
-		seen++
-		prog = strings.TrimSpace(prog) // as supervisord does
-		tomlName := NamePart(prog)
-		switch {
-		case !programNameRE().MatchString(tomlName):
-			ws.add(prog, "name", "not imported: %q cannot name a supervise program (1-63 letters, digits, '_', '-' or '.', starting with a letter or digit)", prog)
-			continue
-		case used[tomlName]:
-			ws.add(prog, "name", "not imported: a program before it is already named %s", tomlName)
-			continue
-		case tomlName != prog:
-			ws.add(prog, "name", "renamed to %s: supervise names take letters, digits, '_', '-' and '.'", tomlName)
-		}
-		used[tomlName] = true
-		if len(entries) >= maxImportPrograms {
-			return nil, nil, fmt.Errorf("import %s: more than %d programs, the most a supervise config holds", name, maxImportPrograms)
-		}
-		for _, k := range defaultKeys {
-			// [DEFAULT] is under every section, as in configparser
-			if v, ok := ini.defaults[k]; ok {
-				if _, ok := s.keys[k]; !ok {
-					s.keys[k] = v
-				}
-			}
-		}
-		e := &supervisordEntry{s: s, prog: prog, tomlName: tomlName, priority: 999}
-		if v, ok := s.keys["priority"]; ok {
-			if e.priority, err = strconv.Atoi(strings.TrimSpace(v)); err != nil {
-				return nil, nil, fmt.Errorf("import %s:%d: program %q: priority: %q is not a number", s.file, s.line, prog, v)
-			}
-		}
-		restart, err := autorestart(s.keys)
-		if err != nil {
-			return nil, nil, fmt.Errorf("import %s:%d: program %q: %w", s.file, s.line, prog, err)
-		}
-		e.steady = restart == config.RestartAlways && (s.keys["autostart"] == "" || truthy(s.keys["autostart"]))
-		entries = append(entries, e)
-	}
-	after := priorityOrder(entries)
-	for _, e := range entries {
-		group := groups[e.prog]
-		if group == "" {
-			group = e.prog
-		}
-		p := &supervisordProgram{name: e.prog, tomlName: e.tomlName, group: group, here: filepath.Dir(here), keys: e.s.keys, ws: &ws, after: after[e]}
-		if err := p.write(&b); err != nil {
-			return nil, nil, fmt.Errorf("import %s:%d: program %q: %w", e.s.file, e.s.line, e.prog, err)
-		}
-		if b.Len() > maxImportSize {
-			return nil, nil, fmt.Errorf("import %s: the supervise.toml written would be %w", name, errTooLarge)
+		if im.b.Len() > maxImportSize {
+			return fmt.Errorf("import %s: the supervise.toml written would be %w", im.name, errTooLarge)
 		}
 	}
-	for _, k := range sortedKeys(ini.defaults) {
-		if !slices.Contains(defaultKeys, k) {
-			ws.add("", "[DEFAULT] "+k, "not imported: no supervise equivalent")
-		}
-	}
-	switch {
-	case seen == 0:
-		return nil, nil, fmt.Errorf("import %s: no [program:x] section", name)
-	case len(entries) == 0:
-		return nil, nil, fmt.Errorf("import %s: no [program:x] section with a name supervise can take", name)
-	}
-	return []byte(b.String()), ws, nil
+	return nil
 }
 
 // priorityOrder approximates supervisord's priority (lower starts first,
@@ -336,72 +383,14 @@ func parseINI(file string, data []byte) (*iniFile, error) {
 		return nil, fmt.Errorf("%s:%d: a NUL byte", file, lineOf(data, i))
 	}
 	text := strings.ReplaceAll(strings.ReplaceAll(string(data), "\r\n", "\n"), "\r", "\n")
-	f := &iniFile{}
-	lines := map[string][]string{} // of [DEFAULT]
-	byName := map[string]*iniSection{}
-	values := map[*iniSection]map[string][]string{}
-	var cur map[string][]string // the section being read, nil before the first
-	opt, indent := "", 0
+	p := &iniParser{file: file, f: &iniFile{}, defaults: map[string][]string{},
+		byName: map[string]*iniSection{}, values: map[*iniSection]map[string][]string{}}
 	for ln, rest := 1, text; rest != ""; ln++ {
 		var line string
 		line, rest, _ = strings.Cut(rest, "\n")
-		at := inlineComment(line)
-		if t := strings.TrimSpace(line); strings.HasPrefix(t, ";") || strings.HasPrefix(t, "#") {
-			at = 0
+		if err := p.line(ln, line); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", file, ln, err)
 		}
-		value := line
-		if at >= 0 {
-			value = line[:at]
-		}
-		value = strings.TrimSpace(value)
-		if value == "" {
-			if at < 0 && cur != nil && opt != "" {
-				cur[opt] = append(cur[opt], "") // a blank line inside a value
-			}
-			continue
-		}
-		ind := len(line) - len(strings.TrimLeft(line, " \t\f\v"))
-		if cur != nil && opt != "" && ind > indent {
-			cur[opt] = append(cur[opt], value)
-			continue
-		}
-		indent = ind
-		if value[0] == '[' {
-			end := strings.LastIndexByte(value, ']')
-			if end < 0 {
-				return nil, fmt.Errorf("%s:%d: unclosed section header", file, ln)
-			}
-			if end == 1 {
-				return nil, fmt.Errorf("%s:%d: a section header with no name", file, ln)
-			}
-			name := value[1:end]
-			switch s := byName[name]; {
-			case name == "DEFAULT":
-				cur = lines
-			case s != nil:
-				cur = values[s]
-			default:
-				s = &iniSection{name: name, file: file, line: ln}
-				byName[name] = s
-				f.sections = append(f.sections, s)
-				cur = map[string][]string{}
-				values[s] = cur
-			}
-			opt = ""
-			continue
-		}
-		if cur == nil {
-			return nil, fmt.Errorf("%s:%d: a key outside any section", file, ln)
-		}
-		i := strings.IndexAny(value, "=:")
-		if i < 0 {
-			return nil, fmt.Errorf("%s:%d: want key = value", file, ln)
-		}
-		opt = strings.ToLower(strings.TrimSpace(value[:i]))
-		if opt == "" {
-			return nil, fmt.Errorf("%s:%d: a value with no key", file, ln)
-		}
-		cur[opt] = []string{strings.TrimSpace(value[i+1:])}
 	}
 	join := func(m map[string][]string) map[string]string {
 		out := make(map[string]string, len(m))
@@ -410,11 +399,97 @@ func parseINI(file string, data []byte) (*iniFile, error) {
 		}
 		return out
 	}
-	f.defaults = join(lines)
-	for _, s := range f.sections {
-		s.keys = join(values[s])
+	p.f.defaults = join(p.defaults)
+	for _, s := range p.f.sections {
+		s.keys = join(p.values[s])
 	}
-	return f, nil
+	return p.f, nil
+}
+
+// iniParser is parseINI's state between lines.
+type iniParser struct {
+	file     string
+	f        *iniFile
+	defaults map[string][]string // the lines of [DEFAULT]'s values
+	byName   map[string]*iniSection
+	values   map[*iniSection]map[string][]string
+	cur      map[string][]string // the section being read, nil before the first
+	opt      string              // the key being read, "" after a header
+	indent   int                 // of the last line that continued no value
+}
+
+// line reads line ln: a header, a key, or the next line of a value.
+func (p *iniParser) line(ln int, line string) error {
+	value, commented := iniValue(line)
+	inValue := p.cur != nil && p.opt != ""
+	if value == "" {
+		if !commented && inValue {
+			p.cur[p.opt] = append(p.cur[p.opt], "") // a blank line inside a value
+		}
+		return nil
+	}
+	ind := len(line) - len(strings.TrimLeft(line, " \t\f\v"))
+	if inValue && ind > p.indent {
+		p.cur[p.opt] = append(p.cur[p.opt], value)
+		return nil
+	}
+	p.indent = ind
+	if value[0] == '[' {
+		return p.header(ln, value)
+	}
+	if p.cur == nil {
+		return errors.New("a key outside any section")
+	}
+	i := strings.IndexAny(value, "=:")
+	if i < 0 {
+		return errors.New("want key = value")
+	}
+	p.opt = strings.ToLower(strings.TrimSpace(value[:i]))
+	if p.opt == "" {
+		return errors.New("a value with no key")
+	}
+	p.cur[p.opt] = []string{strings.TrimSpace(value[i+1:])}
+	return nil
+}
+
+// iniValue is line without its comment, trimmed; commented says it had
+// one.
+func iniValue(line string) (string, bool) {
+	at := inlineComment(line)
+	if t := strings.TrimSpace(line); strings.HasPrefix(t, ";") || strings.HasPrefix(t, "#") {
+		at = 0
+	}
+	if at >= 0 {
+		line = line[:at]
+	}
+	return strings.TrimSpace(line), at >= 0
+}
+
+// header starts the section that value, a [name] line, names: a new
+// one, or one seen before, which it continues.
+func (p *iniParser) header(ln int, value string) error {
+	end := strings.LastIndexByte(value, ']')
+	if end < 0 {
+		return errors.New("unclosed section header")
+	}
+	if end == 1 {
+		return errors.New("a section header with no name")
+	}
+	name := value[1:end]
+	switch s := p.byName[name]; {
+	case name == "DEFAULT":
+		p.cur = p.defaults
+	case s != nil:
+		p.cur = p.values[s]
+	default:
+		s = &iniSection{name: name, file: p.file, line: ln}
+		p.byName[name] = s
+		p.f.sections = append(p.f.sections, s)
+		p.cur = map[string][]string{}
+		p.values[s] = p.cur
+	}
+	p.opt = ""
+	return nil
 }
 
 // maxIncludeFiles bounds the files an [include] reads; their bytes count
@@ -428,17 +503,11 @@ const maxIncludeFiles = 256
 // keys, a new one is added. An included file's own [include] is not read,
 // as supervisord does not.
 func (f *iniFile) include(dir string, read int, ws *warnings) error {
-	var inc *iniSection
-	byName := map[string]*iniSection{}
-	for _, s := range f.sections {
-		byName[s.name] = s
-		if s.name == "include" {
-			inc = s
-		}
-	}
-	if inc == nil {
+	i := slices.IndexFunc(f.sections, func(s *iniSection) bool { return s.name == "include" })
+	if i < 0 {
 		return nil
 	}
+	inc := f.sections[i]
 	v, ok := inc.keys["files"]
 	if !ok {
 		return fmt.Errorf("%s:%d: no files= (supervisord refuses the section without it)", inc.file, inc.line)
@@ -458,7 +527,10 @@ func (f *iniFile) include(dir string, read int, ws *warnings) error {
 	if err != nil {
 		return err
 	}
-	n := 0
+	m := &iniMerge{f: f, byName: map[string]*iniSection{}, read: read}
+	for _, s := range f.sections {
+		m.byName[s.name] = s
+	}
 	for _, pat := range strings.Fields(v) {
 		if !filepath.IsAbs(pat) {
 			pat = filepath.Join(dir, pat)
@@ -472,32 +544,49 @@ func (f *iniFile) include(dir string, read int, ws *warnings) error {
 			continue
 		}
 		sort.Strings(matches)
-		for _, m := range matches {
-			if n++; n > maxIncludeFiles {
-				return fmt.Errorf("more than %d files", maxIncludeFiles)
-			}
-			data, err := readImportFile(m)
-			if err != nil {
-				return fmt.Errorf("%s: %w", m, err)
-			}
-			if read += len(data); read > maxImportSize {
-				return fmt.Errorf("the file and those it includes are %w in all", errTooLarge)
-			}
-			sub, err := parseINI(m, data)
-			if err != nil {
+		for _, name := range matches {
+			if err := m.add(name); err != nil {
 				return err
 			}
-			maps.Copy(f.defaults, sub.defaults)
-			for _, s := range sub.sections {
-				switch t := byName[s.name]; {
-				case s.name == "include":
-				case t != nil:
-					maps.Copy(t.keys, s.keys)
-				default:
-					byName[s.name] = s
-					f.sections = append(f.sections, s)
-				}
-			}
+		}
+	}
+	return nil
+}
+
+// iniMerge merges included files into f, counting the files and bytes
+// read against their bounds.
+type iniMerge struct {
+	f           *iniFile
+	byName      map[string]*iniSection
+	files, read int
+}
+
+// add reads the file name and merges its sections, but for its own
+// [include], into f.
+func (m *iniMerge) add(name string) error {
+	if m.files++; m.files > maxIncludeFiles {
+		return fmt.Errorf("more than %d files", maxIncludeFiles)
+	}
+	data, err := readImportFile(name)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	if m.read += len(data); m.read > maxImportSize {
+		return fmt.Errorf("the file and those it includes are %w in all", errTooLarge)
+	}
+	sub, err := parseINI(name, data)
+	if err != nil {
+		return err
+	}
+	maps.Copy(m.f.defaults, sub.defaults)
+	for _, s := range sub.sections {
+		switch t := m.byName[s.name]; {
+		case s.name == "include":
+		case t != nil:
+			maps.Copy(t.keys, s.keys)
+		default:
+			m.byName[s.name] = s
+			m.f.sections = append(m.f.sections, s)
 		}
 	}
 	return nil
@@ -684,16 +773,61 @@ func tomlEnvValue(v string) string {
 	return tomlQuote(strings.Join(parts, ""))
 }
 
+// write writes the program's table, warning about each key it does not
+// map.
 func (p *supervisordProgram) write(b *strings.Builder) error {
-	k := p.keys
 	done := map[string]bool{"command": true, "priority": true}
 	p.warned = map[string]bool{}
+	if err := p.readCounts(done); err != nil {
+		return err
+	}
+	p.env = map[string]string{}
+	if v, ok := p.keys["environment"]; ok {
+		done["environment"] = true
+		if err := p.readEnv(v); err != nil {
+			return err
+		}
+	}
+	if err := p.writeCommand(b); err != nil {
+		return err
+	}
+	for _, r := range supervisordKeys {
+		v, ok := p.keys[r.key]
+		if !ok && !r.always {
+			continue
+		}
+		done[r.key] = true
+		val, err := r.value(p, r.key, v)
+		if err != nil {
+			return err
+		}
+		if val != "" {
+			fmt.Fprintf(b, "%s = %s\n", r.toml, val)
+		}
+	}
+	for _, key := range []string{"stopasgroup", "killasgroup"} {
+		if v, ok := p.keys[key]; ok && truthy(v) {
+			done[key] = true // what supervise always does
+		}
+	}
+	if len(p.env) > 0 {
+		p.writeEnv(b, p.env)
+	}
+	if err := p.writeLogs(b, done); err != nil {
+		return err
+	}
+	p.warnUnmapped(done)
+	return nil
+}
+
+// readCounts reads numprocs and numprocs_start.
+func (p *supervisordProgram) readCounts(done map[string]bool) error {
 	p.numprocs = 1
 	for _, x := range []struct {
 		key string
 		to  *int
 	}{{"numprocs", &p.numprocs}, {"numprocs_start", &p.start}} {
-		if v, ok := k[x.key]; ok {
+		if v, ok := p.keys[x.key]; ok {
 			done[x.key] = true
 			n, err := strconv.Atoi(strings.TrimSpace(v))
 			if err != nil || n < 0 {
@@ -702,20 +836,17 @@ func (p *supervisordProgram) write(b *strings.Builder) error {
 			*x.to = n
 		}
 	}
-	if p.numprocs > 1 {
-		if _, ok := k["process_name"]; ok {
-			p.warn("process_name", "instances are named %s:0 … %s:%d in supervise", p.tomlName, p.tomlName, p.numprocs-1)
-			done["process_name"] = true
-		}
+	if _, ok := p.keys["process_name"]; ok && p.numprocs > 1 {
+		p.warn("process_name", "instances are named %s:0 … %s:%d in supervise", p.tomlName, p.tomlName, p.numprocs-1)
+		done["process_name"] = true
 	}
-	p.env = map[string]string{}
-	if v, ok := k["environment"]; ok {
-		done["environment"] = true
-		if err := p.readEnv(v); err != nil {
-			return err
-		}
-	}
-	cmd, ok := k["command"]
+	return nil
+}
+
+// writeCommand opens the program's table with its command: an array, as
+// supervise runs exactly these words, as supervisord did.
+func (p *supervisordProgram) writeCommand(b *strings.Builder) error {
+	cmd, ok := p.keys["command"]
 	if !ok || cmd == "" {
 		return fmt.Errorf("no command")
 	}
@@ -738,105 +869,103 @@ func (p *supervisordProgram) write(b *strings.Builder) error {
 	for i, a := range argv {
 		words[i] = tomlQuote(a)
 	}
-	// An array: supervise runs exactly these words, as supervisord did.
 	fmt.Fprintf(b, "command = [%s]\n", strings.Join(words, ", "))
-	str := func(key, toml string) error {
-		v, ok := k[key]
-		if !ok {
-			return nil
+	return nil
+}
+
+// supervisordKey maps a [program:x] key to a line "toml = value" of the
+// program's table; an empty value writes nothing. value is called when
+// the key is given, and always when always is set (v is then "").
+type supervisordKey struct {
+	key, toml string
+	always    bool
+	value     func(p *supervisordProgram, key, v string) (string, error)
+}
+
+// supervisordKeys are the keys written after the command, in the order
+// they are written. environment= and the log keys are written after
+// them by writeEnv and writeLogs.
+var supervisordKeys = []supervisordKey{
+	{key: "directory", toml: "dir", value: (*supervisordProgram).expandQuoted},
+	{key: "user", toml: "user", value: (*supervisordProgram).expandQuoted},
+	{key: "numprocs", toml: "instances", value: func(p *supervisordProgram, _, _ string) (string, error) {
+		if p.numprocs > 1 {
+			return strconv.Itoa(p.numprocs), nil
 		}
-		done[key] = true
-		v, err := p.expand(key, v, false)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(b, "%s = %s\n", toml, tomlQuote(v))
-		return nil
-	}
-	if err := str("directory", "dir"); err != nil {
-		return err
-	}
-	if err := str("user", "user"); err != nil {
-		return err
-	}
-	if p.numprocs > 1 {
-		fmt.Fprintf(b, "instances = %d\n", p.numprocs)
-	}
-	if v, ok := k["autostart"]; ok {
-		done["autostart"] = true
-		fmt.Fprintf(b, "autostart = %v\n", truthy(v))
-	}
-	restart, err := autorestart(k)
-	if err != nil {
-		return err
-	}
-	done["autorestart"] = true
-	fmt.Fprintf(b, "restart = %q\n", restart)
-	if v, ok := k["exitcodes"]; ok {
-		done["exitcodes"] = true
+		return "", nil
+	}},
+	{key: "autostart", toml: "autostart", value: func(_ *supervisordProgram, _, v string) (string, error) {
+		return strconv.FormatBool(truthy(v)), nil
+	}},
+	{key: "autorestart", toml: "restart", always: true, value: func(p *supervisordProgram, _, _ string) (string, error) {
+		restart, err := autorestart(p.keys)
+		return strconv.Quote(string(restart)), err
+	}},
+	{key: "exitcodes", toml: "success_exit_codes", value: func(_ *supervisordProgram, _, v string) (string, error) {
 		var codes []string
 		for _, c := range strings.Split(v, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(c))
 			if err != nil || n < 0 || n > 255 {
-				return fmt.Errorf("exitcodes: %q is not an exit status", strings.TrimSpace(c))
+				return "", fmt.Errorf("exitcodes: %q is not an exit status", strings.TrimSpace(c))
 			}
 			codes = append(codes, strconv.Itoa(n))
 		}
-		fmt.Fprintf(b, "success_exit_codes = [%s]\n", strings.Join(codes, ", "))
+		return "[" + strings.Join(codes, ", ") + "]", nil
+	}},
+	{key: "priority", toml: "depends_on", always: true, value: (*supervisordProgram).dependsOn},
+	{key: "stopsignal", toml: "stop_signal", value: func(_ *supervisordProgram, _, v string) (string, error) {
+		return tomlQuote(strings.ToUpper(v)), nil
+	}},
+	{key: "stopwaitsecs", toml: "stop_timeout", value: func(_ *supervisordProgram, _, v string) (string, error) {
+		return tomlQuote(v + "s"), nil
+	}},
+	{key: "umask", toml: "sandbox", value: func(_ *supervisordProgram, _, v string) (string, error) {
+		return "{ umask = " + tomlQuote(v) + " }", nil
+	}},
+}
+
+// expandQuoted is v expanded, as a TOML string.
+func (p *supervisordProgram) expandQuoted(key, v string) (string, error) {
+	v, err := p.expand(key, v, false)
+	return tomlQuote(v), err
+}
+
+// dependsOn is the depends_on table that stands for supervisord's
+// priority (see priorityOrder).
+func (p *supervisordProgram) dependsOn(_, _ string) (string, error) {
+	if len(p.after) == 0 {
+		return "", nil
 	}
-	if len(p.after) > 0 {
-		deps := make([]string, len(p.after))
-		for i, d := range p.after {
-			deps[i] = tomlKey(d) + ` = "running"`
+	deps := make([]string, len(p.after))
+	for i, d := range p.after {
+		deps[i] = tomlKey(d) + ` = "running"`
+	}
+	p.warn("priority", "starts once %s (of the nearest lower priority) is running, and stops before it, as depends_on; supervisord started them in order without waiting", strings.Join(p.after, ", "))
+	return "{ " + strings.Join(deps, ", ") + " }", nil
+}
+
+// supervisordUnmapped says why a key supervise has no equivalent for is
+// not imported, where there is more to say than that.
+var supervisordUnmapped = map[string]string{
+	"startsecs":    "supervise counts every exit as a crash for its backoff; a run longer than reset_after (10m) forgives past crashes",
+	"startretries": "supervise retries forever, waiting by the kubelet's crash backoff (10s doubling to 5m)",
+	"stopasgroup":  "supervise always signals the program's process group",
+	"killasgroup":  "supervise always kills the whole sandbox (its cgroup)",
+	"serverurl":    "supervisorctl's setting",
+}
+
+// warnUnmapped warns about each key not done, in sorted order.
+func (p *supervisordProgram) warnUnmapped(done map[string]bool) {
+	for _, key := range sortedKeys(p.keys) {
+		if done[key] {
+			continue
 		}
-		fmt.Fprintf(b, "depends_on = { %s }\n", strings.Join(deps, ", "))
-		p.warn("priority", "starts once %s (of the nearest lower priority) is running, and stops before it, as depends_on; supervisord started them in order without waiting", strings.Join(p.after, ", "))
-	}
-	if v, ok := k["stopsignal"]; ok {
-		done["stopsignal"] = true
-		fmt.Fprintf(b, "stop_signal = %s\n", tomlQuote(strings.ToUpper(v)))
-	}
-	if v, ok := k["stopwaitsecs"]; ok {
-		done["stopwaitsecs"] = true
-		fmt.Fprintf(b, "stop_timeout = %s\n", tomlQuote(v+"s"))
-	}
-	if v, ok := k["umask"]; ok {
-		done["umask"] = true
-		fmt.Fprintf(b, "sandbox = { umask = %s }\n", tomlQuote(v))
-	}
-	for _, key := range []string{"stopasgroup", "killasgroup"} {
-		if v, ok := k[key]; ok && truthy(v) {
-			done[key] = true // what supervise always does
-		}
-	}
-	if len(p.env) > 0 {
-		p.writeEnv(b, p.env)
-	}
-	if err := p.writeLogs(b, done); err != nil {
-		return err
-	}
-	why := map[string]string{
-		"startsecs":    "supervise counts every exit as a crash for its backoff; a run longer than reset_after (10m) forgives past crashes",
-		"startretries": "supervise retries forever, waiting by the kubelet's crash backoff (10s doubling to 5m)",
-		"stopasgroup":  "supervise always signals the program's process group",
-		"killasgroup":  "supervise always kills the whole sandbox (its cgroup)",
-		"serverurl":    "supervisorctl's setting",
-	}
-	var rest []string
-	for key := range k {
-		if !done[key] {
-			rest = append(rest, key)
-		}
-	}
-	sort.Strings(rest)
-	for _, key := range rest {
-		if w, ok := why[key]; ok {
+		if w, ok := supervisordUnmapped[key]; ok {
 			p.warn(key, "not imported: %s", w)
 		} else {
 			p.warn(key, "not imported: no supervise equivalent")
 		}
 	}
-	return nil
 }
 
 // perInstance returns argv unchanged unless it or environment= holds
@@ -1069,128 +1198,32 @@ func pyFormat(s string, look func(name string, plain bool) (any, error)) (string
 			break
 		}
 		b.WriteString(s[i : i+j])
-		start := i + j
-		i = start + 1
-		if i < len(s) && s[i] == '%' {
+		i += j
+		if strings.HasPrefix(s[i:], "%%") {
 			b.WriteByte('%')
-			i++
+			i += 2
 			continue
 		}
-		if i >= len(s) || s[i] != '(' {
-			return "", fmt.Errorf("a %% that is neither %%%% nor %%(name)s at %q", clip(s[start:]))
-		}
-		// The name runs to the matching parenthesis, as in Python.
-		depth, k := 1, i+1
-		for ; k < len(s) && depth > 0; k++ {
-			switch s[k] {
-			case '(':
-				depth++
-			case ')':
-				depth--
-			}
-		}
-		if depth > 0 {
-			return "", fmt.Errorf("an unclosed %%( at %q", clip(s[start:]))
-		}
-		name := s[i+1 : k-1]
-		i = k
-		var left, zero, other bool
-		for ; i < len(s) && strings.IndexByte("-+ #0", s[i]) >= 0; i++ {
-			switch s[i] {
-			case '-':
-				left = true
-			case '0':
-				zero = true
-			default:
-				other = true
-			}
-		}
-		width, prec := -1, -1
-		var err error
-		if width, i, err = fmtNumber(s, i); err != nil {
-			return "", err
-		}
-		if i < len(s) && s[i] == '.' {
-			if prec, i, err = fmtNumber(s, i+1); err != nil {
-				return "", err
-			}
-			if prec < 0 {
-				prec = 0
-			}
-		}
-		if i < len(s) && strings.IndexByte("hlL", s[i]) >= 0 {
-			i++
-		}
-		if i >= len(s) {
-			return "", fmt.Errorf("an incomplete format at %q", clip(s[start:]))
-		}
-		conv := s[i]
-		i++
-		spec := s[start:i]
-		v, err := look(name, spec == "%("+name+")s")
+		sp, err := parsePySpec(s, i)
 		if err != nil {
 			return "", err
 		}
-		var out string
+		i += len(sp.text)
+		v, err := look(sp.name, sp.text == "%("+sp.name+")s")
+		if err != nil {
+			return "", err
+		}
 		switch v := v.(type) {
 		case keepSpec:
-			if v.drop {
-				continue
-			}
-			if v.marked {
-				spec = refMark + "+" + hex.EncodeToString([]byte(spec)) + refMark
-			}
-			b.WriteString(spec)
+			b.WriteString(v.spec(sp.text))
 			continue
 		case envRef:
 			b.WriteString(refMark + string(v) + refMark)
 			continue
-		case int:
-			switch {
-			case other:
-			case conv == 'd' || conv == 'i' || conv == 'u':
-				out = strconv.Itoa(v)
-				if prec >= 0 || zero && !left {
-					// zero padding comes after the sign
-					neg := v < 0
-					digits := strings.TrimPrefix(out, "-")
-					n := max(prec, 0)
-					if zero && !left && prec < 0 {
-						n = width
-						if neg {
-							n--
-						}
-					}
-					if pad := n - len(digits); pad > 0 {
-						digits = strings.Repeat("0", pad) + digits
-					}
-					out = digits
-					if neg {
-						out = "-" + digits
-					}
-				}
-				conv = 's'
-				prec = -1
-			case conv == 's':
-				out = strconv.Itoa(v)
-			}
-		case string:
-			if !other {
-				out = v
-			}
 		}
-		if conv != 's' || other {
-			return "", fmt.Errorf("%q: supported are %%(name)s and %%(name)d with a width, a precision, - and 0", clip(spec))
-		}
-		if prec >= 0 && utf8.RuneCountInString(out) > prec {
-			out = string([]rune(out)[:prec])
-		}
-		if pad := width - utf8.RuneCountInString(out); pad > 0 {
-			if left {
-				out += strings.Repeat(" ", pad)
-			} else {
-				out = strings.Repeat(" ", pad) + out
-			}
+		out, err := sp.format(v)
+		if err != nil {
+			return "", err
 		}
 		b.WriteString(out)
 		if b.Len() > maxImportSize {
@@ -1199,6 +1232,157 @@ func pyFormat(s string, look func(name string, plain bool) (any, error)) (string
 		}
 	}
 	return b.String(), nil
+}
+
+// spec is what a keepSpec writes in place of the spec it stands for.
+func (k keepSpec) spec(text string) string {
+	switch {
+	case k.drop:
+		return ""
+	case k.marked:
+		return refMark + "+" + hex.EncodeToString([]byte(text)) + refMark
+	}
+	return text
+}
+
+// pySpec is one %(name)… conversion of a format string.
+type pySpec struct {
+	text        string // from the % to the conversion character
+	name        string
+	left, zero  bool // the - and 0 flags
+	other       bool // a +, blank or # flag, which pyFormat refuses
+	width, prec int  // -1 when absent
+	conv        byte
+}
+
+// parsePySpec reads the conversion that starts at s[start], a %.
+func parsePySpec(s string, start int) (pySpec, error) {
+	i := start + 1
+	if i >= len(s) || s[i] != '(' {
+		return pySpec{}, fmt.Errorf("a %% that is neither %%%% nor %%(name)s at %q", clip(s[start:]))
+	}
+	end := closingParen(s, i)
+	if end < 0 {
+		return pySpec{}, fmt.Errorf("an unclosed %%( at %q", clip(s[start:]))
+	}
+	sp := pySpec{name: s[i+1 : end], prec: -1}
+	i = sp.flags(s, end+1)
+	var err error
+	if sp.width, i, err = fmtNumber(s, i); err != nil {
+		return pySpec{}, err
+	}
+	if i < len(s) && s[i] == '.' {
+		if sp.prec, i, err = fmtNumber(s, i+1); err != nil {
+			return pySpec{}, err
+		}
+		sp.prec = max(sp.prec, 0)
+	}
+	if i < len(s) && strings.IndexByte("hlL", s[i]) >= 0 {
+		i++ // a length modifier, which Python ignores
+	}
+	if i >= len(s) {
+		return pySpec{}, fmt.Errorf("an incomplete format at %q", clip(s[start:]))
+	}
+	sp.conv = s[i]
+	sp.text = s[start : i+1]
+	return sp, nil
+}
+
+// closingParen is the index of the ) that closes the ( at s[open],
+// nesting as Python's does, or -1.
+func closingParen(s string, open int) int {
+	depth := 0
+	for k := open; k < len(s); k++ {
+		switch s[k] {
+		case '(':
+			depth++
+		case ')':
+			if depth--; depth == 0 {
+				return k
+			}
+		}
+	}
+	return -1
+}
+
+// flags reads the flags at s[i:] and returns where they end.
+func (sp *pySpec) flags(s string, i int) int {
+	for ; i < len(s) && strings.IndexByte("-+ #0", s[i]) >= 0; i++ {
+		switch s[i] {
+		case '-':
+			sp.left = true
+		case '0':
+			sp.zero = true
+		default:
+			sp.other = true
+		}
+	}
+	return i
+}
+
+// format writes v, a looked-up value, as sp says.
+func (sp pySpec) format(v any) (string, error) {
+	if sp.other {
+		return "", sp.unsupported()
+	}
+	var out string
+	switch v := v.(type) {
+	case int:
+		if strings.IndexByte("diu", sp.conv) >= 0 {
+			return sp.pad(sp.decimal(v), -1), nil
+		}
+		out = strconv.Itoa(v)
+	case string:
+		out = v
+	}
+	if sp.conv != 's' {
+		return "", sp.unsupported()
+	}
+	return sp.pad(out, sp.prec), nil
+}
+
+func (sp pySpec) unsupported() error {
+	return fmt.Errorf("%q: supported are %%(name)s and %%(name)d with a width, a precision, - and 0", clip(sp.text))
+}
+
+// decimal writes v as %d does: a precision is the least number of
+// digits, and the 0 flag pads to the width; zeros come after the sign.
+func (sp pySpec) decimal(v int) string {
+	out := strconv.Itoa(v)
+	if sp.prec < 0 && (!sp.zero || sp.left) {
+		return out
+	}
+	digits, neg := strings.CutPrefix(out, "-")
+	n := max(sp.prec, 0)
+	if sp.prec < 0 {
+		n = sp.width
+		if neg {
+			n--
+		}
+	}
+	if pad := n - len(digits); pad > 0 {
+		digits = strings.Repeat("0", pad) + digits
+	}
+	if neg {
+		return "-" + digits
+	}
+	return digits
+}
+
+// pad cuts out to prec characters (when prec >= 0) and pads it with
+// blanks to the width, on the left unless the - flag is given.
+func (sp pySpec) pad(out string, prec int) string {
+	if prec >= 0 && utf8.RuneCountInString(out) > prec {
+		out = string([]rune(out)[:prec])
+	}
+	pad := sp.width - utf8.RuneCountInString(out)
+	switch {
+	case pad <= 0:
+		return out
+	case sp.left:
+		return out + strings.Repeat(" ", pad)
+	}
+	return strings.Repeat(" ", pad) + out
 }
 
 // fmtNumber reads the digits of a width or precision at s[i:]: -1 when
@@ -1319,70 +1503,86 @@ func isEnvWordRune(r rune) bool {
 	return r >= 0xC0 && r <= 0xFF && r != 0xD7 && r != 0xF7
 }
 
+// envTokens splits s into shlex's tokens (see envPairs).
 func envTokens(s string) ([]string, error) {
-	var (
-		toks   []string
-		cur    strings.Builder
-		quoted bool // the token holds a quoted part, perhaps empty
-		state  = ' '
-	)
-	emit := func() {
-		if cur.Len() > 0 || quoted {
-			toks = append(toks, cur.String())
-		}
-		cur.Reset()
-		quoted = false
-		state = ' '
-	}
-	for i := 0; i < len(s); {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		i += n
-		switch state {
-		case '\'', '"':
-			switch {
-			case r == state:
-				state = 'a'
-			case r == '\\' && state == '"' && i < len(s) && (s[i] == '"' || s[i] == '\\'):
-				cur.WriteByte(s[i])
-				i++
-			default:
-				cur.WriteRune(r)
-			}
-			continue
-		}
-		switch {
-		case r == ' ' || r == '\t' || r == '\r' || r == '\n':
-			emit()
-		case r == '#':
-			emit()
-			if j := strings.IndexByte(s[i:], '\n'); j >= 0 {
-				i += j + 1
-			} else {
-				i = len(s)
-			}
-		case r == '\\':
-			if i >= len(s) {
-				return nil, errors.New(`a \ at the end, with nothing to escape`)
-			}
-			r, n := utf8.DecodeRuneInString(s[i:])
-			i += n
-			cur.WriteRune(r)
-			state = 'a'
-		case r == '\'' || r == '"':
-			state, quoted = r, true
-		case isEnvWordRune(r):
-			cur.WriteRune(r)
-			state = 'a'
-		default:
-			emit()
-			toks = append(toks, string(r))
+	l := &envLexer{s: s}
+	for l.i < len(s) {
+		r, n := utf8.DecodeRuneInString(s[l.i:])
+		l.i += n
+		if l.quote != 0 {
+			l.inQuote(r)
+		} else if err := l.outside(r); err != nil {
+			return nil, err
 		}
 	}
-	if state == '\'' || state == '"' {
+	if l.quote != 0 {
 		return nil, errors.New("no closing quotation")
 	}
-	emit()
-	return toks, nil
+	l.emit()
+	return l.toks, nil
+}
+
+// envLexer is envTokens' state: s is read from i on.
+type envLexer struct {
+	s      string
+	i      int
+	toks   []string
+	cur    strings.Builder
+	quoted bool // the token holds a quoted part, perhaps empty
+	quote  rune // the quote being read, 0 outside quotes
+}
+
+// emit ends the token being read, if there is one.
+func (l *envLexer) emit() {
+	if l.cur.Len() > 0 || l.quoted {
+		l.toks = append(l.toks, l.cur.String())
+	}
+	l.cur.Reset()
+	l.quoted = false
+}
+
+// inQuote reads r inside quotes: only the closing quote, and in "…" a \
+// before " or \, are special.
+func (l *envLexer) inQuote(r rune) {
+	switch {
+	case r == l.quote:
+		l.quote = 0
+	case r == '\\' && l.quote == '"' && l.i < len(l.s) && (l.s[l.i] == '"' || l.s[l.i] == '\\'):
+		l.cur.WriteByte(l.s[l.i])
+		l.i++
+	default:
+		l.cur.WriteRune(r)
+	}
+}
+
+// outside reads r outside quotes.
+func (l *envLexer) outside(r rune) error {
+	switch {
+	case r == ' ' || r == '\t' || r == '\r' || r == '\n':
+		l.emit()
+	case r == '#':
+		l.emit()
+		if j := strings.IndexByte(l.s[l.i:], '\n'); j >= 0 {
+			l.i += j + 1
+		} else {
+			l.i = len(l.s)
+		}
+	case r == '\\':
+		if l.i >= len(l.s) {
+			return errors.New(`a \ at the end, with nothing to escape`)
+		}
+		r, n := utf8.DecodeRuneInString(l.s[l.i:])
+		l.i += n
+		l.cur.WriteRune(r)
+	case r == '\'' || r == '"':
+		l.quote, l.quoted = r, true
+	case isEnvWordRune(r):
+		l.cur.WriteRune(r)
+	default:
+		l.emit()
+		l.toks = append(l.toks, string(r))
+	}
+	return nil
 }
 
 // supervisordBytes reads a size as supervisord does: a number of bytes,

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -222,5 +223,60 @@ func TestImportSupervisordInclude(t *testing.T) {
 	must(os.WriteFile(filepath.Join(dir, "conf.d", "c.conf"), []byte("[program:c]\ncommand\n"), 0o644))
 	if _, _, err := ImportSupervisordFile(filepath.Join(dir, "supervisord.conf")); err == nil || !strings.Contains(err.Error(), filepath.Join(dir, "conf.d", "c.conf")+":2") {
 		t.Errorf("err %v, want it to name c.conf:2", err)
+	}
+}
+
+// TestImportSupervisordIncludeEdges covers the rest of [include]: its
+// expansions, a glob that matches nothing, an included file's own
+// [include] and [DEFAULT], and the bounds on files and bytes.
+func TestImportSupervisordIncludeEdges(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	t.Setenv("SUPERVISE_TEST_INC", "inc")
+	write("inc-a.conf", "[DEFAULT]\nuser = nobody\n[include]\nfiles = nested.conf\n[program:a]\ncommand=/bin/a\n")
+	write("nested.conf", "[program:nested]\ncommand=/bin/nested\n")
+	main := write("main.conf", "[program:main]\ncommand=/bin/main\n[include]\nfiles = %(here)s/%(ENV_SUPERVISE_TEST_INC)s-*.conf none-*.conf\n")
+	out, warns, err := ImportSupervisordFile(main)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), "[program.a]") || strings.Contains(string(out), "nested") || !strings.Contains(string(out), `user = "nobody"`) {
+		t.Errorf("want main and a (user nobody from the included [DEFAULT]), not the nested include:\n%s", out)
+	}
+	matched := false
+	for _, w := range warns {
+		matched = matched || w.Key == "[include]" && strings.Contains(w.Why, "none-*.conf matches no file")
+	}
+	if !matched {
+		t.Errorf("no warning on the glob that matches nothing: %v", warns)
+	}
+	for _, c := range []struct{ files, err string }{
+		{"", "no files="},
+		{"files = %(ENV_SUPERVISE_TEST_UNSET)s.conf", "SUPERVISE_TEST_UNSET is not set"},
+		{"files = %(program_name)s.conf", "no such expansion"},
+		{"files = [", "syntax error"},
+		{"files = many/*.conf", "more than 256 files"},
+		{"files = big.conf big.conf", "in all"},
+	} {
+		p := write("bad.conf", "[program:main]\ncommand=/bin/main\n[include]\n"+c.files+"\n")
+		if _, _, err := ImportSupervisordFile(p); err == nil || !strings.Contains(err.Error(), c.err) {
+			t.Errorf("%q: err %v, want %q", c.files, err, c.err)
+		}
+		if c.files == "" {
+			if err := os.Mkdir(filepath.Join(dir, "many"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 257 {
+				write(filepath.Join("many", strconv.Itoa(i)+".conf"), "")
+			}
+			write("big.conf", "; "+strings.Repeat("x", maxImportSize*2/3)+"\n[program:big]\ncommand=/bin/big\n")
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package export
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"strings"
@@ -55,28 +56,14 @@ func (e *unitWriter) socket() (File, bool) {
 		}
 	}
 	first := p.Listen[0]
-	name := first.Name
-	if name == "" {
-		name = p.Name
-	}
-	put("FileDescriptorName", plain(name))
-	if first.Backlog != 0 {
-		put("Backlog", lit(fmt.Sprint(first.Backlog)))
-	}
-	if first.Mode != 0 {
-		put("SocketMode", lit(fmt.Sprintf("%04o", uint32(first.Mode))))
-	}
-	if first.Owner != "" {
-		put("SocketUser", plain(first.Owner))
-	}
-	if first.Group != "" {
-		put("SocketGroup", plain(first.Group))
-	}
-	if first.ReusePort {
-		put("ReusePort", lit("true"))
+	put("FileDescriptorName", plain(cmp.Or(first.Name, p.Name)))
+	for _, x := range socketSettings {
+		if v, ok := x.value(first); ok {
+			put(x.key, v)
+		}
 	}
 	for _, s := range p.Listen[1:] {
-		if s.Name != first.Name || s.Backlog != first.Backlog || s.Mode != first.Mode || s.Owner != first.Owner || s.Group != first.Group || s.ReusePort != first.ReusePort {
+		if unitSettings(s) != unitSettings(first) {
 			e.warn("listen", "%s: a .socket unit has one name, backlog, mode, owner and reuse_port for all its sockets: %s's are written", s, first)
 		}
 	}
@@ -90,6 +77,33 @@ func (e *unitWriter) socket() (File, bool) {
 	out.WriteString("\n[Socket]\n")
 	out.WriteString(b.String())
 	return File{Name: e.socketUnitName(), Data: []byte(out.String())}, true
+}
+
+// socketSettings are the settings a .socket unit has once for all its
+// sockets, after FileDescriptorName: each one's value for a socket, and
+// whether the socket sets it.
+var socketSettings = []struct {
+	key   string
+	value func(s sockets.Spec) (setting, bool)
+}{
+	{"Backlog", func(s sockets.Spec) (setting, bool) { return lit(fmt.Sprint(s.Backlog)), s.Backlog != 0 }},
+	{"SocketMode", func(s sockets.Spec) (setting, bool) { return lit(fmt.Sprintf("%04o", uint32(s.Mode))), s.Mode != 0 }},
+	{"SocketUser", func(s sockets.Spec) (setting, bool) { return plain(s.Owner), s.Owner != "" }},
+	{"SocketGroup", func(s sockets.Spec) (setting, bool) { return plain(s.Group), s.Group != "" }},
+	{"ReusePort", func(s sockets.Spec) (setting, bool) { return lit("true"), s.ReusePort }},
+}
+
+// socketUnitSettings are the parts of a socket a .socket unit sets once
+// for all its sockets.
+type socketUnitSettings struct {
+	name, owner, group string
+	backlog            int
+	mode               uint32
+	reusePort          bool
+}
+
+func unitSettings(s sockets.Spec) socketUnitSettings {
+	return socketUnitSettings{s.Name, s.Owner, s.Group, s.Backlog, uint32(s.Mode), s.ReusePort}
 }
 
 // systemdAddress is s's address as ListenStream= and ListenDatagram= take
