@@ -49,6 +49,9 @@ func (s *Supervisor) resolveLocked(names []string) ([]string, error) {
 		}
 		if in, ok := s.instances[n]; ok && in.goal != goalRemove {
 			add(n)
+			for _, k := range s.runsBesideLocked(in) { // a job's runs (schedule.go)
+				add(k)
+			}
 			continue
 		}
 		found := false
@@ -342,8 +345,12 @@ func (s *Supervisor) Logs(ctx context.Context, names []string, n int, follow boo
 		}
 	}
 	var sources []programLogs
+	rings := map[*logs.Ring]bool{} // a job's runs share its ring
 	for _, k := range keys {
-		sources = append(sources, s.instances[k].logs)
+		if il := s.instances[k].logs; !rings[il.ring] {
+			rings[il.ring] = true
+			sources = append(sources, il)
+		}
 	}
 	s.mu.Unlock()
 	ctx, done, err := s.streams.begin(ctx)
