@@ -275,6 +275,7 @@ func (s *Supervisor) Stop(ctx context.Context, names []string, opts ctl.StopOpti
 			in.goal, in.stoppedFor = goalStop, ""
 			s.queue.Add(in.key)
 			batch = append(batch, in.key)
+			batch = append(batch, s.stopRunsBesideLocked(in)...) // begun since resolve (schedule.go)
 			keys = keys[1:]
 		}
 		s.mu.Unlock()

@@ -313,6 +313,19 @@ func (s *Supervisor) runsBesideLocked(in *instance) []string {
 	return keys
 }
 
+// stopRunsBesideLocked stops the runs beside in, now that in is stopped
+// (no time starts one any more), and returns their keys: Stop waits for
+// them, the ones begun since it resolved its names included.
+func (s *Supervisor) stopRunsBesideLocked(in *instance) []string {
+	keys := s.runsBesideLocked(in)
+	for _, k := range keys {
+		r := s.instances[k]
+		r.goal, r.stoppedFor = goalStop, ""
+		s.queue.Add(k)
+	}
+	return keys
+}
+
 // runEndedForGoodLocked removes a run beside a job's instance once its run
 // ended for good (settleLocked): its time is over, as a Kubernetes Job's.
 func (s *Supervisor) runEndedForGoodLocked(in *instance) {
