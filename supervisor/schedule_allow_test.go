@@ -205,3 +205,25 @@ func TestJobAllowReload(t *testing.T) {
 	h.waitGone("job#1")
 	h.waitGone("job")
 }
+
+// A failed run beside the first is retried in its own instance, with its
+// own crash backoff, and goes once it succeeds.
+func TestJobAllowRetriesARunBeside(t *testing.T) {
+	h := newHarness(t, allowJob())
+	h.stepWhenArmed(30 * time.Second)
+	h.waitState("job", Running)
+	h.stepWhenArmed(30 * time.Second)
+	h.waitState("job#1", Running)
+	h.exitKey("job#1", 1) // the first crash: again at once
+	h.waitState("job#1", Running)
+	h.exitKey("job#1", 1)
+	h.waitState("job#1", CrashLoopBackOff)
+	if st := h.statusOf("job"); st.State != "Running" || st.Restarts != 0 {
+		t.Fatalf("the first instance took the run beside's crashes: %+v", st)
+	}
+	h.stepWhenArmed(10 * time.Second)
+	h.waitState("job#1", Running)
+	h.exitKey("job#1", 0)
+	h.waitGone("job#1")
+	h.wantStarts("job", 30*time.Second, time.Minute, time.Minute, 70*time.Second)
+}
