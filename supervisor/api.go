@@ -204,7 +204,7 @@ func (c *statsCache) get(rt Runtime, sid string, now time.Time) (proc.Stats, boo
 // its rollout timeout). One waiting for a dependency is waited for.
 func (s *Supervisor) Start(ctx context.Context, names []string, opts ctl.WaitOptions) error {
 	keys, err := s.command(names, func(in *instance) {
-		runNowLocked(in)
+		s.runNowLocked(in)
 		in.goal, in.stoppedFor = goalRun, ""
 		// In CrashLoopBackOff, the backoff still decides: start does not
 		// jump the queue.

@@ -3,6 +3,7 @@ package supervisor
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/supervise-dev/supervise/clock"
@@ -276,9 +277,13 @@ func (s *Supervisor) runBesideLocked(in *instance, slot, now time.Time) {
 			key = k
 		}
 	}
+	what := "the run of " + stamp(slot)
+	if slot.IsZero() {
+		what = "the run asked for"
+	}
 	if key == "" {
-		j.lastResult, j.lastEnd = fmt.Sprintf("skipped: %s came while %d runs still ran, the most concurrency = allow starts", stamp(slot), maxConcurrentRuns), now
-		s.events.add(in.key, "", "", fmt.Sprintf("schedule: the run of %s skipped: %d runs still run (concurrency = allow runs at most %d at once)", stamp(slot), maxConcurrentRuns, maxConcurrentRuns))
+		j.lastResult, j.lastEnd = fmt.Sprintf("skipped: %s came while %d runs still ran, the most concurrency = allow starts", what, maxConcurrentRuns), now
+		s.events.add(in.key, "", "", fmt.Sprintf("schedule: %s skipped: %d runs still run (concurrency = allow runs at most %d at once)", what, maxConcurrentRuns, maxConcurrentRuns))
 		return
 	}
 	run := &instance{
@@ -292,7 +297,7 @@ func (s *Supervisor) runBesideLocked(in *instance, slot, now time.Time) {
 		job:     &jobState{cfg: j.cfg, first: in, due: true, dueSlot: slot},
 	}
 	s.instances[key] = run
-	s.events.add(in.key, "", "", "schedule: run of "+stamp(slot)+" as "+key+", beside the one still running (concurrency = allow)")
+	s.events.add(in.key, "", "", "schedule: "+what+" as "+key+", beside the one still running (concurrency = allow)")
 	s.notifyChangedLocked()
 	s.queue.Add(key)
 }
@@ -346,10 +351,15 @@ func runStoppedLocked(in *instance) {
 func stamp(t time.Time) string { return t.Format("2006-01-02 15:04:05 MST") }
 
 // runNowLocked is `supervisectl start` on a job: one run now, unless one
-// runs.
-func runNowLocked(in *instance) {
-	if in.job != nil && in.procID == "" && in.state != Starting {
-		in.job.due, in.job.dueSlot = true, time.Time{}
+// runs; under concurrency = "allow" one beside it then.
+func (s *Supervisor) runNowLocked(in *instance) {
+	j := in.job
+	switch {
+	case j == nil:
+	case in.procID == "" && in.state != Starting:
+		j.due, j.dueSlot = true, time.Time{}
+	case j.first == nil && j.cfg.Concurrency == config.ConcurrencyAllow && in.goal == goalRun:
+		s.runBesideLocked(in, time.Time{}, s.clock.Now())
 	}
 }
 
@@ -466,6 +476,11 @@ func jobMetricsLocked(in *instance, p *metrics.Program) {
 	p.Scheduled = true
 	p.Up = true
 	p.LastSuccess = j.lastSuccess
+	if j.first != nil {
+		// A run beside shares its job's index: its number tells the
+		// series apart ("0#1").
+		p.Instance += in.key[strings.LastIndexByte(in.key, '#'):]
+	}
 	if in.goal == goalRun {
 		p.NextRun = j.at
 	}

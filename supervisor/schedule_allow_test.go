@@ -227,3 +227,40 @@ func TestJobAllowRetriesARunBeside(t *testing.T) {
 	h.waitGone("job#1")
 	h.wantStarts("job", 30*time.Second, time.Minute, time.Minute, 70*time.Second)
 }
+
+// The metrics tell the runs apart: each is a series of its own (the
+// program and instance labels), not a second sample of the first's.
+func TestJobAllowMetrics(t *testing.T) {
+	h := newHarness(t, allowJob())
+	h.stepWhenArmed(30 * time.Second)
+	h.waitState("job", Running)
+	h.stepWhenArmed(30 * time.Second)
+	h.waitState("job#1", Running)
+	seen := map[string]string{}
+	for _, p := range h.sup.Snapshot().Programs {
+		id := p.Program + " " + p.Instance
+		if other, dup := seen[id]; dup {
+			t.Errorf("%s and %s are both program %q instance %q", other, p.Name, p.Program, p.Instance)
+		}
+		seen[id] = p.Name
+		if !p.Scheduled {
+			t.Errorf("%s is not shown as scheduled", p.Name)
+		}
+	}
+	if len(seen) != 2 {
+		t.Errorf("metrics of %v, want job and job#1", seen)
+	}
+}
+
+// start on a job whose run still goes runs one now beside it, as a time
+// would (kubectl create job --from=cronjob makes one whatever runs).
+func TestJobAllowStartRunsBeside(t *testing.T) {
+	h := newHarness(t, allowJob())
+	h.stepWhenArmed(30 * time.Second)
+	h.waitState("job", Running)
+	if err := h.sup.Start(context.Background(), []string{"job"}, ctl.WaitOptions{NoWait: true}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitState("job#1", Running)
+	h.wantStarts("job", 30*time.Second, 30*time.Second)
+}
