@@ -70,20 +70,37 @@ concurrency = "allow"
 
 	// Every run that ended has its lines in the job's log, tagged with
 	// the instance that ran it, though the runs beside the first are gone.
-	out, code := d.ctl("logs", "--json", "-n", "10000", "slow")
-	if code != 0 {
-		t.Fatalf("logs: %s", out)
+	// A line is read from the run's pipe while the run goes on to write
+	// its end mark: it may reach the log a moment after.
+	var by map[string]string // token → the instance that printed its lines
+	var out string
+	logged := func() bool {
+		var code int
+		out, code = d.ctl("logs", "--json", "-n", "10000", "slow")
+		if code != 0 {
+			t.Fatalf("logs: %s", out)
+		}
+		by = map[string]string{}
+		sc := bufio.NewScanner(strings.NewReader(out))
+		for sc.Scan() {
+			var l struct{ Program, Text string }
+			if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+				t.Fatalf("logs --json: %v: %s", err, sc.Text())
+			}
+			if tok, ok := strings.CutPrefix(l.Text, "done "); ok {
+				by[tok] = l.Program
+			}
+		}
+		for _, tok := range ended {
+			if _, ok := by[tok]; !ok {
+				return false
+			}
+		}
+		return true
 	}
-	by := map[string]string{} // token → the instance that printed its lines
-	sc := bufio.NewScanner(strings.NewReader(out))
-	for sc.Scan() {
-		var l struct{ Program, Text string }
-		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-			t.Fatalf("logs --json: %v: %s", err, sc.Text())
-		}
-		if tok, ok := strings.CutPrefix(l.Text, "done "); ok {
-			by[tok] = l.Program
-		}
+	deadline := time.Now().Add(30 * time.Second)
+	for !logged() && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
 	}
 	tags := map[string]bool{}
 	for _, tok := range ended {

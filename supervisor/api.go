@@ -279,7 +279,7 @@ func (s *Supervisor) Stop(ctx context.Context, names []string, opts ctl.StopOpti
 			keys = keys[1:]
 		}
 		s.mu.Unlock()
-		if err := s.waitSettled(ctx, batch, stoppedDone); err != nil {
+		if err := s.waitSettled(ctx, batch, stopDoneOrGone); err != nil {
 			return err
 		}
 	}

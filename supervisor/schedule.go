@@ -331,6 +331,10 @@ func (s *Supervisor) stopRunsBesideLocked(in *instance) []string {
 	return keys
 }
 
+// stopDoneOrGone is what Stop waits for: stoppedDone, and for a run beside
+// a job's instance its removal, so that status after a stop shows no run.
+func stopDoneOrGone(in *instance) bool { return stoppedDone(in) && !besideLocked(in) }
+
 // runEndedForGoodLocked removes a run beside a job's instance once its run
 // ended for good (settleLocked): its time is over, as a Kubernetes Job's.
 func (s *Supervisor) runEndedForGoodLocked(in *instance) {

@@ -264,3 +264,23 @@ func TestJobAllowStartRunsBeside(t *testing.T) {
 	h.waitState("job#1", Running)
 	h.wantStarts("job", 30*time.Second, 30*time.Second)
 }
+
+// restart on the job's name replaces every run's process; the runs
+// beside stay runs (not removed as ended).
+func TestJobAllowRestart(t *testing.T) {
+	h := newHarness(t, allowJob())
+	h.stepWhenArmed(30 * time.Second)
+	h.waitState("job", Running)
+	h.stepWhenArmed(30 * time.Second)
+	h.waitState("job#1", Running)
+	first, beside := h.procOf("job"), h.procOf("job#1")
+	if err := h.sup.Restart(context.Background(), []string{"job"}, ctl.RestartOptions{Timeout: 10 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	if p := h.procOf("job"); p == "" || p == first {
+		t.Errorf("job's process %q after restart (was %q)", p, first)
+	}
+	if p := h.procOf("job#1"); p == "" || p == beside {
+		t.Errorf("job#1's process %q after restart (was %q)", p, beside)
+	}
+}
