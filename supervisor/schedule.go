@@ -38,7 +38,12 @@ import (
 // included) or was stopped, it is removed; a reload that keeps the job
 // lets it run on with the spec it started with, one that removes the job
 // (or makes it a daemon) stops it. The first instance takes a time
-// whenever it is free. At most maxConcurrentRuns runs go at once.
+// whenever it is free. At most maxConcurrentRuns runs go at once. The
+// core's hooks for them: resolveLocked (a job's key gives its runs too),
+// Stop (the runs begun since it resolved, and it waits until they are
+// gone), Logs (one ring read once), applyLocked (leaves them to
+// syncJobsLocked), reconcile (a stop is a removal) and settleLocked (so is
+// the end of the run).
 
 // maxConcurrentRuns bounds the runs of one job at once under concurrency =
 // "allow", the first instance's included: a time that finds as many still
