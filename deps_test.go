@@ -27,6 +27,7 @@ var imports = map[string][]string{
 	"internal/execpath":    {"golang.org/x/sys/unix"},
 	"internal/reap":        {"golang.org/x/sys/unix"},
 	"internal/size":        {},
+	"internal/smallfile":   {},
 	"internal/sockets":     {"golang.org/x/sys/unix"},
 	"internal/rungroup":    {},
 	"cmd/internal/execcmd": {"backoff", "internal/size", "internal/unixsig", "pid1", "proc"},
@@ -35,7 +36,7 @@ var imports = map[string][]string{
 	"internal/promcheck":   {},        // imported by tests only
 	"clock/fakeclock":      {"clock"}, // imported by tests only
 	"backoff":              {"clock", "golang.org/x/time/rate"},
-	"config":               {"schedule", "internal/consolepath", "internal/size", "internal/sockets", "internal/unixsig", "github.com/BurntSushi/toml", "watch/glob", "golang.org/x/sys/unix"},
+	"config":               {"schedule", "internal/consolepath", "internal/size", "internal/smallfile", "internal/sockets", "internal/unixsig", "github.com/BurntSushi/toml", "watch/glob", "golang.org/x/sys/unix"},
 	"proc":                 {"internal/execpath", "internal/reap", "internal/sockets", "internal/unixsig", "proc/cgroups", "golang.org/x/sys/unix"},
 	"proc/cgroups":         {"golang.org/x/sys/unix"},
 	"hooks":                {"clock", "internal/httpcheck", "proc"},
@@ -55,7 +56,7 @@ var imports = map[string][]string{
 	"supervisor/wait":      {"clock"},
 	"supervisor": {"internal/sockets", "internal/unixsig", "backoff", "clock", "config", "ctl", "hooks", "logs", "metrics", "notify", "probe", "proc",
 		"supervisor/wait", "supervisor/workqueue", "watch"},
-	"export":             {"config", "schedule", "internal/execpath", "internal/sockets", "internal/unixsig", "gopkg.in/yaml.v3"},
+	"export":             {"config", "schedule", "internal/execpath", "internal/smallfile", "internal/sockets", "internal/unixsig", "gopkg.in/yaml.v3"},
 	"cmd/supervise-init": {"cmd/internal/execcmd", "pid1", "proc"},
 	"cmd/supervise": {"cmd/internal/execcmd", "internal/unixsig", "internal/rungroup", "internal/version", "internal/execpath", "export", "config", "ctl", "ctl/ctlfmt", "logs", "metrics", "pid1", "proc", "supervisor", "watch",
 		"github.com/urfave/cli/v2", "golang.org/x/sys/unix"},

@@ -3,17 +3,16 @@ package config
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/BurntSushi/toml"
+	"github.com/supervise-dev/supervise/internal/smallfile"
 )
 
 // Load reads and validates the file at path: a Procfile when its base name
@@ -111,30 +110,15 @@ func IsProcfile(path string) bool {
 	return base == "Procfile" || strings.HasPrefix(base, "Procfile.")
 }
 
-// readFile reads a regular file of at most maxFileSize bytes. O_NONBLOCK
-// keeps a FIFO named by mistake from blocking the open; it changes nothing
-// for a regular file.
+// readFile reads a regular file of at most maxFileSize bytes (a FIFO
+// named by mistake is refused, not waited on); its errors name path.
 func readFile(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
+	data, err := smallfile.Read(path, maxFileSize)
+	var tooLarge *smallfile.TooLargeError
+	if errors.Is(err, smallfile.ErrNotRegular) || errors.As(err, &tooLarge) {
+		return nil, &fs.PathError{Op: "read", Path: path, Err: err}
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, &fs.PathError{Op: "read", Path: path, Err: errors.New("not a regular file")}
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > maxFileSize {
-		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("larger than %d bytes", maxFileSize)}
-	}
-	return data, nil
+	return data, err
 }
 
 // Parse validates data, the TOML text of file. file names the file in

@@ -42,8 +42,8 @@ const (
 	ConcurrencyForbid Concurrency = "forbid"
 	// ConcurrencyReplace stops the running run and starts a new one.
 	ConcurrencyReplace Concurrency = "replace"
-	// ConcurrencyAllow would start a second run beside the running one;
-	// the loader refuses it (one process per program).
+	// ConcurrencyAllow starts another run beside the running ones, each
+	// an instance of its own ("job#1"), up to a bound the supervisor sets.
 	ConcurrencyAllow Concurrency = "allow"
 )
 
@@ -84,12 +84,6 @@ func (d *decoder) schedule(p *programDecoding, v *node) {
 
 func (d *decoder) concurrency(p *programDecoding, v *node) {
 	s, ok := d.enum(v, string(ConcurrencyAllow), string(ConcurrencyForbid), string(ConcurrencyReplace))
-	if ok && Concurrency(s) == ConcurrencyAllow {
-		// A program is one process per instance; a second run beside the
-		// first would need a second identity (logs, status, metrics).
-		d.errorf(v.path, `"allow" is not supported: a program runs one process at a time; use "forbid" (skip a time while a run runs) or "replace"`)
-		return
-	}
 	if ok {
 		p.Schedule.Concurrency = Concurrency(s)
 	}

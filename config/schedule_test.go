@@ -23,6 +23,11 @@ command = "tick"
 schedule = "@every 10s"
 restart = "never"
 
+[program.pile]
+command = "pile"
+schedule = "@every 1s"
+concurrency = "allow"
+
 [program.web]
 command = "server"
 `)
@@ -43,6 +48,9 @@ command = "server"
 	tick := cfg.Program("tick")
 	if tick.Schedule.Location != time.UTC || tick.Schedule.Concurrency != ConcurrencyForbid || tick.Restart != RestartNever || tick.Schedule.Spec.Every() != 10*time.Second {
 		t.Errorf("tick = %+v restart %q", tick.Schedule, tick.Restart)
+	}
+	if pile := cfg.Program("pile"); pile.Schedule.Concurrency != ConcurrencyAllow {
+		t.Errorf("pile = %+v", pile.Schedule)
 	}
 	if web := cfg.Program("web"); web.Scheduled() || web.Restart != RestartAlways {
 		t.Errorf("web is scheduled or lost its restart: %+v", web)
@@ -92,7 +100,7 @@ timezone = "Mars/Olympus_Mons"
 [program.worse]
 command = "worse"
 schedule = "* * *"
-concurrency = "allow"
+concurrency = "sometimes"
 max_runtime = "0s"
 
 [program.never]
@@ -114,7 +122,7 @@ jitter = "5s"
 		`test.toml:14: program.bad.schedule: minute "61" must be a number from 0 to 59`,
 		`test.toml:15: program.bad.timezone: unknown time zone "Mars/Olympus_Mons"`,
 		`test.toml:19: program.worse.schedule: "* * *" has 3 fields; want 5`,
-		`test.toml:20: program.worse.concurrency: "allow" is not supported: a program runs one process at a time`,
+		`test.toml:20: program.worse.concurrency: must be one of allow, forbid, replace (got "sometimes")`,
 		`test.toml:21: program.worse.max_runtime: must be more than 0`,
 		`test.toml:25: program.never.schedule: "0 0 30 2 *" never fires`,
 		`test.toml:26: program.never.timezone: must name a zone like "Europe/Berlin" or "UTC" (got "Local")`,

@@ -178,6 +178,17 @@ func keyCases() map[string]keyCase {
 	return cs
 }
 
+// moreCases are further values of keys that take several, each set away
+// from the default as keyCases' own: an exporter may map one value and
+// have to warn of another. concurrency = "allow" is a CronJob's Allow, and
+// a warning for systemd, which never runs a unit twice at once.
+func moreCases() map[string][]keyCase {
+	const sched = "schedule = \"0 3 * * *\"\n"
+	return map[string][]keyCase{
+		"program.*.concurrency": {{base: sched, set: sched + "concurrency = \"allow\"\n"}},
+	}
+}
+
 // keysUnder are the names of the keys right under prefix, without "*".
 func keysUnder(prefix string) []string {
 	var out []string
@@ -300,9 +311,22 @@ func TestExportersMapOrWarnEveryKey(t *testing.T) {
 	}
 	for _, ex := range exporters() {
 		t.Run(strings.ReplaceAll(ex.name, " ", "_"), func(t *testing.T) {
+			type keyValue struct {
+				key string
+				c   keyCase
+			}
+			var all []keyValue
 			for _, key := range config.Keys() {
-				c, ok := cases[key]
-				if !ok || strings.HasPrefix(key, "procfile.") {
+				if c, ok := cases[key]; ok {
+					all = append(all, keyValue{key, c})
+				}
+				for _, c := range moreCases()[key] {
+					all = append(all, keyValue{key, c})
+				}
+			}
+			for _, kv := range all {
+				key, c := kv.key, kv.c
+				if strings.HasPrefix(key, "procfile.") {
 					continue // TestProcfileKeysAreProgramKeys
 				}
 				// One directory for both, as paths in the output come from it.
@@ -343,6 +367,11 @@ func TestKeyCasesAreKeys(t *testing.T) {
 	for key := range noOtherValue {
 		if !slices.Contains(keys, key) {
 			t.Errorf("noOtherValue has %s, which is not a key", key)
+		}
+	}
+	for key := range moreCases() {
+		if !slices.Contains(keys, key) {
+			t.Errorf("moreCases has %s, which is not a key", key)
 		}
 	}
 }

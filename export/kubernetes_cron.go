@@ -40,11 +40,11 @@ func (k *kubeWriter) cronJob() obj {
 	if s.Timezone != "" {
 		spec = append(spec, kv{"timeZone", s.Timezone})
 	}
-	concurrency := "Forbid"
-	if s.Concurrency == config.ConcurrencyReplace {
-		concurrency = "Replace"
+	policy, ok := cronJobConcurrency[s.Concurrency]
+	if !ok {
+		policy = "Forbid" // the loader's default
 	}
-	spec = append(spec, kv{"concurrencyPolicy", concurrency})
+	spec = append(spec, kv{"concurrencyPolicy", policy})
 	if d := s.StartingDeadline; d > 0 {
 		spec = append(spec, kv{"startingDeadlineSeconds", ceilSeconds(d)})
 		if d < 10*time.Second {
@@ -137,4 +137,13 @@ func cronField(vals []int, lo, hi int, star bool) string {
 		}
 	}
 	return strings.Join(parts, ",")
+}
+
+// cronJobConcurrency is concurrencyPolicy by concurrency: the same three
+// policies (supervise bounds the runs "allow" starts; a CronJob's Jobs are
+// bounded by the namespace's quota, if any).
+var cronJobConcurrency = map[config.Concurrency]string{
+	config.ConcurrencyForbid:  "Forbid",
+	config.ConcurrencyReplace: "Replace",
+	config.ConcurrencyAllow:   "Allow",
 }

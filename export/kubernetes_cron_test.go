@@ -71,6 +71,29 @@ restart = "never"
 	}
 }
 
+// concurrency = "allow" is the CronJob's Allow: a Job per time, however
+// many still run.
+func TestKubernetesCronJobAllow(t *testing.T) {
+	cfg := parse(t, `
+[program.pile]
+command = ["pile"]
+schedule = "@every 1m"
+concurrency = "allow"
+`)
+	out, ws, err := Kubernetes(cfg, KubernetesOptions{Image: "app:1", Name: "demo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), `concurrencyPolicy: "Allow"`) {
+		t.Errorf("no Allow in\n%s", out)
+	}
+	for _, w := range ws {
+		if w.Key == "concurrency" {
+			t.Errorf("a warning for what maps: %+v", w)
+		}
+	}
+}
+
 // --mode pod with jobs only: the CronJobs, and no Pod without a container.
 func TestKubernetesPodModeJobsOnly(t *testing.T) {
 	cfg := parse(t, `

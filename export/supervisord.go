@@ -6,8 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -17,11 +15,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/supervise-dev/supervise/config"
+	"github.com/supervise-dev/supervise/internal/smallfile"
 )
 
 // The importer takes what supervise itself would load and no more: its
@@ -48,45 +46,15 @@ func ImportSupervisordFile(path string) ([]byte, []Warning, error) {
 	return importSupervisord(path, data, true)
 }
 
+// readImportFile reads a file to import: a regular file of at most
+// maxImportSize bytes, never waiting on a FIFO or reading a device.
 func readImportFile(path string) ([]byte, error) {
-	// O_NONBLOCK: opening a FIFO that nobody writes would block for ever.
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if m := st.Mode(); !m.IsRegular() {
-		return nil, fmt.Errorf("not a regular file but %s", fileKind(m))
-	}
-	if st.Size() > maxImportSize {
+	data, err := smallfile.Read(path, maxImportSize)
+	var tooLarge *smallfile.TooLargeError
+	if errors.As(err, &tooLarge) {
 		return nil, errTooLarge
 	}
-	data, err := io.ReadAll(io.LimitReader(f, maxImportSize+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > maxImportSize {
-		return nil, errTooLarge // it grew while read
-	}
-	return data, nil
-}
-
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "a FIFO"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	}
-	return "an unusual file"
+	return data, err
 }
 
 // ImportSupervisord translates a supervisord configuration into a

@@ -13,7 +13,7 @@ import (
 // zone, as its suffix), Persistent= and RandomizedDelaySec= from
 // starting_deadline and jitter, "@every" as OnActiveSec= and
 // OnUnitActiveSec=. systemd does not start a unit that is still active,
-// which is concurrency = "forbid".
+// which is concurrency = "forbid"; "replace" and "allow" are warnings.
 
 // timerFile is p's .timer unit, or nil when p is not scheduled. Values
 // systemd cannot read as supervise does count in e.refused.
@@ -47,8 +47,11 @@ func (e *unitWriter) timerFile() *File {
 	if s.Jitter > 0 {
 		t.s("RandomizedDelaySec", "jitter", lit(seconds(s.Jitter)))
 	}
-	if s.Concurrency == config.ConcurrencyReplace {
+	switch s.Concurrency {
+	case config.ConcurrencyReplace:
 		t.warn("concurrency", `"replace": systemd does not start a unit still running (as "forbid")`)
+	case config.ConcurrencyAllow:
+		t.warn("concurrency", `"allow": systemd cannot run two instances of one service at once; a time that comes while a run still runs is skipped (as "forbid")`)
 	}
 	if p.Instances > 1 {
 		t.warn("instances", "a timer starts one unit")

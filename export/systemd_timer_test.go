@@ -31,6 +31,11 @@ starting_deadline = "5m"
 command = ["/bin/true"]
 schedule = "0 0 1,15 * FRI"
 autostart = false
+
+[program.pile]
+command = ["/bin/true"]
+schedule = "@hourly"
+concurrency = "allow"
 `)
 	files, warns, err := Systemd(cfg, SystemdOptions{Prefix: "demo"})
 	if err != nil {
@@ -67,7 +72,7 @@ autostart = false
 	for _, w := range warns {
 		keys = append(keys, w.Program+" "+w.Key)
 	}
-	for _, want := range []string{"report concurrency", "tick schedule", "tick starting_deadline"} {
+	for _, want := range []string{"report concurrency", "tick schedule", "tick starting_deadline", "pile concurrency"} {
 		if !slices.Contains(keys, want) {
 			t.Errorf("no warning for %s in %v", want, keys)
 		}

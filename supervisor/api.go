@@ -49,6 +49,9 @@ func (s *Supervisor) resolveLocked(names []string) ([]string, error) {
 		}
 		if in, ok := s.instances[n]; ok && in.goal != goalRemove {
 			add(n)
+			for _, k := range s.runsBesideLocked(in) { // a job's runs (schedule.go)
+				add(k)
+			}
 			continue
 		}
 		found := false
@@ -201,7 +204,7 @@ func (c *statsCache) get(rt Runtime, sid string, now time.Time) (proc.Stats, boo
 // its rollout timeout). One waiting for a dependency is waited for.
 func (s *Supervisor) Start(ctx context.Context, names []string, opts ctl.WaitOptions) error {
 	keys, err := s.command(names, func(in *instance) {
-		runNowLocked(in)
+		s.runNowLocked(in)
 		in.goal, in.stoppedFor = goalRun, ""
 		// In CrashLoopBackOff, the backoff still decides: start does not
 		// jump the queue.
@@ -272,10 +275,11 @@ func (s *Supervisor) Stop(ctx context.Context, names []string, opts ctl.StopOpti
 			in.goal, in.stoppedFor = goalStop, ""
 			s.queue.Add(in.key)
 			batch = append(batch, in.key)
+			batch = append(batch, s.stopRunsBesideLocked(in)...) // begun since resolve (schedule.go)
 			keys = keys[1:]
 		}
 		s.mu.Unlock()
-		if err := s.waitSettled(ctx, batch, stoppedDone); err != nil {
+		if err := s.waitSettled(ctx, batch, stopDoneOrGone); err != nil {
 			return err
 		}
 	}
@@ -342,8 +346,12 @@ func (s *Supervisor) Logs(ctx context.Context, names []string, n int, follow boo
 		}
 	}
 	var sources []programLogs
+	rings := map[*logs.Ring]bool{} // a job's runs share its ring
 	for _, k := range keys {
-		sources = append(sources, s.instances[k].logs)
+		if il := s.instances[k].logs; !rings[il.ring] {
+			rings[il.ring] = true
+			sources = append(sources, il)
+		}
 	}
 	s.mu.Unlock()
 	ctx, done, err := s.streams.begin(ctx)

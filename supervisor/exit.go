@@ -163,6 +163,7 @@ func (s *Supervisor) settleLocked(in *instance) {
 	if !s.shuttingDown && s.endedForGoodLocked(in.spec.Name) {
 		s.stopDependentsLocked(in.spec.Name)
 	}
+	s.runEndedForGoodLocked(in) // a job's run beside its instance goes (schedule.go)
 }
 
 // exitText is an exit as the state's message shows it.

@@ -49,6 +49,9 @@ type instLogs struct {
 	ring    *logs.Ring
 	merged  bool // one pipe for stdout and stderr
 	tty     bool // a pseudo-terminal for both
+	// borrowed: ring is another key's (a job's run beside its instance
+	// logs into the job's), which outlives this router.
+	borrowed bool
 }
 
 type programLogs = *instLogs
@@ -120,6 +123,24 @@ func (l *logSet) forKey(p *config.Program, key string) *instLogs {
 		ring = logs.NewRing(logs.RingConfig{Program: key, MaxBytes: l.ringBytes})
 		l.rings[key] = ring
 	}
+	return l.newRouterLocked(p, key, ring, old)
+}
+
+// forRun returns a new router for key, a job's run beside its instance,
+// on that instance's ring: the run's lines, tagged with key, stay in the
+// job's log once the run is gone.
+func (l *logSet) forRun(p *config.Program, key string, first *instLogs) *instLogs {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	il := l.newRouterLocked(p, key, first.ring, l.progs[key])
+	il.borrowed = true
+	return il
+}
+
+// newRouterLocked makes and records key's router for p on ring; old, the
+// one it replaces, closes in the background.
+func (l *logSet) newRouterLocked(p *config.Program, key string, ring *logs.Ring, old *instLogs) *instLogs {
+	outputs := [2]config.Output{p.Stdout, p.Stderr}
 	id := programIdent(p)
 	cfg := logs.ProgramConfig{Name: key, Console: l.console, Ring: ring, Stdout: output(p.Stdout, id), Stderr: output(p.Stderr, id), Files: l.files, Logger: l.log}
 	prog, err := logs.NewProgram(cfg)
@@ -177,15 +198,22 @@ func (il *instLogs) close() {
 	_ = il.prog.Close(ctx)
 }
 
-// remove closes the router of a key gone from the config; its ring goes too.
-func (l *logSet) remove(key string) {
+// remove closes il, the router of a key gone from the config; its ring
+// goes too, unless borrowed. A router that replaced il under key since (a
+// job's run that took the key again) stays.
+func (l *logSet) remove(key string, il *instLogs) {
 	l.mu.Lock()
-	il := l.progs[key]
+	if l.progs[key] != il {
+		l.mu.Unlock()
+		return // replaced: the replacing one closed il
+	}
 	delete(l.progs, key)
-	delete(l.rings, key)
+	if !il.borrowed {
+		delete(l.rings, key)
+	}
 	l.mu.Unlock()
-	if il != nil {
-		il.close()
+	il.close()
+	if !il.borrowed {
 		il.ring.Close()
 	}
 }

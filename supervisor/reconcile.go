@@ -35,6 +35,7 @@ func (s *Supervisor) reconcile(ctx context.Context, key string) error {
 	}
 
 	s.mu.Lock()
+	runStoppedLocked(in) // a job's run beside its instance goes once stopped (schedule.go)
 	g := in.goal
 	s.mu.Unlock()
 	switch g {
@@ -53,7 +54,8 @@ func (s *Supervisor) reconcile(ctx context.Context, key string) error {
 			delete(s.instances, key)
 			s.notifyChangedLocked() // waiters on the set of instances
 			s.events.add(key, string(in.state), "Removed", "")
-			s.bg.Go(func() { s.logs.remove(key) })
+			il := in.logs
+			s.bg.Go(func() { s.logs.remove(key, il) })
 			s.checkDoneLocked()
 		}
 		s.mu.Unlock()

@@ -82,7 +82,7 @@ func (s *Supervisor) applyLocked(cfg *config.Config) {
 		}
 	}
 	for key, in := range s.instances {
-		if !wanted[key] {
+		if !wanted[key] && !besideLocked(in) { // syncJobsLocked decides of those
 			in.goal = goalRemove
 			s.queue.Add(key)
 		}

@@ -2,6 +2,8 @@ package supervisor
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/supervise-dev/supervise/clock"
@@ -23,6 +25,37 @@ import (
 // reconcileRun's start (the run's facts), checkHealthLocked (max_runtime),
 // recordExit (its result, written down), settleLocked, statusLocked,
 // Snapshot, Start and checkDoneLocked.
+//
+// concurrency = "allow" (Kubernetes CronJob's Allow): a time that comes
+// while the job's instance still runs starts a run beside it, as an
+// instance of its own keyed "job#N" (N the lowest number free, from 1), as
+// Kubernetes makes a Job per time. Such a run has its own sandbox (cgroup
+// and limits), process, backoff and max_runtime, its lines are tagged with
+// its key and kept in the job's ring (so `logs job` still has them once
+// the run is gone), status and metrics show it, and every command on the
+// job's name reaches it (stop stops every run). It has no timer: the
+// schedule is its first instance's. Once its run ended for good (retries
+// included) or was stopped, it is removed; a reload that keeps the job
+// lets it run on with the spec it started with, one that removes the job
+// (or makes it a daemon) stops it. The first instance takes a time
+// whenever it is free. At most maxConcurrentRuns runs go at once. The
+// core's hooks for them: resolveLocked (a job's key gives its runs too),
+// Stop (the runs begun since it resolved, and it waits until they are
+// gone), Logs (one ring read once), applyLocked (leaves them to
+// syncJobsLocked), reconcile (a stop is a removal) and settleLocked (so is
+// the end of the run).
+
+// maxConcurrentRuns bounds the runs of one job at once under concurrency =
+// "allow", the first instance's included: a time that finds as many still
+// running is skipped, as forbid skips it. Kubernetes leaves the bound to a
+// quota; here every run holds a process tree, a cgroup and two pipes of
+// the supervisor's, so a job whose runs hang (a lock never released, a
+// peer that does not answer) would otherwise add one at each time until
+// the machine runs out of pids or memory. Ten is more than a job whose
+// runs end needs (they outlast at most a few periods), and keeps the
+// numbered keys, and so metric series and log prefixes, few. max_runtime
+// is the bound to set per job.
+const maxConcurrentRuns = 10
 
 // ReasonMaxRuntime is the reason of a run stopped for passing max_runtime,
 // Kubernetes' name for a Job past its activeDeadlineSeconds.
@@ -55,15 +88,28 @@ type jobState struct {
 	lastResult  string // "succeeded", "failed: exit 1", "skipped: …"
 	lastEnd     time.Time
 	lastSuccess time.Time
+
+	// first is, for a run beside the job's instance (concurrency =
+	// "allow"), that instance; nil for the job's instance itself.
+	first *instance
 }
+
+// besideLocked reports whether in is a run beside a job's instance
+// (concurrency = "allow"), not an instance of the config.
+func besideLocked(in *instance) bool { return in.job != nil && in.job.first != nil }
 
 // syncJobsLocked arms a timer for every job that has none, re-arms the ones
 // whose schedule changed and disarms those removed or no longer jobs.
 // Called from applyLocked.
 func (s *Supervisor) syncJobsLocked() {
 	now := s.clock.Now()
+	var beside []*instance
 	for _, in := range s.instances {
 		j := in.job
+		if besideLocked(in) {
+			beside = append(beside, in) // once the first instances are done
+			continue
+		}
 		switch {
 		case !in.spec.Scheduled() || in.goal == goalRemove:
 			if j == nil {
@@ -87,6 +133,15 @@ func (s *Supervisor) syncJobsLocked() {
 			// The same times: the limits and policies apply from the next
 			// time on, and the timer stays.
 			j.cfg = in.spec.Schedule
+		}
+	}
+	for _, in := range beside {
+		// A run goes on with the spec it started with while its job is
+		// one; gone from the config, or a daemon now, it is stopped.
+		f := in.job.first
+		if in.goal != goalRemove && (s.instances[f.key] != f || f.goal == goalRemove || f.job == nil) {
+			in.goal = goalRemove
+			s.queue.Add(in.key)
 		}
 	}
 }
@@ -191,6 +246,10 @@ func (s *Supervisor) slotDueLocked(in *instance, now time.Time) time.Time {
 		return slot // stopped: the schedule waits for a start
 	}
 	if in.procID != "" || in.startingID != "" || in.state == Starting || in.state == Stopping {
+		if j.cfg.Concurrency == config.ConcurrencyAllow {
+			s.runBesideLocked(in, slot, now)
+			return slot
+		}
 		if j.cfg.Concurrency == config.ConcurrencyReplace {
 			s.events.add(in.key, "", "", "schedule: the run of "+stamp(slot)+" replaces the one still running (concurrency = replace)")
 			in.restartRequested = true // as `supervisectl restart` asks
@@ -212,13 +271,104 @@ func (s *Supervisor) slotDueLocked(in *instance, now time.Time) time.Time {
 	return slot
 }
 
+// runBesideLocked starts the run of slot beside the ones of in still
+// going (concurrency = "allow"), as an instance of its own, unless
+// maxConcurrentRuns go already.
+func (s *Supervisor) runBesideLocked(in *instance, slot, now time.Time) {
+	j := in.job
+	key := ""
+	for n := 1; n < maxConcurrentRuns && key == ""; n++ {
+		if k := in.key + "#" + strconv.Itoa(n); s.instances[k] == nil {
+			key = k
+		}
+	}
+	what := "the run of " + stamp(slot)
+	if slot.IsZero() {
+		what = "the run asked for"
+	}
+	if key == "" {
+		j.lastResult, j.lastEnd = fmt.Sprintf("skipped: %s came while %d runs still ran, the most concurrency = allow starts", what, maxConcurrentRuns), now
+		s.events.add(in.key, "", "", fmt.Sprintf("schedule: %s skipped: %d runs still run (concurrency = allow runs at most %d at once)", what, maxConcurrentRuns, maxConcurrentRuns))
+		return
+	}
+	run := &instance{
+		key:     key,
+		spec:    in.spec,
+		index:   in.index,
+		state:   Stopped,
+		backoff: newCrashBackoff(in.spec, s.clock),
+		logs:    s.logs.forRun(in.spec, key, in.logs),
+		goal:    goalRun,
+		job:     &jobState{cfg: j.cfg, first: in, due: true, dueSlot: slot},
+	}
+	s.instances[key] = run
+	s.events.add(in.key, "", "", "schedule: "+what+" as "+key+", beside the one still running (concurrency = allow)")
+	s.notifyChangedLocked()
+	s.queue.Add(key)
+}
+
+// runsBesideLocked are the keys of the runs beside in (concurrency =
+// "allow"), sorted: what a command on in reaches too.
+func (s *Supervisor) runsBesideLocked(in *instance) []string {
+	if in.job == nil || in.job.first != nil {
+		return nil
+	}
+	var keys []string
+	for n := 1; n < maxConcurrentRuns; n++ {
+		k := in.key + "#" + strconv.Itoa(n)
+		if r := s.instances[k]; r != nil && r.job != nil && r.job.first == in {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+// stopRunsBesideLocked stops the runs beside in, now that in is stopped
+// (no time starts one any more), and returns their keys: Stop waits for
+// them, the ones begun since it resolved its names included.
+func (s *Supervisor) stopRunsBesideLocked(in *instance) []string {
+	keys := s.runsBesideLocked(in)
+	for _, k := range keys {
+		r := s.instances[k]
+		r.goal, r.stoppedFor = goalStop, ""
+		s.queue.Add(k)
+	}
+	return keys
+}
+
+// stopDoneOrGone is what Stop waits for: stoppedDone, and for a run beside
+// a job's instance its removal, so that status after a stop shows no run.
+func stopDoneOrGone(in *instance) bool { return stoppedDone(in) && !besideLocked(in) }
+
+// runEndedForGoodLocked removes a run beside a job's instance once its run
+// ended for good (settleLocked): its time is over, as a Kubernetes Job's.
+func (s *Supervisor) runEndedForGoodLocked(in *instance) {
+	if besideLocked(in) && in.goal == goalRun {
+		in.goal = goalRemove
+		s.queue.Add(in.key)
+	}
+}
+
+// runStoppedLocked makes a stop of a run beside a job's instance its
+// removal: it runs no more times (reconcile).
+func runStoppedLocked(in *instance) {
+	if besideLocked(in) && in.goal == goalStop {
+		in.goal = goalRemove
+	}
+}
+
 func stamp(t time.Time) string { return t.Format("2006-01-02 15:04:05 MST") }
 
 // runNowLocked is `supervisectl start` on a job: one run now, unless one
-// runs.
-func runNowLocked(in *instance) {
-	if in.job != nil && in.procID == "" && in.state != Starting {
-		in.job.due, in.job.dueSlot = true, time.Time{}
+// runs; under concurrency = "allow" one beside it then.
+func (s *Supervisor) runNowLocked(in *instance) {
+	j := in.job
+	switch {
+	case j == nil:
+	case in.procID == "" && in.state != Starting:
+		j.due, j.dueSlot = true, time.Time{}
+	case j.first == nil && j.cfg.Concurrency == config.ConcurrencyAllow && in.goal == goalRun:
+		s.runBesideLocked(in, time.Time{}, s.clock.Now())
 	}
 }
 
@@ -286,7 +436,6 @@ func (s *Supervisor) jobRunEndedLocked(in *instance, requested bool) {
 	switch {
 	case requested:
 		j.lastResult = "stopped"
-		return
 	case e.Reason == ReasonMaxRuntime:
 		j.lastResult = "failed: max_runtime " + j.cfg.MaxRuntime.String() + " exceeded"
 	case e.failed(in.spec):
@@ -295,7 +444,17 @@ func (s *Supervisor) jobRunEndedLocked(in *instance, requested bool) {
 		j.lastResult = "succeeded"
 		j.lastSuccess = j.lastEnd
 	}
-	s.events.add(in.key, "", "", "schedule: run "+j.lastResult)
+	if f := j.first; f != nil && f.job != nil {
+		// The job's last run, whichever instance ran it.
+		fj := f.job
+		fj.lastStart, fj.lastEnd, fj.lastResult = j.lastStart, j.lastEnd, j.lastResult
+		if j.lastSuccess.After(fj.lastSuccess) {
+			fj.lastSuccess = j.lastSuccess
+		}
+	}
+	if !requested {
+		s.events.add(in.key, "", "", "schedule: run "+j.lastResult)
+	}
 }
 
 // jobStatusLocked adds a job's schedule, next time and last run to its
@@ -326,6 +485,11 @@ func jobMetricsLocked(in *instance, p *metrics.Program) {
 	p.Scheduled = true
 	p.Up = true
 	p.LastSuccess = j.lastSuccess
+	if j.first != nil {
+		// A run beside shares its job's index: its number tells the
+		// series apart ("0#1").
+		p.Instance += in.key[strings.LastIndexByte(in.key, '#'):]
+	}
 	if in.goal == goalRun {
 		p.NextRun = j.at
 	}

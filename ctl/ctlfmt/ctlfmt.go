@@ -236,7 +236,9 @@ func oneLine(s string) string {
 
 // NameColour is the colour of a program's name in logs: stable per name.
 func NameColour(name string) string {
-	base, _, _ := strings.Cut(name, ":") // instances share their program's colour
+	// Instances ("web:1") and a job's runs ("job#1") share their
+	// program's colour.
+	base := name[:strings.IndexAny(name+":", ":#")]
 	h := fnv.New32a()
 	h.Write([]byte(base))
 	return nameColours[h.Sum32()%uint32(len(nameColours))]

@@ -122,6 +122,9 @@ func TestLogLineAndEvent(t *testing.T) {
 	if NameColour("web:0") != NameColour("web:1") {
 		t.Error("instances of one program get different colours")
 	}
+	if NameColour("job") != NameColour("job#1") || NameColour("job:0") != NameColour("job:0#2") {
+		t.Error("the runs of a job get another colour than the job")
+	}
 	b.Reset()
 	ts := time.Date(2026, 11, 22, 12, 0, 0, 0, time.Local)
 	Event(&b, ctl.Event{Time: ts, Program: "web", From: "Running", To: "Exited", Message: "exit 1"}, false)

@@ -35,6 +35,11 @@ command = "tick"
 schedule = "@every 30s"
 restart = "never"
 autostart = false
+
+[program.pile]
+command = "pile"
+schedule = "*/5 * * * *"
+concurrency = "allow"
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -50,8 +55,8 @@ autostart = false
 				crons[c.Name] = c
 			}
 		}
-		r, tick := crons["shop-report"], crons["shop-tick"]
-		if len(crons) != 2 || r == nil || tick == nil {
+		r, tick, pile := crons["shop-report"], crons["shop-tick"], crons["shop-pile"]
+		if len(crons) != 3 || r == nil || tick == nil || pile == nil {
 			t.Fatalf("pod %v: CronJobs %v", pod, crons)
 		}
 		js := r.Spec.JobTemplate.Spec
@@ -64,6 +69,9 @@ autostart = false
 		if tick.Spec.Schedule != "* * * * *" || tick.Spec.ConcurrencyPolicy != batchv1.ForbidConcurrent || tick.Spec.Suspend == nil || !*tick.Spec.Suspend ||
 			*tick.Spec.JobTemplate.Spec.BackoffLimit != 0 || tick.Spec.JobTemplate.Spec.Template.Spec.RestartPolicy != corev1.RestartPolicyNever {
 			t.Errorf("pod %v: tick: %+v", pod, tick.Spec)
+		}
+		if pile.Spec.ConcurrencyPolicy != batchv1.AllowConcurrent {
+			t.Errorf("pod %v: pile: %+v", pod, pile.Spec)
 		}
 		sub := false
 		for _, w := range warns {
