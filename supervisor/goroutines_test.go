@@ -40,7 +40,9 @@ func ownGoroutines() []string {
 // workers, health checks, log routers being closed after a reload, file
 // watchers, nor the streams of clients that never hung up.
 func TestNoGoroutineOutlivesRun(t *testing.T) {
-	if g := ownGoroutines(); len(g) > 0 {
+	// An earlier test's Run may have returned a moment ago with the
+	// goroutine that called it still on its way out.
+	if g := settledGoroutines(10 * time.Second); len(g) > 0 {
 		t.Fatalf("goroutines before the test:\n%s", strings.Join(g, "\n\n"))
 	}
 	clock := fakeclock.New(t0)
@@ -90,13 +92,22 @@ func TestNoGoroutineOutlivesRun(t *testing.T) {
 	}
 	// A goroutine that has told its owner it is done may still be on its
 	// way out for a moment; one that is blocked stays, and fails this.
-	deadline := time.Now().Add(10 * time.Second)
-	for g := ownGoroutines(); len(g) > 0; g = ownGoroutines() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d goroutines outlived Run:\n%s", len(g), strings.Join(g, "\n\n"))
-		}
-		runtime.Gosched()
+	if g := settledGoroutines(10 * time.Second); len(g) > 0 {
+		t.Fatalf("%d goroutines outlived Run:\n%s", len(g), strings.Join(g, "\n\n"))
 	}
+}
+
+// settledGoroutines waits up to limit (real time, a bound on a hang) for
+// ownGoroutines to be empty and returns what is left.
+func settledGoroutines(limit time.Duration) []string {
+	deadline := time.Now().Add(limit)
+	g := ownGoroutines()
+	for len(g) > 0 && time.Now().Before(deadline) {
+		runtime.Gosched()
+		time.Sleep(time.Millisecond)
+		g = ownGoroutines()
+	}
+	return g
 }
 
 type syncLog struct {
