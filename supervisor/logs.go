@@ -198,23 +198,27 @@ func (il *instLogs) close() {
 	_ = il.prog.Close(ctx)
 }
 
-// remove closes il, the router of a key gone from the config; its ring
-// goes too, unless borrowed. A router that replaced il under key since (a
-// job's run that took the key again) stays.
-func (l *logSet) remove(key string, il *instLogs) {
+// remove forgets il, the router of a key gone from the config, at once,
+// and returns what closes it (and its ring, unless borrowed) for the caller
+// to run in the background: a key added back meanwhile (a scale down then
+// up) must get a router of its own, not this one being closed. A router
+// that replaced il under key since (a job's run that took the key again)
+// stays, and closes il itself.
+func (l *logSet) remove(key string, il *instLogs) (closeIt func()) {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.progs[key] != il {
-		l.mu.Unlock()
-		return // replaced: the replacing one closed il
+		return func() {}
 	}
 	delete(l.progs, key)
 	if !il.borrowed {
 		delete(l.rings, key)
 	}
-	l.mu.Unlock()
-	il.close()
-	if !il.borrowed {
-		il.ring.Close()
+	return func() {
+		il.close()
+		if !il.borrowed {
+			il.ring.Close()
+		}
 	}
 }
 

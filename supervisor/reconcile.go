@@ -54,8 +54,7 @@ func (s *Supervisor) reconcile(ctx context.Context, key string) error {
 			delete(s.instances, key)
 			s.notifyChangedLocked() // waiters on the set of instances
 			s.events.add(key, string(in.state), "Removed", "")
-			il := in.logs
-			s.bg.Go(func() { s.logs.remove(key, il) })
+			s.bg.Go(s.logs.remove(key, in.logs))
 			s.checkDoneLocked()
 		}
 		s.mu.Unlock()
