@@ -14,6 +14,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -66,6 +67,8 @@ func benchMain(args []string) error {
 	only := fs.String("only", "", "comma-separated benches to run: crash,fleet,log (default all)")
 	impls := fs.String("impls", "", "comma-separated implementations to run (default all installed)")
 	keep := fs.Bool("keep", false, "keep the work directories (configs, logs) and print where they are")
+	scale := fs.Bool("scale", false, "the scale run: fleets of 1,000 to 10,000 (quick: 1,000 and 4,000), s6 and runit where they run; prints per-program figures")
+	summary := fs.String("summary", "", "with -scale: write the per-program table (markdown) here too")
 	work := fs.String("workdir", "", "make the work directories under this directory (default: a new one in $TMPDIR)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -155,7 +158,20 @@ func benchMain(args []string) error {
 		f     func(p peer, rep int) ([]Row, error)
 	}
 	var steps []step
-	if *quick {
+	var sizes []scaleSize
+	if *scale {
+		nofile, err := raiseNofile()
+		if err != nil {
+			return fmt.Errorf("raising the descriptor limit for 10,000 programs: %w", err)
+		}
+		sizes = scaleSizes(*quick, nofile)
+		if last := sizes[len(sizes)-1].n; !*quick && last < 10000 {
+			fmt.Fprintf(os.Stderr, "peers: the descriptor limit is %d and cannot be raised: the largest fleet is %d\n", nofile, last)
+		}
+		for _, sz := range sizes {
+			steps = append(steps, step{"fleet", 1, func(p peer, _ int) ([]Row, error) { return r.scaleFleet(p, sz) }})
+		}
+	} else if *quick {
 		steps = []step{
 			{"crash", 1, func(p peer, _ int) ([]Row, error) { return r.crash(p, 30, 10*time.Second) }},
 			{"fleet", 3, func(p peer, rep int) ([]Row, error) {
@@ -181,6 +197,7 @@ func benchMain(args []string) error {
 		}
 	}
 	failed := 0
+	var written []Row
 	for _, s := range steps {
 		if *only != "" && !inList(*only, s.bench) {
 			continue
@@ -194,6 +211,9 @@ func benchMain(args []string) error {
 				load0 := loadavg()
 				rows, err := s.f(p, rep)
 				load1 := loadavg()
+				if errors.Is(err, errSkip) {
+					continue
+				}
 				if err != nil {
 					failed++
 					fmt.Fprintf(os.Stderr, "peers: %s, %s: %v\n", s.bench, p.name(), err)
@@ -209,6 +229,19 @@ func benchMain(args []string) error {
 		}
 		for _, row := range aggregate(runs) {
 			if err := writeRow(f, row); err != nil {
+				return err
+			}
+			written = append(written, row)
+		}
+	}
+	if *scale {
+		scaleSummary(os.Stderr, written, sizes)
+		if *summary != "" {
+			var b strings.Builder
+			fmt.Fprintf(&b, "# supervise at scale: %s run, %s\n\n%d CPUs (%s), kernel %s; load average %s at the start, %s at the end.\n\n",
+				mode, r.facts.Date, r.facts.Nproc, cpuModel(), r.facts.Kernel, comments[5][1], loadavg())
+			scaleSummary(&b, written, sizes)
+			if err := os.WriteFile(*summary, []byte(b.String()), 0o644); err != nil {
 				return err
 			}
 		}
