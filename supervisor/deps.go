@@ -92,8 +92,8 @@ func (s *Supervisor) dependentsLocked(keys []string, all bool) (deps []string, c
 // downWholeLocked reports whether taking down the instances named leaves
 // program with none running or meant to run.
 func (s *Supervisor) downWholeLocked(program string, named map[string]bool) bool {
-	for k, in := range s.instances {
-		if in.spec.Name == program && !named[k] && (in.procID != "" || in.goal == goalRun && !endedLocked(in)) {
+	for k, in := range s.instancesOfLocked(program) {
+		if !named[k] && (in.procID != "" || in.goal == goalRun && !endedLocked(in)) {
 			return false
 		}
 	}
@@ -163,11 +163,14 @@ func (s *Supervisor) stopDependentsLocked(program string) {
 // startDependentsLocked brings back what was stopped because program
 // stopped: it waits (state Waiting) until program is ready again.
 func (s *Supervisor) startDependentsLocked(program string) {
-	for k, in := range s.instances {
-		if in.stoppedFor == program && in.goal == goalStop {
-			in.goal, in.stoppedFor = goalRun, ""
-			askStartLocked(in, false)
-			s.queue.Add(k)
+	// stoppedFor names a dependency: only dependents can have it.
+	for _, dep := range s.dependents[program] {
+		for k, in := range s.instancesOfLocked(dep) {
+			if in.stoppedFor == program && in.goal == goalStop {
+				in.goal, in.stoppedFor = goalRun, ""
+				askStartLocked(in, false)
+				s.queue.Add(k)
+			}
 		}
 	}
 }
@@ -175,10 +178,8 @@ func (s *Supervisor) startDependentsLocked(program string) {
 // keysOfLocked lists the instances of program.
 func (s *Supervisor) keysOfLocked(program string) []string {
 	var keys []string
-	for k, in := range s.instances {
-		if in.spec.Name == program {
-			keys = append(keys, k)
-		}
+	for k := range s.instancesOfLocked(program) {
+		keys = append(keys, k)
 	}
 	return keys
 }
@@ -190,8 +191,8 @@ func (s *Supervisor) stoppedAsideLocked(in *instance) bool {
 	if in.goal == goalRun {
 		return false
 	}
-	for _, other := range s.instances {
-		if other != in && other.spec.Name == in.spec.Name && other.goal == goalRun {
+	for _, other := range s.instancesOfLocked(in.spec.Name) {
+		if other != in && other.goal == goalRun {
 			return true
 		}
 	}
