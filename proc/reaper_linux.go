@@ -28,6 +28,12 @@ type exitFunc func(ws unix.WaitStatus)
 // of the burst so far.
 const sweepEvery = 5 * time.Millisecond
 
+// sweepAfterStop is how soon after a signal that a traced child's stop
+// explains the walk comes: what else the signal may stand for (an exit at
+// the same moment) waits that long. A cold start on a cgroup v1 host is
+// one such signal per program.
+const sweepAfterStop = 20 * time.Millisecond
+
 // reaper is the one owner of wait4 in its process. Every child is forked
 // through spawn, which holds the registry lock across the fork and the
 // registration, and the reaper holds the same lock while it reaps: an exit
@@ -90,6 +96,7 @@ func (r *reaper) run() {
 func (r *reaper) reapAll(now bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	explained := false
 	for pid := range r.traced {
 		var ws unix.WaitStatus
 		got, err := unix.Wait4(pid, &ws, unix.WNOHANG|unix.WALL, nil)
@@ -98,21 +105,33 @@ func (r *reaper) reapAll(now bool) {
 		}
 		if err == nil && got == pid {
 			r.dispatchLocked(pid, ws)
+			explained = true
 		}
 	}
 	if now {
 		r.armed = false
 	}
-	if since := time.Since(r.last); !now && since < sweepEvery {
-		if !r.armed {
-			r.armed = true
-			r.sweep.Reset(sweepEvery - since)
-		}
+	since := time.Since(r.last)
+	switch {
+	case now:
+	case explained:
+		r.deferWalkLocked(max(sweepAfterStop-since, 0))
+		return
+	case since < sweepEvery:
+		r.deferWalkLocked(sweepEvery - since)
 		return
 	}
 	r.last = time.Now()
 	r.walks.Add(1)
 	reap.Changed(r.dispatchLocked)
+}
+
+// deferWalkLocked makes sure a walk comes within d.
+func (r *reaper) deferWalkLocked(d time.Duration) {
+	if !r.armed {
+		r.armed = true
+		r.sweep.Reset(d)
+	}
 }
 
 // dispatchLocked hands ws to pid's exitFunc, or counts an orphan.
