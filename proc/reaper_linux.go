@@ -32,7 +32,7 @@ const sweepEvery = 5 * time.Millisecond
 // explains the walk comes: what else the signal may stand for (an exit at
 // the same moment) waits that long. A cold start on a cgroup v1 host is
 // one such signal per program.
-const sweepAfterStop = 20 * time.Millisecond
+const sweepAfterStop = 50 * time.Millisecond
 
 // reaper is the one owner of wait4 in its process. Every child is forked
 // through spawn, which holds the registry lock across the fork and the
