@@ -68,6 +68,7 @@ func benchMain(args []string) error {
 	impls := fs.String("impls", "", "comma-separated implementations to run (default all installed)")
 	keep := fs.Bool("keep", false, "keep the work directories (configs, logs) and print where they are")
 	scale := fs.Bool("scale", false, "the scale run: fleets of 1,000 to 10,000 (quick: 1,000 and 4,000), s6 and runit where they run; prints per-program figures")
+	base := fs.String("base", "", "with -scale: another supervise build (an older one) measured at every size in the same run, as "+baseLabel)
 	summary := fs.String("summary", "", "with -scale: write the per-program table (markdown) here too")
 	work := fs.String("workdir", "", "make the work directories under this directory (default: a new one in $TMPDIR)")
 	if err := fs.Parse(args); err != nil {
@@ -120,10 +121,17 @@ func benchMain(args []string) error {
 	r := &runner{ctx: ctx, tmp: tmp, helper: *helper, sleep: sleep, out: f, keep: *keep,
 		facts: Facts{Date: start.UTC().Format(time.RFC3339), Nproc: runtime.NumCPU(), Kernel: kernel()}}
 	all := []peer{supervisePeer{bin: *sup}, supervisordPeer{}, s6Peer{helper: *helper}, runitPeer{helper: *helper}, daemontoolsPeer{helper: *helper}}
+	if *base != "" {
+		abs, err := filepath.Abs(*base)
+		if err != nil {
+			return err
+		}
+		all = append([]peer{supervisePeer{bin: abs, label: baseLabel}}, all...)
+	}
 	var peers []peer
 	var skipped []string
 	for _, p := range all {
-		if *impls != "" && !inList(*impls, p.name()) {
+		if *impls != "" && !inList(*impls, p.name()) && p.name() != baseLabel {
 			continue
 		}
 		if missing := missingBin(p.needs()); missing != "" {

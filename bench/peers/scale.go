@@ -20,6 +20,9 @@ import (
 // peers run at the sizes they can (runsvdir and svscan stop at 1,000
 // service directories), so each ratio comes from the same run.
 
+// baseLabel names the -base build in the scale run.
+const baseLabel = "supervise-base"
+
 // errSkip: this peer is not measured at this size.
 var errSkip = errors.New("not measured at this size")
 
@@ -57,7 +60,7 @@ type scaleSize struct {
 }
 
 func (s scaleSize) runs(p peer) bool {
-	return p.name() == "supervise" || slices.Contains(s.peers, p.name())
+	return p.name() == "supervise" || p.name() == baseLabel || slices.Contains(s.peers, p.name())
 }
 
 // raiseNofile lets every supervisor hold a descriptor or more per
@@ -102,9 +105,9 @@ func scaleSummary(w io.Writer, rows []Row, sizes []scaleSize) {
 		}
 		return "?"
 	}
-	fmt.Fprintln(w, "| impl | N | cold ms | cold µs/prog | stop-all ms | stop µs/prog | status ms | RSS MiB | RSS KiB/prog added | load (1/5/15 min) |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
-	for _, impl := range []string{"supervise", "s6", "runit"} {
+	fmt.Fprintln(w, "| impl | N | cold ms | cold µs/prog | stop-all ms | stop µs/prog | status ms | RSS MiB | PSS MiB | RSS KiB/prog added | load (1/5/15 min) |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+	for _, impl := range []string{"supervise", baseLabel, "s6", "runit"} {
 		prevN, prevRSS := 0, math.NaN()
 		for _, s := range sizes {
 			nstr := fmt.Sprintf("N=%d", s.n)
@@ -115,12 +118,13 @@ func scaleSummary(w io.Writer, rows []Row, sizes []scaleSize) {
 			stop := val(impl, "stop-all until every program is gone, "+nstr)
 			status := val(impl, "status of every program, "+nstr)
 			rss := val(impl, "memory RSS, "+nstr)
+			pss := val(impl, "memory PSS, "+nstr)
 			added := "—"
 			if prevN > 0 && !math.IsNaN(prevRSS) {
 				added = fmt.Sprintf("%.1f", (rss-prevRSS)*1024/float64(s.n-prevN))
 			}
-			fmt.Fprintf(w, "| %s | %d | %.0f | %.0f | %.0f | %.0f | %s | %.1f | %s | %s |\n", impl, s.n,
-				cold, cold*1000/float64(s.n), stop, stop*1000/float64(s.n), fmtNaN(status, "%.1f"), rss, added,
+			fmt.Fprintf(w, "| %s | %d | %.0f | %.0f | %.0f | %.0f | %s | %.1f | %.1f | %s | %s |\n", impl, s.n,
+				cold, cold*1000/float64(s.n), stop, stop*1000/float64(s.n), fmtNaN(status, "%.1f"), rss, pss, added,
 				load(impl, "cold start until all run, "+nstr))
 			prevN, prevRSS = s.n, rss
 		}
@@ -129,9 +133,9 @@ func scaleSummary(w io.Writer, rows []Row, sizes []scaleSize) {
 	// supervise ÷ peer at each size both ran.
 	for _, s := range sizes {
 		nstr := fmt.Sprintf("N=%d", s.n)
-		for _, peer := range s.peers {
+		for _, peer := range append([]string{baseLabel}, s.peers...) {
 			var parts []string
-			for _, m := range []string{"cold start until all run, ", "stop-all until every program is gone, ", "memory RSS, "} {
+			for _, m := range []string{"cold start until all run, ", "stop-all until every program is gone, ", "memory PSS, "} {
 				a, b := val("supervise", m+nstr), val(peer, m+nstr)
 				if !math.IsNaN(a) && !math.IsNaN(b) && b > 0 {
 					parts = append(parts, fmt.Sprintf("%s%.2f", strings.Fields(m)[0]+" ", a/b))
@@ -144,11 +148,13 @@ func scaleSummary(w io.Writer, rows []Row, sizes []scaleSize) {
 	}
 	// Per-program growth of supervise: the largest size against the smallest.
 	first, last := sizes[0], sizes[len(sizes)-1]
-	for _, m := range []string{"cold start until all run, ", "stop-all until every program is gone, "} {
-		a, b := val("supervise", m+fmt.Sprintf("N=%d", first.n)), val("supervise", m+fmt.Sprintf("N=%d", last.n))
-		if !math.IsNaN(a) && !math.IsNaN(b) && a > 0 {
-			fmt.Fprintf(w, "- supervise %s per program at N=%d ÷ at N=%d: %.2f\n", strings.TrimSuffix(m, ", "), last.n, first.n,
-				(b/float64(last.n))/(a/float64(first.n)))
+	for _, impl := range []string{"supervise", baseLabel} {
+		for _, m := range []string{"cold start until all run, ", "stop-all until every program is gone, "} {
+			a, b := val(impl, m+fmt.Sprintf("N=%d", first.n)), val(impl, m+fmt.Sprintf("N=%d", last.n))
+			if !math.IsNaN(a) && !math.IsNaN(b) && a > 0 {
+				fmt.Fprintf(w, "- %s %s per program at N=%d ÷ at N=%d: %.2f\n", impl, strings.TrimSuffix(m, ", "), last.n, first.n,
+					(b/float64(last.n))/(a/float64(first.n)))
+			}
 		}
 	}
 }
