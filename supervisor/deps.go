@@ -55,29 +55,45 @@ func (s *Supervisor) dependentsLocked(keys []string, all bool) (deps []string, c
 		named[k] = true
 	}
 	down := map[string]bool{}
+	var newly []string // programs gone down in the last round
 	for _, k := range keys {
-		if in := s.instances[k]; in != nil && (all || s.downWholeLocked(in.spec.Name, named)) {
+		if in := s.instances[k]; in != nil && !down[in.spec.Name] && (all || s.downWholeLocked(in.spec.Name, named)) {
 			down[in.spec.Name] = true
+			newly = append(newly, in.spec.Name)
 		}
 	}
 	cause = map[string]string{}
-	for grew := true; grew; {
-		grew = false
-		for k, in := range s.instances {
-			if named[k] || in.goal != goalRun || cause[k] != "" {
-				continue
-			}
-			for _, d := range in.spec.DependsOn {
-				if down[d] && (all || in.spec.RestartWith(d)) {
-					deps = append(deps, k)
-					cause[k] = d
-					grew = true
-					break
+	// Round by round, as far as the dependents of what went down in the
+	// previous round reach: an instance's cause is the first of its
+	// dependencies down by then. Only dependents are looked at (the index),
+	// not every instance.
+	for len(newly) > 0 {
+		var found []string
+		seen := map[string]bool{}
+		for _, d := range newly {
+			for _, p := range s.dependents[d] {
+				for k, in := range s.instancesOfLocked(p) {
+					if seen[k] || named[k] || in.goal != goalRun || cause[k] != "" {
+						continue
+					}
+					seen[k] = true
+					for _, dd := range in.spec.DependsOn {
+						if down[dd] && (all || in.spec.RestartWith(dd)) {
+							found = append(found, k)
+							cause[k] = dd
+							break
+						}
+					}
 				}
 			}
 		}
-		for _, k := range deps {
-			down[s.instances[k].spec.Name] = true
+		deps = append(deps, found...)
+		newly = nil
+		for _, k := range found {
+			if name := s.instances[k].spec.Name; !down[name] {
+				down[name] = true
+				newly = append(newly, name)
+			}
 		}
 	}
 	slices.SortFunc(deps, func(a, b string) int {
