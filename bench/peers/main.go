@@ -69,6 +69,8 @@ func benchMain(args []string) error {
 	keep := fs.Bool("keep", false, "keep the work directories (configs, logs) and print where they are")
 	scale := fs.Bool("scale", false, "the scale run: fleets of 1,000 to 10,000 (quick: 1,000 and 4,000), s6 and runit where they run; prints per-program figures")
 	base := fs.String("base", "", "with -scale: another supervise build (an older one) measured at every size in the same run, as "+baseLabel)
+	sizesFlag := fs.String("sizes", "", "with -scale: these fleet sizes only (comma-separated), supervise (and -base) alone")
+	reps := fs.Int("reps", 1, "with -scale: runs per size, round the implementations; the table shows the median")
 	summary := fs.String("summary", "", "with -scale: write the per-program table (markdown) here too")
 	work := fs.String("workdir", "", "make the work directories under this directory (default: a new one in $TMPDIR)")
 	if err := fs.Parse(args); err != nil {
@@ -173,11 +175,21 @@ func benchMain(args []string) error {
 			return fmt.Errorf("raising the descriptor limit for 10,000 programs: %w", err)
 		}
 		sizes = scaleSizes(*quick, nofile)
+		if *sizesFlag != "" {
+			sizes = nil
+			for _, f := range strings.Split(*sizesFlag, ",") {
+				n, err := strconv.Atoi(strings.TrimSpace(f))
+				if err != nil || n < 1 {
+					return fmt.Errorf("-sizes: %q is not a fleet size", f)
+				}
+				sizes = append(sizes, scaleSize{n: n})
+			}
+		}
 		if last := sizes[len(sizes)-1].n; !*quick && last < 10000 {
 			fmt.Fprintf(os.Stderr, "peers: the descriptor limit is %d and cannot be raised: the largest fleet is %d\n", nofile, last)
 		}
 		for _, sz := range sizes {
-			steps = append(steps, step{"fleet", 1, func(p peer, _ int) ([]Row, error) { return r.scaleFleet(p, sz) }})
+			steps = append(steps, step{"fleet", max(*reps, 1), func(p peer, _ int) ([]Row, error) { return r.scaleFleet(p, sz) }})
 		}
 	} else if *quick {
 		steps = []step{
