@@ -149,6 +149,9 @@ func scaleSummary(w io.Writer, rows []Row, sizes []scaleSize) {
 	// Per-program growth of supervise: the largest size against the smallest.
 	first, last := sizes[0], sizes[len(sizes)-1]
 	for _, impl := range []string{"supervise", baseLabel} {
+		if first.n == last.n {
+			break
+		}
 		for _, m := range []string{"cold start until all run, ", "stop-all until every program is gone, "} {
 			a, b := val(impl, m+fmt.Sprintf("N=%d", first.n)), val(impl, m+fmt.Sprintf("N=%d", last.n))
 			if !math.IsNaN(a) && !math.IsNaN(b) && a > 0 {
