@@ -69,7 +69,7 @@ func benchMain(args []string) error {
 	keep := fs.Bool("keep", false, "keep the work directories (configs, logs) and print where they are")
 	scale := fs.Bool("scale", false, "the scale run: fleets of 1,000 to 10,000 (quick: 1,000 and 4,000), s6 and runit where they run; prints per-program figures")
 	base := fs.String("base", "", "with -scale: another supervise build (an older one) measured at every size in the same run, as "+baseLabel)
-	sizesFlag := fs.String("sizes", "", "with -scale: these fleet sizes only (comma-separated), supervise (and -base) alone")
+	sizesFlag := fs.String("sizes", "", "with -scale: these fleet sizes only (comma-separated), with the peers -impls names that go that far")
 	reps := fs.Int("reps", 1, "with -scale: runs per size, round the implementations; the table shows the median")
 	summary := fs.String("summary", "", "with -scale: write the per-program table (markdown) here too")
 	work := fs.String("workdir", "", "make the work directories under this directory (default: a new one in $TMPDIR)")
@@ -182,7 +182,7 @@ func benchMain(args []string) error {
 				if err != nil || n < 1 {
 					return fmt.Errorf("-sizes: %q is not a fleet size", f)
 				}
-				sizes = append(sizes, scaleSize{n: n})
+				sizes = append(sizes, scaleSize{n: n, peers: peersAt(n)})
 			}
 		}
 		if last := sizes[len(sizes)-1].n; !*quick && last < 10000 {

@@ -46,6 +46,15 @@ func scaleSizes(quick bool, nofile uint64) []scaleSize {
 	}
 }
 
+// peersAt are the peers that run n programs: runsvdir and svscan stop at
+// 1,000 service directories.
+func peersAt(n int) []string {
+	if n <= 1000 {
+		return []string{"s6", "runit", "daemontools"}
+	}
+	return []string{"s6"}
+}
+
 func largestFitting(n int, nofile uint64) int {
 	const fixed = 256 // the daemon's own descriptors, with room
 	for n > 1000 && uint64(2*n+fixed) > nofile {
@@ -107,7 +116,7 @@ func scaleSummary(w io.Writer, rows []Row, sizes []scaleSize) {
 	}
 	fmt.Fprintln(w, "| impl | N | cold ms | cold µs/prog | stop-all ms | stop µs/prog | status ms | RSS MiB | PSS MiB | RSS KiB/prog added | load (1/5/15 min) |")
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
-	for _, impl := range []string{"supervise", baseLabel, "s6", "runit"} {
+	for _, impl := range []string{"supervise", baseLabel, "s6", "runit", "daemontools"} {
 		prevN, prevRSS := 0, math.NaN()
 		for _, s := range sizes {
 			nstr := fmt.Sprintf("N=%d", s.n)
