@@ -65,6 +65,7 @@ var imports = map[string][]string{
 	"bench/pid1/floor":      {},
 	"bench/peers":           {"golang.org/x/sys/unix"},
 	"bench/peers/helper":    {"golang.org/x/sys/unix"},
+	"bench/scale/forkcost":  {"golang.org/x/sys/unix"},
 	"bench/scrape":          {},
 	"bench/listen":          {"golang.org/x/sys/unix"},
 	"integration/v2vm/init": {"golang.org/x/sys/unix"},

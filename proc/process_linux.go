@@ -198,7 +198,11 @@ func (r *Runtime) spawnDirect(sb *sandbox, spec *spawnSpec, stdout, stderr int, 
 	}
 	stopped := make(chan struct{}, 1)
 	var finish startedFunc
-	pid, err := r.rp.spawn(func() (int, error) {
+	spawn := r.rp.spawn
+	if pl == placePtrace {
+		spawn = r.rp.spawnTraced
+	}
+	pid, err := spawn(func() (int, error) {
 		pid, fin, err := forkSpec(spec, stdout, stderr, extra, sys)
 		finish = fin
 		return pid, err
@@ -236,6 +240,7 @@ func (r *Runtime) spawnDirect(sb *sandbox, spec *spawnSpec, stdout, stderr int, 
 			exitCh <- st
 			return 0, fmt.Errorf("exec %q: died before it was placed", spec.Args[0])
 		}
+		r.rp.untrace(pid)
 		perr := sb.cg.addProc(pid)
 		if err := unix.PtraceDetach(pid); err != nil && perr == nil {
 			perr = fmt.Errorf("ptrace detach: %w", err)

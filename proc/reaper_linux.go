@@ -6,6 +6,7 @@ import (
 	"os/signal"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -18,6 +19,21 @@ import (
 // registered until the child exited or was killed.
 type exitFunc func(ws unix.WaitStatus)
 
+// sweepEvery bounds how often a burst of SIGCHLDs walks every child.
+// wait4 on "any child" walks the whole child list each call, so with
+// thousands of programs a walk per signal made each start and each exit
+// cost the fleet's size. A lone signal after a quiet spell is swept at
+// once (a crash's restart is not delayed); within a burst the next walk
+// comes at most this long after the previous one and collects every exit
+// of the burst so far.
+const sweepEvery = 5 * time.Millisecond
+
+// sweepAfterStop is how soon after a signal that a traced child's stop
+// explains the walk comes: what else the signal may stand for (an exit at
+// the same moment) waits that long. A cold start on a cgroup v1 host is
+// one such signal per program.
+const sweepAfterStop = 50 * time.Millisecond
+
 // reaper is the one owner of wait4 in its process. Every child is forked
 // through spawn, which holds the registry lock across the fork and the
 // registration, and the reaper holds the same lock while it reaps: an exit
@@ -27,14 +43,18 @@ type exitFunc func(ws unix.WaitStatus)
 // reaped silently. Nothing else in the process may wait for children
 // (no exec.Cmd.Wait, no os.Process.Wait): it would steal exits.
 type reaper struct {
-	sigs chan os.Signal
-	stop chan struct{}
-	done chan struct{}
+	sigs  chan os.Signal
+	stop  chan struct{}
+	done  chan struct{}
+	sweep *time.Timer // the deferred walk of a burst
 
 	mu      sync.Mutex
 	waiting map[int]exitFunc // guarded by mu
-
-	orphans atomic.Int64 // orphans reaped so far
+	traced  map[int]bool     // children whose ptrace stop is awaited (spawnTraced); guarded by mu
+	last    time.Time        // the last walk; guarded by mu
+	armed   bool             // sweep is set; guarded by mu
+	orphans atomic.Int64     // orphans reaped so far
+	walks   atomic.Int64     // walks of every child so far
 }
 
 func newReaper() *reaper {
@@ -42,8 +62,11 @@ func newReaper() *reaper {
 		sigs:    make(chan os.Signal, 1),
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
+		sweep:   time.NewTimer(time.Hour),
 		waiting: make(map[int]exitFunc),
+		traced:  make(map[int]bool),
 	}
+	r.sweep.Stop()
 	signal.Notify(r.sigs, unix.SIGCHLD)
 	go r.run()
 	return r
@@ -51,40 +74,95 @@ func newReaper() *reaper {
 
 func (r *reaper) run() {
 	defer close(r.done)
-	r.reapAll() // children that exited before Notify took effect
+	r.reapAll(true) // children that exited before Notify took effect
 	for {
 		select {
 		case <-r.sigs:
-			r.reapAll()
+			r.reapAll(false)
+		case <-r.sweep.C:
+			r.reapAll(true)
 		case <-r.stop:
+			r.sweep.Stop()
 			return
 		}
 	}
 }
 
-// reapAll collects every child that has changed state. SIGCHLD coalesces,
-// so one signal may stand for many exits.
-func (r *reaper) reapAll() {
+// reapAll collects what a SIGCHLD may stand for (SIGCHLD coalesces, so
+// one signal may stand for many changes). The stop of a child being
+// started under ptrace is waited for by its pid, which costs nothing per
+// other child; exits and orphans need the walk, which a burst shares
+// (sweepEvery). now forces the walk (the deferred one, the first one).
+func (r *reaper) reapAll(now bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	reap.Changed(func(pid int, ws unix.WaitStatus) {
-		f, ok := r.waiting[pid]
-		if !ok {
-			if reap.Ended(ws) {
-				r.orphans.Add(1)
-			}
-			return
+	explained := false
+	for pid := range r.traced {
+		var ws unix.WaitStatus
+		got, err := unix.Wait4(pid, &ws, unix.WNOHANG|unix.WALL, nil)
+		for errors.Is(err, unix.EINTR) {
+			got, err = unix.Wait4(pid, &ws, unix.WNOHANG|unix.WALL, nil)
 		}
+		if err == nil && got == pid {
+			r.dispatchLocked(pid, ws)
+			explained = true
+		}
+	}
+	if now {
+		r.armed = false
+	}
+	since := time.Since(r.last)
+	switch {
+	case now:
+	case explained:
+		r.deferWalkLocked(max(sweepAfterStop-since, 0))
+		return
+	case since < sweepEvery:
+		r.deferWalkLocked(sweepEvery - since)
+		return
+	}
+	r.last = time.Now()
+	r.walks.Add(1)
+	reap.Changed(r.dispatchLocked)
+}
+
+// deferWalkLocked makes sure a walk comes within d.
+func (r *reaper) deferWalkLocked(d time.Duration) {
+	if !r.armed {
+		r.armed = true
+		r.sweep.Reset(d)
+	}
+}
+
+// dispatchLocked hands ws to pid's exitFunc, or counts an orphan.
+func (r *reaper) dispatchLocked(pid int, ws unix.WaitStatus) {
+	f, ok := r.waiting[pid]
+	if !ok {
 		if reap.Ended(ws) {
-			delete(r.waiting, pid)
+			r.orphans.Add(1)
 		}
-		f(ws)
-	})
+		return
+	}
+	if reap.Ended(ws) {
+		delete(r.waiting, pid)
+		delete(r.traced, pid)
+	}
+	f(ws)
 }
 
 // spawn forks with the registry locked and registers the child's pid with
 // onExit before anyone can reap it.
 func (r *reaper) spawn(fork func() (int, error), onExit exitFunc) (int, error) {
+	return r.spawnOpt(fork, onExit, false)
+}
+
+// spawnTraced is spawn for a child that stops under ptrace after its
+// exec: its stop is waited for by pid on every SIGCHLD until untrace.
+func (r *reaper) spawnTraced(fork func() (int, error), onExit exitFunc) (int, error) {
+	return r.spawnOpt(fork, onExit, true)
+}
+
+func (r *reaper) spawnOpt(fork func() (int, error), onExit exitFunc, traced bool) (int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	pid, err := fork()
@@ -92,7 +170,17 @@ func (r *reaper) spawn(fork func() (int, error), onExit exitFunc) (int, error) {
 		return 0, err
 	}
 	r.waiting[pid] = onExit
+	if traced {
+		r.traced[pid] = true
+	}
 	return pid, nil
+}
+
+// untrace ends the wait for pid's ptrace stop (it was detached).
+func (r *reaper) untrace(pid int) {
+	r.mu.Lock()
+	delete(r.traced, pid)
+	r.mu.Unlock()
 }
 
 // kill sends sig to pid (or to its process group when group is set) only

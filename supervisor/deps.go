@@ -55,29 +55,45 @@ func (s *Supervisor) dependentsLocked(keys []string, all bool) (deps []string, c
 		named[k] = true
 	}
 	down := map[string]bool{}
+	var newly []string // programs gone down in the last round
 	for _, k := range keys {
-		if in := s.instances[k]; in != nil && (all || s.downWholeLocked(in.spec.Name, named)) {
+		if in := s.instances[k]; in != nil && !down[in.spec.Name] && (all || s.downWholeLocked(in.spec.Name, named)) {
 			down[in.spec.Name] = true
+			newly = append(newly, in.spec.Name)
 		}
 	}
 	cause = map[string]string{}
-	for grew := true; grew; {
-		grew = false
-		for k, in := range s.instances {
-			if named[k] || in.goal != goalRun || cause[k] != "" {
-				continue
-			}
-			for _, d := range in.spec.DependsOn {
-				if down[d] && (all || in.spec.RestartWith(d)) {
-					deps = append(deps, k)
-					cause[k] = d
-					grew = true
-					break
+	// Round by round, as far as the dependents of what went down in the
+	// previous round reach: an instance's cause is the first of its
+	// dependencies down by then. Only dependents are looked at (the index),
+	// not every instance.
+	for len(newly) > 0 {
+		var found []string
+		seen := map[string]bool{}
+		for _, d := range newly {
+			for _, p := range s.dependents[d] {
+				for k, in := range s.instancesOfLocked(p) {
+					if seen[k] || named[k] || in.goal != goalRun || cause[k] != "" {
+						continue
+					}
+					seen[k] = true
+					for _, dd := range in.spec.DependsOn {
+						if down[dd] && (all || in.spec.RestartWith(dd)) {
+							found = append(found, k)
+							cause[k] = dd
+							break
+						}
+					}
 				}
 			}
 		}
-		for _, k := range deps {
-			down[s.instances[k].spec.Name] = true
+		deps = append(deps, found...)
+		newly = nil
+		for _, k := range found {
+			if name := s.instances[k].spec.Name; !down[name] {
+				down[name] = true
+				newly = append(newly, name)
+			}
 		}
 	}
 	slices.SortFunc(deps, func(a, b string) int {
@@ -92,8 +108,8 @@ func (s *Supervisor) dependentsLocked(keys []string, all bool) (deps []string, c
 // downWholeLocked reports whether taking down the instances named leaves
 // program with none running or meant to run.
 func (s *Supervisor) downWholeLocked(program string, named map[string]bool) bool {
-	for k, in := range s.instances {
-		if in.spec.Name == program && !named[k] && (in.procID != "" || in.goal == goalRun && !endedLocked(in)) {
+	for k, in := range s.instancesOfLocked(program) {
+		if !named[k] && (in.procID != "" || in.goal == goalRun && !endedLocked(in)) {
 			return false
 		}
 	}
@@ -163,11 +179,14 @@ func (s *Supervisor) stopDependentsLocked(program string) {
 // startDependentsLocked brings back what was stopped because program
 // stopped: it waits (state Waiting) until program is ready again.
 func (s *Supervisor) startDependentsLocked(program string) {
-	for k, in := range s.instances {
-		if in.stoppedFor == program && in.goal == goalStop {
-			in.goal, in.stoppedFor = goalRun, ""
-			askStartLocked(in, false)
-			s.queue.Add(k)
+	// stoppedFor names a dependency: only dependents can have it.
+	for _, dep := range s.dependents[program] {
+		for k, in := range s.instancesOfLocked(dep) {
+			if in.stoppedFor == program && in.goal == goalStop {
+				in.goal, in.stoppedFor = goalRun, ""
+				askStartLocked(in, false)
+				s.queue.Add(k)
+			}
 		}
 	}
 }
@@ -175,10 +194,8 @@ func (s *Supervisor) startDependentsLocked(program string) {
 // keysOfLocked lists the instances of program.
 func (s *Supervisor) keysOfLocked(program string) []string {
 	var keys []string
-	for k, in := range s.instances {
-		if in.spec.Name == program {
-			keys = append(keys, k)
-		}
+	for k := range s.instancesOfLocked(program) {
+		keys = append(keys, k)
 	}
 	return keys
 }
@@ -190,8 +207,8 @@ func (s *Supervisor) stoppedAsideLocked(in *instance) bool {
 	if in.goal == goalRun {
 		return false
 	}
-	for _, other := range s.instances {
-		if other != in && other.spec.Name == in.spec.Name && other.goal == goalRun {
+	for _, other := range s.instancesOfLocked(in.spec.Name) {
+		if other != in && other.goal == goalRun {
 			return true
 		}
 	}

@@ -3,6 +3,7 @@ package supervisor
 import (
 	"context"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -318,4 +319,55 @@ func TestStopOfADependencyLeavesDependentsRunning(t *testing.T) {
 	}
 	h.waitState("web", Running)
 	h.untouched(n, ids)
+}
+
+// A dependent stopped with its dependency comes back with it even when a
+// reload meanwhile dropped the dependency from its depends_on: the stop's
+// cause is remembered, not looked up in the new config.
+func TestStoppedDependentReturnsAfterAReloadDroppedTheDependency(t *testing.T) {
+	h := newHarness(t, stackOf()...)
+	h.running("db", "web", "nginx", "worker")
+	if err := h.sup.Stop(context.Background(), []string{"db"}, ctl.StopOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitState("web", Stopped)
+	progs := stackOf()
+	progs[1].DependsOn, progs[1].BoundTo = nil, nil // web no longer names db
+	h.sup.mu.Lock()
+	sup := h.sup.cfg.Supervisor
+	h.sup.mu.Unlock()
+	if err := h.sup.ApplyConfig(context.Background(), &config.Config{File: "test.toml", Supervisor: sup, Programs: progs}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.sup.Start(context.Background(), []string{"db"}, ctl.WaitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitState("web", Running)
+	h.waitState("nginx", Running)
+}
+
+// Many programs, one chain among them: the chain's dependents are woken
+// by their dependency and no other program is looked at (the index), and
+// every program runs.
+func TestDependentsAmongManyPrograms(t *testing.T) {
+	progs := stackOf()
+	for i := range 200 {
+		progs = append(progs, program("p"+strconv.Itoa(i)))
+	}
+	h := newHarness(t, progs...)
+	h.running("db", "web", "nginx", "worker")
+	for i := range 200 {
+		h.waitState("p"+strconv.Itoa(i), Running)
+	}
+	h.sup.mu.Lock()
+	defer h.sup.mu.Unlock()
+	if got := h.sup.dependents["db"]; !slices.Equal(slices.Sorted(slices.Values(got)), []string{"web", "worker"}) {
+		t.Errorf("dependents of db: %v, want web and worker", got)
+	}
+	if got := h.sup.dependents["p0"]; len(got) != 0 {
+		t.Errorf("dependents of p0: %v, want none", got)
+	}
+	if n := len(h.sup.byProgram); n != len(progs) {
+		t.Errorf("%d programs indexed, want %d", n, len(progs))
+	}
 }

@@ -116,6 +116,7 @@ func (s *Supervisor) recordExit(in *instance, exit exitInfo, requested bool) {
 	s.noteRunEnd(in, exit, requested)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.untrackProcLocked(in.procID, in)
 	in.procID, in.pid = "", 0
 	e := exit
 	in.lastExit = &e
@@ -178,8 +179,8 @@ func exitText(e *exitInfo) string {
 // endedForGoodLocked reports whether no instance of program is running or
 // meant to run again.
 func (s *Supervisor) endedForGoodLocked(program string) bool {
-	for _, other := range s.instances {
-		if other.spec.Name == program && (other.procID != "" || other.goal == goalRun && !endedLocked(other)) {
+	for _, other := range s.instancesOfLocked(program) {
+		if other.procID != "" || other.goal == goalRun && !endedLocked(other) {
 			return false
 		}
 	}

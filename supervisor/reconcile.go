@@ -51,7 +51,7 @@ func (s *Supervisor) reconcile(ctx context.Context, key string) error {
 		}
 		s.mu.Lock()
 		if in.goal == goalRemove && s.instances[key] == in {
-			delete(s.instances, key)
+			s.removeInstanceLocked(in)
 			s.notifyChangedLocked() // waiters on the set of instances
 			s.events.add(key, string(in.state), "Removed", "")
 			s.bg.Go(s.logs.remove(key, in.logs))

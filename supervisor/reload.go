@@ -27,6 +27,7 @@ func (s *Supervisor) applyLocked(cfg *config.Config) {
 		s.forgetScalesLocked(old, cfg)
 	}
 	s.level = levels(cfg.Programs)
+	s.indexDependentsLocked(cfg)
 	s.logs.setRingBytes(cfg.Supervisor.LogRing)
 
 	wanted := map[string]bool{}
@@ -37,7 +38,7 @@ func (s *Supervisor) applyLocked(cfg *config.Config) {
 			in := s.instances[key]
 			if in == nil {
 				in = s.newInstance(p, key, i)
-				s.instances[key] = in
+				s.addInstanceLocked(in)
 				if old != nil {
 					s.events.add(key, "", string(in.state), "added")
 				}

@@ -126,6 +126,7 @@ func (s *Supervisor) launch(ctx context.Context, in *instance, spec *config.Prog
 		// must know whose it is.
 		s.mu.Lock()
 		in.startingID = id
+		s.trackProcLocked(id, in)
 		s.mu.Unlock()
 		err = s.rt.Start(ctx, id)
 	}
@@ -139,6 +140,7 @@ func (s *Supervisor) launch(ctx context.Context, in *instance, spec *config.Prog
 	if err != nil {
 		s.mu.Lock()
 		in.startingID = ""
+		s.untrackProcLocked(id, in)
 		s.mu.Unlock()
 		if id != "" {
 			_ = s.rt.Remove(ctx, id)

@@ -125,10 +125,13 @@ type Supervisor struct {
 	mu           sync.Mutex
 	cfg          *config.Config
 	instances    map[string]*instance
-	level        map[string]int         // dependency depth per program name
-	rollouts     map[string]*rolloutRun // per program, the rollout under way
-	scaled       map[string]int         // per program, the instances `scale` set
-	changed      chan struct{}          // closed and replaced on every state change
+	byProgram    map[string]map[string]*instance // program name → its instances (index.go)
+	byProc       map[string]*instance            // process id → its instance (index.go)
+	dependents   map[string][]string             // program → programs that depend on it
+	level        map[string]int                  // dependency depth per program name
+	rollouts     map[string]*rolloutRun          // per program, the rollout under way
+	scaled       map[string]int                  // per program, the instances `scale` set
+	changed      chan struct{}                   // closed and replaced on every state change
 	shuttingDown bool
 	firstFail    *int     // exit status of the first program that failed for good
 	forced       []string // instances SIGKILLed during the shutdown, in order
@@ -194,6 +197,8 @@ func New(opts Options) (*Supervisor, error) {
 		ctx:       ctx,
 		cancel:    cancel,
 		instances: map[string]*instance{},
+		byProgram: map[string]map[string]*instance{},
+		byProc:    map[string]*instance{},
 		rollouts:  map[string]*rolloutRun{},
 		scaled:    map[string]int{},
 		changed:   make(chan struct{}),
@@ -403,12 +408,9 @@ func (s *Supervisor) watchExits(stop <-chan struct{}) {
 				return
 			}
 			s.mu.Lock()
-			for _, in := range s.instances {
-				if ev.ID != "" && (in.procID == ev.ID || in.startingID == ev.ID) {
-					in.pendingExit = &exitEvent{procID: ev.ID, exit: exitFromEvent(ev)}
-					s.queue.Add(in.key)
-					break
-				}
+			if in := s.byProc[ev.ID]; in != nil && ev.ID != "" && (in.procID == ev.ID || in.startingID == ev.ID) {
+				in.pendingExit = &exitEvent{procID: ev.ID, exit: exitFromEvent(ev)}
+				s.queue.Add(in.key)
 			}
 			s.mu.Unlock()
 		}
@@ -467,12 +469,9 @@ func (s *Supervisor) notifyChangedLocked() {
 
 // wakeDependentsLocked queues every instance that waits for program name.
 func (s *Supervisor) wakeDependentsLocked(name string) {
-	for _, other := range s.instances {
-		if other.state != Waiting {
-			continue
-		}
-		for _, d := range other.spec.DependsOn {
-			if d == name {
+	for _, dep := range s.dependents[name] {
+		for _, other := range s.instancesOfLocked(dep) {
+			if other.state == Waiting {
 				s.queue.Add(other.key)
 			}
 		}
@@ -487,8 +486,8 @@ func (s *Supervisor) unmetDepLocked(in *instance) string {
 	for _, d := range in.spec.DependsOn {
 		cond := in.spec.DependsOnCondition(d)
 		found := false
-		for _, other := range s.instances {
-			if other.spec.Name != d || s.stoppedAsideLocked(other) {
+		for _, other := range s.instancesOfLocked(d) {
+			if s.stoppedAsideLocked(other) {
 				continue
 			}
 			found = true

@@ -14,6 +14,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -66,6 +67,11 @@ func benchMain(args []string) error {
 	only := fs.String("only", "", "comma-separated benches to run: crash,fleet,log (default all)")
 	impls := fs.String("impls", "", "comma-separated implementations to run (default all installed)")
 	keep := fs.Bool("keep", false, "keep the work directories (configs, logs) and print where they are")
+	scale := fs.Bool("scale", false, "the scale run: fleets of 1,000 to 10,000 (quick: 1,000 and 4,000), s6 and runit where they run; prints per-program figures")
+	base := fs.String("base", "", "with -scale: another supervise build (an older one) measured at every size in the same run, as "+baseLabel)
+	sizesFlag := fs.String("sizes", "", "with -scale: these fleet sizes only (comma-separated), with the peers -impls names that go that far")
+	reps := fs.Int("reps", 1, "with -scale: runs per size, round the implementations; the table shows the median")
+	summary := fs.String("summary", "", "with -scale: write the per-program table (markdown) here too")
 	work := fs.String("workdir", "", "make the work directories under this directory (default: a new one in $TMPDIR)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -117,10 +123,17 @@ func benchMain(args []string) error {
 	r := &runner{ctx: ctx, tmp: tmp, helper: *helper, sleep: sleep, out: f, keep: *keep,
 		facts: Facts{Date: start.UTC().Format(time.RFC3339), Nproc: runtime.NumCPU(), Kernel: kernel()}}
 	all := []peer{supervisePeer{bin: *sup}, supervisordPeer{}, s6Peer{helper: *helper}, runitPeer{helper: *helper}, daemontoolsPeer{helper: *helper}}
+	if *base != "" {
+		abs, err := filepath.Abs(*base)
+		if err != nil {
+			return err
+		}
+		all = append([]peer{supervisePeer{bin: abs, label: baseLabel}}, all...)
+	}
 	var peers []peer
 	var skipped []string
 	for _, p := range all {
-		if *impls != "" && !inList(*impls, p.name()) {
+		if *impls != "" && !inList(*impls, p.name()) && p.name() != baseLabel {
 			continue
 		}
 		if missing := missingBin(p.needs()); missing != "" {
@@ -155,7 +168,30 @@ func benchMain(args []string) error {
 		f     func(p peer, rep int) ([]Row, error)
 	}
 	var steps []step
-	if *quick {
+	var sizes []scaleSize
+	if *scale {
+		nofile, err := raiseNofile()
+		if err != nil {
+			return fmt.Errorf("raising the descriptor limit for 10,000 programs: %w", err)
+		}
+		sizes = scaleSizes(*quick, nofile)
+		if *sizesFlag != "" {
+			sizes = nil
+			for _, f := range strings.Split(*sizesFlag, ",") {
+				n, err := strconv.Atoi(strings.TrimSpace(f))
+				if err != nil || n < 1 {
+					return fmt.Errorf("-sizes: %q is not a fleet size", f)
+				}
+				sizes = append(sizes, scaleSize{n: n, peers: peersAt(n)})
+			}
+		}
+		if last := sizes[len(sizes)-1].n; !*quick && last < 10000 {
+			fmt.Fprintf(os.Stderr, "peers: the descriptor limit is %d and cannot be raised: the largest fleet is %d\n", nofile, last)
+		}
+		for _, sz := range sizes {
+			steps = append(steps, step{"fleet", max(*reps, 1), func(p peer, _ int) ([]Row, error) { return r.scaleFleet(p, sz) }})
+		}
+	} else if *quick {
 		steps = []step{
 			{"crash", 1, func(p peer, _ int) ([]Row, error) { return r.crash(p, 30, 10*time.Second) }},
 			{"fleet", 3, func(p peer, rep int) ([]Row, error) {
@@ -181,6 +217,7 @@ func benchMain(args []string) error {
 		}
 	}
 	failed := 0
+	var written []Row
 	for _, s := range steps {
 		if *only != "" && !inList(*only, s.bench) {
 			continue
@@ -194,6 +231,9 @@ func benchMain(args []string) error {
 				load0 := loadavg()
 				rows, err := s.f(p, rep)
 				load1 := loadavg()
+				if errors.Is(err, errSkip) {
+					continue
+				}
 				if err != nil {
 					failed++
 					fmt.Fprintf(os.Stderr, "peers: %s, %s: %v\n", s.bench, p.name(), err)
@@ -209,6 +249,19 @@ func benchMain(args []string) error {
 		}
 		for _, row := range aggregate(runs) {
 			if err := writeRow(f, row); err != nil {
+				return err
+			}
+			written = append(written, row)
+		}
+	}
+	if *scale {
+		scaleSummary(os.Stderr, written, sizes)
+		if *summary != "" {
+			var b strings.Builder
+			fmt.Fprintf(&b, "# supervise at scale: %s run, %s\n\n%d CPUs (%s), kernel %s; load average %s at the start, %s at the end.\n\n",
+				mode, r.facts.Date, r.facts.Nproc, cpuModel(), r.facts.Kernel, comments[5][1], loadavg())
+			scaleSummary(&b, written, sizes)
+			if err := os.WriteFile(*summary, []byte(b.String()), 0o644); err != nil {
 				return err
 			}
 		}
