@@ -301,7 +301,7 @@ func (s *Supervisor) runBesideLocked(in *instance, slot, now time.Time) {
 		goal:    goalRun,
 		job:     &jobState{cfg: j.cfg, first: in, due: true, dueSlot: slot},
 	}
-	s.instances[key] = run
+	s.addInstanceLocked(run)
 	s.events.add(in.key, "", "", "schedule: "+what+" as "+key+", beside the one still running (concurrency = allow)")
 	s.notifyChangedLocked()
 	s.queue.Add(key)
