@@ -37,12 +37,17 @@ type reaper struct {
 	orphans atomic.Int64 // orphans reaped so far
 }
 
-func newReaper() *reaper {
+// newReaper starts the reaper; waiting are children it must report
+// (adopted ones), registered before its first wait.
+func newReaper(waiting map[int]exitFunc) *reaper {
+	if waiting == nil {
+		waiting = make(map[int]exitFunc)
+	}
 	r := &reaper{
 		sigs:    make(chan os.Signal, 1),
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
-		waiting: make(map[int]exitFunc),
+		waiting: waiting,
 	}
 	signal.Notify(r.sigs, unix.SIGCHLD)
 	go r.run()
