@@ -315,3 +315,31 @@ func (l *listenSet) adopt(socks []SocketHandover, fds map[int]*os.File) error {
 	}
 	return nil
 }
+
+// CheckUpgrade reads the config file as the new binary will on its start,
+// and refuses an upgrade it would not take: a file with errors, or a
+// running instance the file no longer names (the new binary could not
+// adopt it, nor could the old one taking it back).
+func (s *Supervisor) CheckUpgrade() error {
+	s.mu.Lock()
+	file := s.cfg.File
+	s.mu.Unlock()
+	cfg, err := s.load(file)
+	if err != nil {
+		return fmt.Errorf("the config file has errors, which the new binary would meet on its start: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	named := map[string]bool{}
+	for _, p := range cfg.Programs {
+		for _, k := range s.instanceKeysLocked(p) {
+			named[k] = true
+		}
+	}
+	for key, in := range s.instances {
+		if in.procID != "" && !named[key] {
+			return fmt.Errorf("program %s runs but the config file no longer has it: reload first", key)
+		}
+	}
+	return nil
+}

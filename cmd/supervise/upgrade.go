@@ -38,6 +38,11 @@ import (
 // and reads. A string, so that a test build can claim another one.
 var handoverFormat = "1"
 
+// takeoverFault, set only by a test build (-ldflags -X), makes this
+// binary refuse every state it inherits: the tests' way to see the old
+// binary take its programs back after the exec.
+var takeoverFault = ""
+
 // Names and limits of the hand-over.
 const (
 	upgradeEnv        = "SUPERVISE_UPGRADE"        // STATEFD,OLDEXEFD
@@ -234,6 +239,9 @@ func (u *upgrader) prepare(ctx context.Context) (ctl.UpgradeStarted, func(), err
 	if err != nil {
 		return ctl.UpgradeStarted{}, nil, err
 	}
+	if err := u.sup.CheckUpgrade(); err != nil {
+		return ctl.UpgradeStarted{}, nil, err
+	}
 	// The old binary, open before anything is frozen, for the new one to
 	// come back to.
 	oldExe, err := os.OpenFile("/proc/self/exe", os.O_RDONLY|unix.O_CLOEXEC, 0)
@@ -402,6 +410,9 @@ func inheritedUpgrade() (*upgradeState, error) {
 	st.fds = []int{memFD, exeFD}
 	if err := readState(st.keep[memFD], st); err != nil {
 		return st, err
+	}
+	if takeoverFault != "" && failed == "" {
+		return st, errors.New("refusing the take-over: " + takeoverFault)
 	}
 	return st, nil
 }
