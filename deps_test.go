@@ -66,6 +66,7 @@ var imports = map[string][]string{
 	"bench/peers/helper":    {"golang.org/x/sys/unix"},
 	"bench/scrape":          {},
 	"bench/listen":          {"golang.org/x/sys/unix"},
+	"bench/upgrade":         {"ctl"},
 	"integration/v2vm/init": {"golang.org/x/sys/unix"},
 	"integration":           {},
 	"integration/soak":      {},

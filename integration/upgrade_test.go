@@ -380,3 +380,138 @@ func TestUpgradeFallsBackToTheOldBinary(t *testing.T) {
 	}
 	d.wait(60 * time.Second)
 }
+
+// TestUpgradeAsPID1ReapsOrphans: supervise as PID 1 of a pid namespace,
+// upgraded again and again while a program leaves orphans behind (which
+// PID 1 reaps) and another exits now and then (its exits, some during an
+// exec, are handled as any other): no zombie is left, and the programs
+// that ran on keep their pids.
+func TestUpgradeAsPID1ReapsOrphans(t *testing.T) {
+	needRoot(t)
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skip("needs unshare (util-linux)")
+	}
+	dir, file := writeConfig(t, `
+[program.orphans]
+command = ["sh", "-c", "while :; do (sleep 0.01 &); sleep 0.02; done"]
+[program.short]
+command = ["sleep", "0.3"]
+restart = "always"
+backoff = { initial = "10ms", max = "10ms" }
+[program.steady]
+command = ["sleep", "infinity"]
+`)
+	exe := filepath.Join(dir, "bin", "supervise")
+	if err := os.MkdirAll(filepath.Dir(exe), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	installBinary(t, upgradeBuild(t, "v1"), exe, 0o755)
+	d := &daemon{t: t, dir: dir, socket: filepath.Join(dir, "s.sock"), stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
+	d.cmd = exec.Command("unshare", "--pid", "--fork", "--kill-child", "--mount-proc", exe, "run", "-c", file, "--socket", d.socket)
+	d.cmd.Dir = dir
+	d.cmd.Stdout, d.cmd.Stderr = d.stdout, d.stderr
+	d.cmd.WaitDelay = 5 * time.Second
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { d.err = d.cmd.Wait(); close(d.done) }()
+	t.Cleanup(func() {
+		select {
+		case <-d.done:
+		default:
+			_ = d.cmd.Process.Kill()
+			<-d.done
+		}
+		if t.Failed() {
+			t.Logf("stderr:\n%s", tail(d.stderr.String(), 60)); os.WriteFile("/tmp/upg/pid1.log", []byte(d.stderr.String()), 0o644)
+		}
+	})
+	eventually(t, "every program running", 60*time.Second, func() bool {
+		st := d.status()
+		return st["orphans"].State == "Running" && st["steady"].State == "Running" && st["short"].Pid > 0
+	})
+	if v := d.version(); v.Pid != 1 {
+		t.Fatalf("supervise is pid %d in its namespace, want 1", v.Pid)
+	}
+	sup := childOf(t, d.cmd.Process.Pid)
+	steady := d.status()["steady"].Pid
+	for u := 1; u <= 10; u++ {
+		if u == 5 {
+			installBinary(t, upgradeBuild(t, "v2"), exe, 0o755)
+		}
+		out, code := d.ctl("upgrade")
+		if code != 0 {
+			t.Fatalf("upgrade %d: exit %d: %s", u, code, out)
+		}
+		if got := d.status()["steady"].Pid; got != steady {
+			t.Fatalf("upgrade %d: steady has pid %d, want %d", u, got, steady)
+		}
+	}
+	if v := d.version(); !strings.HasPrefix(v.Version, "v2") {
+		t.Fatalf("supervise is %s, want v2", v.Version)
+	}
+	restarts := d.status()["short"].Restarts
+	eventually(t, "short restarted after the upgrades", 60*time.Second, func() bool {
+		st := d.status()["short"]
+		return st.Restarts > restarts
+	})
+	if out, code := d.ctl("stop", "orphans", "short"); code != 0 {
+		t.Fatalf("stop: %s", out)
+	}
+	eventually(t, "no zombie left under supervise", 60*time.Second, func() bool {
+		return len(zombiesOf(sup)) == 0
+	})
+	if out, code := d.ctl("shutdown"); code != 0 {
+		t.Fatalf("shutdown: %s", out)
+	}
+	select {
+	case <-d.done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("supervise did not exit")
+	}
+}
+
+// childOf is the one child of pid (unshare's: supervise).
+func childOf(t *testing.T, pid int) int {
+	t.Helper()
+	var child int
+	eventually(t, "unshare's child", 30*time.Second, func() bool {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+		if err != nil {
+			return false
+		}
+		f := strings.Fields(string(b))
+		if len(f) != 1 {
+			return false
+		}
+		child, err = strconv.Atoi(f[0])
+		return err == nil
+	})
+	return child
+}
+
+// zombiesOf lists the zombie children of pid.
+func zombiesOf(pid int) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) > 2 && f[0] == "Z" && f[1] == strconv.Itoa(pid) {
+			out = append(out, n)
+		}
+	}
+	return out
+}

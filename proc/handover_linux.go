@@ -256,14 +256,19 @@ func (r *Runtime) adopt(snap *Snapshot) ([]ExitEvent, map[int]exitFunc, error) {
 	for _, ss := range snap.Sandboxes {
 		sb := &sandbox{id: ss.ID, cfg: ss.Config, createdAt: ss.CreatedAt, procs: map[string]*process{}, execs: map[int]bool{}}
 		if ss.Cgroup {
-			if r.cg == nil {
-				return nil, nil, fmt.Errorf("sandbox %s had a cgroup; cgroups are not usable now", ss.ID)
+			var cg cgroup
+			err := errors.New("cgroups are not usable now")
+			if r.cg != nil {
+				cg, err = r.cg.existing(ss.ID)
 			}
-			cg, err := r.cg.existing(ss.ID)
 			if err != nil {
-				return nil, nil, fmt.Errorf("sandbox %s: %w", ss.ID, err)
+				// Its cgroup is gone (a deletion that did not finish):
+				// what runs there is adopted all the same, without one.
+				r.log.Warn("adopting a sandbox whose cgroup is gone", "sandbox", ss.ID, "err", err)
+				ss.Place = int32(placeNone)
+			} else {
+				sb.cg = cg
 			}
-			sb.cg = cg
 		}
 		sb.place.Store(ss.Place)
 		for _, ps := range ss.Processes {
