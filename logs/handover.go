@@ -56,7 +56,6 @@ func (p *Program) Resume(ds []Detached) {
 	p.closed = false
 	p.mu.Unlock()
 	for _, d := range ds {
-		_ = d.File.SetReadDeadline(time.Time{})
 		p.Adopt(d.Stream, d.File, d.Pending)
 	}
 }
@@ -64,6 +63,9 @@ func (p *Program) Resume(ds []Detached) {
 // Adopt pumps an inherited read end r into stream's sinks, starting with
 // pending, the start of a line read before the hand-over.
 func (p *Program) Adopt(stream string, r *os.File, pending []byte) {
+	// Detach's deadline, when r is the same file, must not end the new
+	// pump at once.
+	_ = r.SetReadDeadline(time.Time{})
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	pump := newPump(r, p.Sink(stream), p.pumpConfig(stream))

@@ -162,8 +162,11 @@ func (s *Snapshot) Validate() error {
 		if err := checkID(sb.ID, ids); err != nil {
 			return fmt.Errorf("sandbox: %w", err)
 		}
-		if err := validateSandbox(sb.Config); err != nil || len(sb.Config.Namespaces) > 0 {
-			return fmt.Errorf("sandbox %s: not a sandbox that can be adopted (%v)", sb.ID, err)
+		if err := validateSandbox(sb.Config); err != nil {
+			return fmt.Errorf("sandbox %s: %w", sb.ID, err)
+		}
+		if len(sb.Config.Namespaces) > 0 {
+			return fmt.Errorf("sandbox %s has namespaces: it cannot be adopted", sb.ID)
 		}
 		if sb.Place < int32(placeNone) || sb.Place > int32(placeStub) {
 			return fmt.Errorf("sandbox %s: placement %d", sb.ID, sb.Place)
