@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/supervise-dev/supervise/backoff"
 	"github.com/supervise-dev/supervise/ctl"
 	"github.com/supervise-dev/supervise/internal/sockets"
 	"github.com/supervise-dev/supervise/logs"
@@ -44,6 +45,7 @@ type InstanceHandover struct {
 	Settled   bool           `json:"settled,omitempty"`
 	AfterExit bool           `json:"after_exit,omitempty"`
 	LastExit  *exitInfo      `json:"last_exit,omitempty"`
+	Backoff   *backoff.Step  `json:"backoff,omitempty"`
 	Pipes     []PipeHandover `json:"pipes,omitempty"`
 	Lines     []logs.Line    `json:"lines,omitempty"`
 }
@@ -125,6 +127,9 @@ func (s *Supervisor) Freeze(ctx context.Context) (*Frozen, error) {
 			ProcID: in.procID, Pid: in.pid, StartedAt: in.startedAt, SandboxID: in.sandboxID,
 			Ready: in.ready, Restarts: in.restarts, OOMKills: in.oomKills, Settled: in.settled,
 			AfterExit: in.afterExit, LastExit: in.lastExit,
+		}
+		if step, ok := in.backoff.Entry(key); ok {
+			ih.Backoff = &step
 		}
 		st.Instances = append(st.Instances, ih)
 	}
@@ -231,6 +236,9 @@ func (s *Supervisor) adopt(h *Handover, fds map[int]*os.File) error {
 		in.state, in.message, in.goal = ih.State, ih.Message, goal(ih.Goal)
 		in.procID, in.pid, in.startedAt, in.sandboxID = ih.ProcID, ih.Pid, ih.StartedAt, ih.SandboxID
 		in.restarts, in.oomKills, in.settled, in.afterExit, in.lastExit = ih.Restarts, ih.OOMKills, ih.Settled, ih.AfterExit, ih.LastExit
+		if ih.Backoff != nil {
+			in.backoff.Restore(in.key, *ih.Backoff)
+		}
 		if ih.SandboxID != "" {
 			in.run.sandboxCfg = sandboxConfig(in.spec, in.key)
 		}
