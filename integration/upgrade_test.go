@@ -424,7 +424,6 @@ command = ["sleep", "infinity"]
 		}
 		if t.Failed() {
 			t.Logf("stderr:\n%s", tail(d.stderr.String(), 60))
-			os.WriteFile("/tmp/upg/pid1.log", []byte(d.stderr.String()), 0o644)
 		}
 	})
 	eventually(t, "every program running", 60*time.Second, func() bool {
