@@ -258,6 +258,9 @@ func TestUpgradeKeepsEveryProgram(t *testing.T) {
 			c.Close()
 		}
 	}
+	if out, _ := d.ctl("status"); !strings.Contains(out, "upgraded from v") {
+		t.Errorf("status does not tell the last upgrade:\n%s", tail(out, 3))
+	}
 	events, _ := d.ctl("events")
 	if !strings.Contains(events, "upgraded supervise from v1.0.0-test to v2.0.0-test") {
 		t.Errorf("events do not tell the upgrade from v1 to v2:\n%s", tail(events, 20))
@@ -337,6 +340,9 @@ func TestUpgradeRefusesABadBinary(t *testing.T) {
 	_ = good
 	if out, code := d.ctl("upgrade"); code != 0 || !strings.Contains(out, "v1.0.0-test → v2.0.0-test") {
 		t.Fatalf("good upgrade: exit %d: %s", code, out)
+	}
+	if out, _ := d.ctl("status"); !strings.Contains(out, "supervise v2.0.0-test (pid "+strconv.Itoa(d.cmd.Process.Pid)+"), upgraded from v1.0.0-test") {
+		t.Errorf("status does not say the version before and after:\n%s", out)
 	}
 	if st := d.status()["a"]; st.Pid != pid {
 		t.Errorf("after the good upgrade a has pid %d, want %d", st.Pid, pid)

@@ -387,7 +387,7 @@ func ctlStatus(ctx context.Context, e *ctlEnv) error {
 			return err
 		}
 	}
-	return nil
+	return statusUpgradeLine(ctx, e)
 }
 
 // ctlAct is a verb that acts on the programs named and returns nothing:

@@ -640,3 +640,21 @@ func ctlVersion(ctx context.Context, e *ctlEnv) error {
 	}
 	return nil
 }
+
+// statusUpgradeLine ends status with the last upgrade, once there was one:
+// the version before and after (or why it failed). A supervisor without
+// the version verb (an older one) is said nothing of.
+func statusUpgradeLine(ctx context.Context, e *ctlEnv) error {
+	v, err := e.client.Version(ctx)
+	if err != nil || len(v.Upgrades) == 0 {
+		return nil
+	}
+	r := v.Upgrades[len(v.Upgrades)-1]
+	at := r.At.Local().Format(time.DateTime)
+	if r.Error != "" {
+		_, err = fmt.Fprintf(e.out, "supervise %s (pid %d); upgrade at %s failed, nothing changed: %s\n", v.Version, v.Pid, at, r.Error)
+	} else {
+		_, err = fmt.Fprintf(e.out, "supervise %s (pid %d), upgraded from %s at %s\n", v.Version, v.Pid, r.From, at)
+	}
+	return err
+}
