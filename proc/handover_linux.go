@@ -65,15 +65,28 @@ const (
 // their own (namespaces) cannot be handed over: their init speaks to
 // this process over a socket pair that is not passed on.
 func (r *Runtime) Freeze(ctx context.Context) (snap Snapshot, thaw func(), err error) {
-	r.mu.Lock()
-	for _, sb := range r.sandboxes {
-		if sb.init != nil {
-			r.mu.Unlock()
-			return Snapshot{}, nil, fmt.Errorf("sandbox %s has namespaces (an init of its own): namespaced sandboxes cannot be handed over", sb.cfg.Name)
+	// A start or an exec under way (a probe's command, a hook) is waited
+	// for: each is short, and bounded by its own timeout.
+	for {
+		r.mu.Lock()
+		busy := ""
+		for _, sb := range r.sandboxes {
+			if sb.init != nil {
+				r.mu.Unlock()
+				return Snapshot{}, nil, fmt.Errorf("sandbox %s has namespaces (an init of its own): namespaced sandboxes cannot be handed over", sb.cfg.Name)
+			}
+			if sb.inflight > 0 {
+				busy = sb.cfg.Name
+			}
 		}
-		if sb.inflight > 0 {
-			r.mu.Unlock()
-			return Snapshot{}, nil, fmt.Errorf("sandbox %s: a start or exec is under way", sb.cfg.Name)
+		if busy == "" {
+			break
+		}
+		r.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return Snapshot{}, nil, fmt.Errorf("sandbox %s: a start or exec is under way: %w", busy, ctx.Err())
+		case <-time.After(2 * time.Millisecond):
 		}
 	}
 	// With the reaper's registry locked nothing is reaped: a registered
