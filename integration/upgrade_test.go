@@ -356,7 +356,7 @@ func TestUpgradeRefusesABadBinary(t *testing.T) {
 
 // TestUpgradeFallsBackToTheOldBinary: a new binary that starts but cannot
 // take over execs the old one again, which takes its programs back; the
-// command exits 1 naming the cause.
+// command exits 1 naming the cause. Then SIGUSR2 upgrades as the verb does.
 func TestUpgradeFallsBackToTheOldBinary(t *testing.T) {
 	dir := t.TempDir()
 	log := filepath.Join(dir, "a.log")
@@ -381,6 +381,17 @@ func TestUpgradeFallsBackToTheOldBinary(t *testing.T) {
 		st := d.status()["a"]
 		return st.Pid != pid && st.Pid != 0 && st.State == "Running"
 	})
+	// SIGUSR2 is the signal form of the verb.
+	pid = d.status()["a"].Pid
+	installBinary(t, upgradeBuild(t, "v2"), exe, 0o755)
+	d.signal(syscall.SIGUSR2)
+	eventually(t, "v2 after SIGUSR2", 60*time.Second, func() bool {
+		out, code := d.ctl("version", "--json")
+		return code == 0 && strings.Contains(out, `"version":"v2.0.0-test"`)
+	})
+	if st := d.status()["a"]; st.Pid != pid {
+		t.Errorf("after SIGUSR2 a has pid %d, want %d", st.Pid, pid)
+	}
 	if out, code := d.ctl("shutdown"); code != 0 {
 		t.Fatalf("shutdown: %s", out)
 	}
