@@ -212,10 +212,12 @@ func TestUpgradeKeepsEveryProgram(t *testing.T) {
 			i, counterProgram(fifo, "0.2"), filepath.Join(dir, fmt.Sprintf("p%d.log", i)))
 	}
 	port := freePort(t)
-	fmt.Fprintf(&cfg, "\n[program.web]\ncommand = [\"sleep\", \"infinity\"]\nlisten = [\"tcp://127.0.0.1:%d?name=web\"]\n", port)
+	// web has a readiness probe: ready it stays, across every upgrade.
+	fmt.Fprintf(&cfg, "\n[program.web]\ncommand = [\"sleep\", \"infinity\"]\nlisten = [\"tcp://127.0.0.1:%d?name=web\"]\n"+
+		"[program.web.probes.readiness]\ntcp = \"127.0.0.1:%d\"\nperiod = \"1s\"\n", port, port)
 	d, exe := upgradeDaemon(t, cfg.String())
 	addr := d.httpAddr()
-	eventually(t, "every program running", 120*time.Second, func() bool {
+	eventually(t, "every program running and ready", 120*time.Second, func() bool {
 		st := d.status()
 		n := 0
 		for _, p := range st {
@@ -223,7 +225,8 @@ func TestUpgradeKeepsEveryProgram(t *testing.T) {
 				n++
 			}
 		}
-		return n == programs+1
+		c, _ := get(t, "GET", "http://"+addr+"/readyz", nil)
+		return n == programs+1 && c == 200
 	})
 	before := d.pids()
 	pid := d.cmd.Process.Pid
@@ -245,6 +248,9 @@ func TestUpgradeKeepsEveryProgram(t *testing.T) {
 		}
 		if c, body := get(t, "GET", "http://"+addr+"/healthz", nil); c != 200 {
 			t.Fatalf("upgrade %d: /healthz: %d %s", u, c, body)
+		}
+		if c, body := get(t, "GET", "http://"+addr+"/readyz", nil); c != 200 {
+			t.Fatalf("upgrade %d: /readyz: %d %s", u, c, body)
 		}
 		v := d.version()
 		if v.Pid != pid || !strings.HasPrefix(v.Version, current) {

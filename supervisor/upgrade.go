@@ -250,7 +250,7 @@ func (s *Supervisor) adopt(h *Handover, fds map[int]*os.File) error {
 			in.logs.prog.Adopt(p.Stream, f, p.Pending)
 		}
 		if in.procID != "" && in.state == Running {
-			hl := &health{since: s.clock.Now()}
+			hl := &health{since: s.clock.Now(), adoptedReady: ih.Ready}
 			in.health = hl
 			s.startHealth(in, hl, in.sandboxID, programEnv(in.spec, in, in.lastExit))
 			in.ready = readyLocked(in)
