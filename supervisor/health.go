@@ -54,9 +54,9 @@ type health struct {
 	// adoptedReady: the run was ready when an upgrade in place handed it
 	// over; it stays ready until the restarted probes have a verdict.
 	adoptedReady bool
-	status      string // STATUS= of sd_notify
-	killReason  string // set when the run must end for its health
-	killCause   string // what failed, for a kill not a probe's (post_start)
+	status       string // STATUS= of sd_notify
+	killReason   string // set when the run must end for its health
+	killCause    string // what failed, for a kill not a probe's (post_start)
 	// notices: per probe kind, the last error or warning an event told
 	// of, so each new one is told once.
 	notices map[string]string
