@@ -159,6 +159,9 @@ type Supervisor struct {
 	// gate is held (read) by a worker for each reconcile, and (write) by
 	// Freeze, which so waits for the workers to be idle (upgrade.go).
 	gate sync.RWMutex
+	// frozen (under mu) refuses reloads and scales while Freeze holds the
+	// gate: what they change would not be in the hand-over.
+	frozen bool
 
 	listen listenSet  // the programs' listening sockets (listen.go)
 	watch  watchers   // file watchers of [program.N.watch]

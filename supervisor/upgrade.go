@@ -96,6 +96,9 @@ func (s *Supervisor) Freeze(ctx context.Context) (*Frozen, error) {
 		for _, f := range resume {
 			f()
 		}
+		s.mu.Lock()
+		s.frozen = false
+		s.mu.Unlock()
 		s.gate.Unlock()
 	}
 	fail := func(err error) (*Frozen, error) {
@@ -107,6 +110,7 @@ func (s *Supervisor) Freeze(ctx context.Context) (*Frozen, error) {
 		s.mu.Unlock()
 		return fail(errors.New("supervise is shutting down"))
 	}
+	s.frozen = true
 	var st Handover
 	st.Scaled = s.scaled
 	for _, key := range s.sortedKeysLocked() {
@@ -175,6 +179,9 @@ func (s *Supervisor) Freeze(ctx context.Context) (*Frozen, error) {
 	s.listen.mu.Unlock()
 	return &Frozen{State: st, Files: files, Thaw: thaw}, nil
 }
+
+// errUpgrading refuses what would change the state being handed over.
+var errUpgrading = errors.New("an upgrade in place is under way; try again")
 
 // rawFD is f's descriptor, without os.File.Fd's switch to blocking mode:
 // the new binary's poller needs the pipe non-blocking.

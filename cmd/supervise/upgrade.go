@@ -280,7 +280,7 @@ func (u *upgrader) prepare(ctx context.Context) (ctl.UpgradeStarted, func(), err
 		return fail(err)
 	}
 	undo = append(undo, func() { ctlFile.Close() })
-	st.ControlFD = int(ctlFile.Fd())
+	st.ControlFD = fdsOf([]*os.File{ctlFile})[0]
 	inherit = append(inherit, ctlFile)
 	if u.ms != nil {
 		hf, err := u.ms.ListenerFile()
@@ -288,7 +288,7 @@ func (u *upgrader) prepare(ctx context.Context) (ctl.UpgradeStarted, func(), err
 			return fail(err)
 		}
 		undo = append(undo, func() { hf.Close() })
-		st.HTTPFD = int(hf.Fd())
+		st.HTTPFD = fdsOf([]*os.File{hf})[0]
 		inherit = append(inherit, hf)
 	}
 	data, err := json.Marshal(&st)
