@@ -352,8 +352,17 @@ func (s *Supervisor) CheckUpgrade() error {
 		}
 	}
 	for key, in := range s.instances {
-		if in.procID != "" && !named[key] {
+		if in.procID == "" {
+			continue
+		}
+		if !named[key] {
 			return fmt.Errorf("program %s runs but the config file no longer has it: reload first", key)
+		}
+		// The new binary takes the file as it is now: a running process
+		// started from another command line would go on as if it had this
+		// one. A reload restarts it; the upgrade waits for that.
+		if np := cfg.Program(in.spec.Name); np != nil && in.spec.NeedsNewProcess(np) {
+			return fmt.Errorf("program %s changed in the config file since it started (a reload restarts it): reload first", key)
 		}
 	}
 	return nil
