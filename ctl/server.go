@@ -112,18 +112,9 @@ func setDefault(d *time.Duration, v time.Duration) {
 // replaced; a live one is not ("supervise is already running on S", which
 // matches [ErrAlreadyRunning]).
 func (s *Server) Listen() error {
-	if s.cfg.Path == "" {
-		return errors.New("control socket: no path")
-	}
-	if s.cfg.Backend == nil {
-		return errors.New("control socket: no backend")
-	}
-	gid := -1
-	if s.cfg.Group != "" {
-		var err error
-		if gid, err = lookupGroup(s.cfg.Group); err != nil {
-			return fmt.Errorf("control socket %s: %w", s.cfg.Path, err)
-		}
+	gid, err := s.checkConfig()
+	if err != nil {
+		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -146,15 +137,9 @@ func (s *Server) Listen() error {
 // path must be the one f is bound to (Close removes only that one). The
 // listener is a copy: the caller still owns f.
 func (s *Server) Adopt(f *os.File) error {
-	if s.cfg.Backend == nil {
-		return errors.New("control socket: no backend")
-	}
-	gid := -1
-	if s.cfg.Group != "" {
-		var err error
-		if gid, err = lookupGroup(s.cfg.Group); err != nil {
-			return fmt.Errorf("control socket %s: %w", s.cfg.Path, err)
-		}
+	gid, err := s.checkConfig()
+	if err != nil {
+		return err
 	}
 	fl, err := net.FileListener(f)
 	if err != nil {
@@ -190,6 +175,25 @@ func (s *Server) ListenerFile() (*os.File, error) {
 		return nil, errors.New("control socket: not listening")
 	}
 	return s.ln.File()
+}
+
+// checkConfig checks what Listen and Adopt need and returns the gid of
+// the socket's group (-1 for none).
+func (s *Server) checkConfig() (int, error) {
+	if s.cfg.Path == "" {
+		return -1, errors.New("control socket: no path")
+	}
+	if s.cfg.Backend == nil {
+		return -1, errors.New("control socket: no backend")
+	}
+	if s.cfg.Group == "" {
+		return -1, nil
+	}
+	gid, err := lookupGroup(s.cfg.Group)
+	if err != nil {
+		return -1, fmt.Errorf("control socket %s: %w", s.cfg.Path, err)
+	}
+	return gid, nil
 }
 
 func lookupGroup(g string) (int, error) {
