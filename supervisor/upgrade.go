@@ -31,23 +31,28 @@ type Handover struct {
 // InstanceHandover is one instance: what status shows, its process, its
 // pipes and its recent lines.
 type InstanceHandover struct {
-	Key       string         `json:"key"`
-	State     State          `json:"state"`
-	Message   string         `json:"message,omitempty"`
-	Goal      int            `json:"goal"`
-	ProcID    string         `json:"proc_id,omitempty"`
-	Pid       int            `json:"pid,omitempty"`
-	StartedAt time.Time      `json:"started_at"`
-	SandboxID string         `json:"sandbox_id,omitempty"`
-	Ready     bool           `json:"ready,omitempty"`
-	Restarts  int            `json:"restarts"`
-	OOMKills  int            `json:"oom_kills,omitempty"`
-	Settled   bool           `json:"settled,omitempty"`
-	AfterExit bool           `json:"after_exit,omitempty"`
-	LastExit  *exitInfo      `json:"last_exit,omitempty"`
-	Backoff   *backoff.Step  `json:"backoff,omitempty"`
-	Pipes     []PipeHandover `json:"pipes,omitempty"`
-	Lines     []logs.Line    `json:"lines,omitempty"`
+	Key     string `json:"key"`
+	State   State  `json:"state"`
+	Message string `json:"message,omitempty"`
+	Goal    int    `json:"goal"`
+	// The asks not yet taken by a reconcile (see askStartLocked).
+	RestartRequested bool           `json:"restart_requested,omitempty"`
+	StartAsked       bool           `json:"start_asked,omitempty"`
+	WaiveBackoff     bool           `json:"waive_backoff,omitempty"`
+	StoppedFor       string         `json:"stopped_for,omitempty"`
+	ProcID           string         `json:"proc_id,omitempty"`
+	Pid              int            `json:"pid,omitempty"`
+	StartedAt        time.Time      `json:"started_at"`
+	SandboxID        string         `json:"sandbox_id,omitempty"`
+	Ready            bool           `json:"ready,omitempty"`
+	Restarts         int            `json:"restarts"`
+	OOMKills         int            `json:"oom_kills,omitempty"`
+	Settled          bool           `json:"settled,omitempty"`
+	AfterExit        bool           `json:"after_exit,omitempty"`
+	LastExit         *exitInfo      `json:"last_exit,omitempty"`
+	Backoff          *backoff.Step  `json:"backoff,omitempty"`
+	Pipes            []PipeHandover `json:"pipes,omitempty"`
+	Lines            []logs.Line    `json:"lines,omitempty"`
 }
 
 // PipeHandover is the read end of one output pipe and the start of a line
@@ -131,6 +136,8 @@ func (s *Supervisor) Freeze(ctx context.Context) (*Frozen, error) {
 			ProcID: in.procID, Pid: in.pid, StartedAt: in.startedAt, SandboxID: in.sandboxID,
 			Ready: in.ready, Restarts: in.restarts, OOMKills: in.oomKills, Settled: in.settled,
 			AfterExit: in.afterExit, LastExit: in.lastExit,
+			RestartRequested: in.restartRequested, StartAsked: in.startAsked,
+			WaiveBackoff: in.waiveBackoff, StoppedFor: in.stoppedFor,
 		}
 		if step, ok := in.backoff.Entry(key); ok {
 			ih.Backoff = &step
@@ -230,8 +237,8 @@ func (s *Supervisor) adopt(h *Handover, fds map[int]*os.File) error {
 	}
 	// Every check first: a hand-over refused here leaves nothing begun,
 	// and the old binary takes its programs back.
-	for _, ih := range h.Instances {
-		if err := s.checkHandoverLocked(&ih, fds); err != nil {
+	for i := range h.Instances {
+		if err := s.checkHandoverLocked(&h.Instances[i], fds); err != nil {
 			return err
 		}
 	}
@@ -241,6 +248,7 @@ func (s *Supervisor) adopt(h *Handover, fds map[int]*os.File) error {
 			continue
 		}
 		in.state, in.message, in.goal = ih.State, ih.Message, goal(ih.Goal)
+		in.restartRequested, in.startAsked, in.waiveBackoff, in.stoppedFor = ih.RestartRequested, ih.StartAsked, ih.WaiveBackoff, ih.StoppedFor
 		in.procID, in.pid, in.startedAt, in.sandboxID = ih.ProcID, ih.Pid, ih.StartedAt, ih.SandboxID
 		in.restarts, in.oomKills, in.settled, in.afterExit, in.lastExit = ih.Restarts, ih.OOMKills, ih.Settled, ih.AfterExit, ih.LastExit
 		if ih.Backoff != nil {
@@ -290,6 +298,9 @@ func (s *Supervisor) checkHandoverLocked(ih *InstanceHandover, fds map[int]*os.F
 	}
 	if (ih.ProcID == "") != (ih.Pid == 0) || ih.ProcID != "" && ih.SandboxID == "" {
 		return fmt.Errorf("instance %s: a process without a pid or sandbox", ih.Key)
+	}
+	if ih.StoppedFor != "" && s.cfg.Program(ih.StoppedFor) == nil {
+		ih.StoppedFor = "" // a dependency gone from the config binds nothing
 	}
 	if len(ih.Pipes) > 2 {
 		return fmt.Errorf("instance %s: %d pipes", ih.Key, len(ih.Pipes))
