@@ -555,3 +555,36 @@ func zombiesOf(pid int) []int {
 	}
 	return out
 }
+
+// TestUpgradeWithRelativeRoot: the new binary parses the same command
+// line, so it starts where supervise was started: a relative --root and
+// config path mean what they meant.
+func TestUpgradeWithRelativeRoot(t *testing.T) {
+	needRoot(t)
+	dir := t.TempDir()
+	app := filepath.Join(dir, "app")
+	if err := os.MkdirAll(filepath.Join(dir, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(app, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(app, "supervise.toml"), []byte("[program.a]\ncommand = [\"sleep\", \"infinity\"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	exe := filepath.Join(dir, "bin", "supervise")
+	installBinary(t, upgradeBuild(t, "v1"), exe, 0o755)
+	d := startDaemonBinary(t, exe, dir, "supervise.toml", "--root", "app")
+	eventually(t, "a running", 60*time.Second, func() bool { return d.status()["a"].State == "Running" })
+	pid := d.status()["a"].Pid
+	installBinary(t, upgradeBuild(t, "v2"), exe, 0o755)
+	if out, code := d.ctl("upgrade"); code != 0 {
+		t.Fatalf("upgrade: exit %d: %s", code, out)
+	}
+	if v := d.version(); v.Version != "v2.0.0-test" {
+		t.Fatalf("supervise is %s, want v2.0.0-test", v.Version)
+	}
+	if st := d.status()["a"]; st.Pid != pid {
+		t.Errorf("a has pid %d, want %d", st.Pid, pid)
+	}
+}

@@ -312,6 +312,9 @@ func runPrograms(c *cli.Context, only []string) int {
 	if upErr != nil {
 		return giveBack(inherited, upErr)
 	}
+	// Where we were started: an upgrade execs the new binary from here,
+	// so that its --root and relative paths mean what they meant.
+	startDir, _ = os.Getwd()
 	r, err := loadRun(c, only)
 	if err != nil {
 		if inherited != nil {

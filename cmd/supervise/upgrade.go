@@ -308,7 +308,7 @@ func (u *upgrader) prepare(ctx context.Context) (ctl.UpgradeStarted, func(), err
 		u.log.Info("upgrading: executing the new binary", "path", path, "from", version.Version, "to", pr.version, "generation", st.Generation)
 		env := append(withoutEnv(os.Environ(), upgradeEnv, upgradeFailedEnv),
 			fmt.Sprintf("%s=%d,%d", upgradeEnv, mem.Fd(), oldExe.Fd()))
-		err := execInheriting(path, os.Args, env, fdsOf(inherit))
+		err := execFrom(startDir, path, os.Args, env, fdsOf(inherit))
 		// Still here: the exec failed and nothing was replaced.
 		undoAll()
 		u.generation = st.Generation
@@ -344,6 +344,24 @@ func execInheriting(path string, argv, env []string, fds []int) error {
 	err := unix.Exec(path, argv, env)
 	setCloexec(fds)
 	return err
+}
+
+// startDir is the working directory supervise run was started in, before
+// --root: the command line means the same from there.
+var startDir string
+
+// execFrom is execInheriting run from dir ("" the current one): the new
+// binary parses the same command line, whose --root and relative paths
+// are relative to where supervise was started.
+func execFrom(dir, path string, argv, env []string, fds []int) error {
+	cwd, err := os.Getwd()
+	if dir != "" && err == nil && dir != cwd {
+		if err := os.Chdir(dir); err != nil {
+			return fmt.Errorf("returning to %s: %w", dir, err)
+		}
+		defer os.Chdir(cwd) // the exec failed: back where we run
+	}
+	return execInheriting(path, argv, env, fds)
 }
 
 func setCloexec(fds []int) {
@@ -496,7 +514,7 @@ func (st *upgradeState) fallBack(cause error) error {
 	env := append(withoutEnv(os.Environ(), upgradeEnv, upgradeFailedEnv),
 		fmt.Sprintf("%s=%d,%d", upgradeEnv, memFD, exeFD),
 		upgradeFailedEnv+"="+truncate(strings.ReplaceAll(cause.Error(), "\n", " "), 1000))
-	return execInheriting("/proc/self/fd/"+strconv.Itoa(exeFD), os.Args, env, st.fds)
+	return execFrom(startDir, "/proc/self/fd/"+strconv.Itoa(exeFD), os.Args, env, st.fds)
 }
 
 // adopted finishes a take-over: the old binary's descriptors closed, the
