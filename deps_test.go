@@ -68,6 +68,7 @@ var imports = map[string][]string{
 	"bench/scale/forkcost":  {"golang.org/x/sys/unix"},
 	"bench/scrape":          {},
 	"bench/listen":          {"golang.org/x/sys/unix"},
+	"bench/upgrade":         {"ctl"},
 	"integration/v2vm/init": {"golang.org/x/sys/unix"},
 	"integration":           {},
 	"integration/soak":      {},

@@ -198,3 +198,26 @@ func (b *Crash) Len() int {
 	defer b.mu.Unlock()
 	return len(b.entries)
 }
+
+// Step is where a key stands in its backoff: the delay of its window and
+// when it was last moved. An upgrade in place carries it to the new
+// binary (Entry, then Restore), so that a crash loop keeps its pace.
+type Step struct {
+	Delay      time.Duration `json:"delay"`
+	LastUpdate time.Time     `json:"last_update"`
+}
+
+// Entry is key's step; ok is false when the key has none.
+func (b *Crash) Entry(key string) (s Step, ok bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e, ok := b.entries[key]
+	return Step{Delay: e.delay, LastUpdate: e.lastUpdate}, ok
+}
+
+// Restore sets key's step, its delay bounded to [0, Max].
+func (b *Crash) Restore(key string, s Step) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.entries[key] = crashEntry{delay: min(max(s.Delay, 0), b.max), lastUpdate: s.LastUpdate}
+}

@@ -166,3 +166,28 @@ func TestCrashZeroInitialWithMaxMeansNoDelay(t *testing.T) {
 		}
 	}
 }
+
+// Entry and Restore carry a key's step to another Crash (a new binary
+// after an upgrade in place): the window and the doubling go on.
+func TestCrashEntryRestore(t *testing.T) {
+	clk := fakeclock.New(time.Unix(1000, 0))
+	a := NewCrash(CrashConfig{Initial: 10 * time.Second, Max: time.Minute, Clock: clk})
+	a.Next("web", clk.Now())
+	a.Next("web", clk.Now())
+	step, ok := a.Entry("web")
+	if !ok || step.Delay != 20*time.Second {
+		t.Fatalf("Entry = %+v, %v; want a 20 s delay", step, ok)
+	}
+	b := NewCrash(CrashConfig{Initial: 10 * time.Second, Max: time.Minute, Clock: clk})
+	b.Restore("web", step)
+	if left := b.Left("web", clk.Now()); left != 20*time.Second {
+		t.Errorf("after Restore, Left = %v, want 20 s", left)
+	}
+	b.Restore("web", Step{Delay: time.Hour, LastUpdate: clk.Now()})
+	if got, _ := b.Entry("web"); got.Delay != time.Minute {
+		t.Errorf("a restored delay past Max is %v, want Max", got.Delay)
+	}
+	if _, ok := b.Entry("db"); ok {
+		t.Error("Entry of a key never seen says ok")
+	}
+}

@@ -46,6 +46,8 @@
 //	GET  /v1/events?follow=1             → stream of Event
 //	POST /v1/reload                      → {"ok": true}
 //	POST /v1/shutdown                    → {"ok": true}
+//	POST /v1/upgrade                     → {"from", "pid", "generation"}, then the exec
+//	GET  /v1/version                     → {"version", "pid", "exe", "upgrades"}
 //
 // wait (default true) makes start, restart and scale reply once what they
 // asked for is ready or has failed; timeout_ms (0: the program's rollout

@@ -112,18 +112,9 @@ func setDefault(d *time.Duration, v time.Duration) {
 // replaced; a live one is not ("supervise is already running on S", which
 // matches [ErrAlreadyRunning]).
 func (s *Server) Listen() error {
-	if s.cfg.Path == "" {
-		return errors.New("control socket: no path")
-	}
-	if s.cfg.Backend == nil {
-		return errors.New("control socket: no backend")
-	}
-	gid := -1
-	if s.cfg.Group != "" {
-		var err error
-		if gid, err = lookupGroup(s.cfg.Group); err != nil {
-			return fmt.Errorf("control socket %s: %w", s.cfg.Path, err)
-		}
+	gid, err := s.checkConfig()
+	if err != nil {
+		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -139,6 +130,70 @@ func (s *Server) Listen() error {
 	}
 	s.ln, s.sock, s.gid = ln, info, gid
 	return nil
+}
+
+// Adopt serves on f, the listening control socket inherited across an
+// upgrade in place, instead of binding a new one. The socket file at the
+// path must be the one f is bound to (Close removes only that one). The
+// listener is a copy: the caller still owns f.
+func (s *Server) Adopt(f *os.File) error {
+	gid, err := s.checkConfig()
+	if err != nil {
+		return err
+	}
+	fl, err := net.FileListener(f)
+	if err != nil {
+		return fmt.Errorf("control socket %s: adopting the inherited listener: %w", s.cfg.Path, err)
+	}
+	ln, ok := fl.(*net.UnixListener)
+	if !ok {
+		fl.Close()
+		return fmt.Errorf("control socket %s: the inherited listener is not a unix socket", s.cfg.Path)
+	}
+	ln.SetUnlinkOnClose(false)
+	info, err := os.Lstat(s.cfg.Path)
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("control socket %s: %w", s.cfg.Path, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.ln != nil {
+		ln.Close()
+		return errors.New("control socket: Adopt called twice or after Close")
+	}
+	s.ln, s.sock, s.gid = ln, info, gid
+	return nil
+}
+
+// ListenerFile is a duplicate of the listening socket, for a hand-over
+// to a new binary across an execve; the caller closes it.
+func (s *Server) ListenerFile() (*os.File, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln == nil {
+		return nil, errors.New("control socket: not listening")
+	}
+	return s.ln.File()
+}
+
+// checkConfig checks what Listen and Adopt need and returns the gid of
+// the socket's group (-1 for none).
+func (s *Server) checkConfig() (int, error) {
+	if s.cfg.Path == "" {
+		return -1, errors.New("control socket: no path")
+	}
+	if s.cfg.Backend == nil {
+		return -1, errors.New("control socket: no backend")
+	}
+	if s.cfg.Group == "" {
+		return -1, nil
+	}
+	gid, err := lookupGroup(s.cfg.Group)
+	if err != nil {
+		return -1, fmt.Errorf("control socket %s: %w", s.cfg.Path, err)
+	}
+	return gid, nil
 }
 
 func lookupGroup(g string) (int, error) {

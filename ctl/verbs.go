@@ -82,6 +82,8 @@ var verbTable = []*verbDef{
 		serve: ok(func(ctx context.Context, b Backend, _ *noArgs) error { return b.Reload(ctx) })},
 	{name: "shutdown", method: http.MethodPost, emptyBody: true,
 		serve: ok(func(ctx context.Context, b Backend, _ *noArgs) error { return b.Shutdown(ctx) })},
+	{name: "upgrade", method: http.MethodPost, emptyBody: true, serve: serveArgs(serveUpgrade)},
+	{name: "version", method: http.MethodGet, serve: serveArgs(serveVersion)},
 }
 
 // Fields several verbs refuse with the same words.

@@ -99,9 +99,15 @@ func writeConfig(t *testing.T, toml string) (dir, file string) {
 // startDaemon runs `supervise run -c file` with a socket in dir.
 func startDaemon(t *testing.T, dir, file string, extra ...string) *daemon {
 	t.Helper()
+	return startDaemonBinary(t, binary, dir, file, extra...)
+}
+
+// startDaemonBinary is startDaemon with another supervise binary.
+func startDaemonBinary(t *testing.T, exe, dir, file string, extra ...string) *daemon {
+	t.Helper()
 	d := &daemon{t: t, dir: dir, socket: filepath.Join(dir, "s.sock"), stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
 	args := append([]string{"run", "-c", file, "--socket", d.socket}, extra...)
-	d.cmd = exec.Command(binary, args...)
+	d.cmd = exec.Command(exe, args...)
 	d.cmd.Dir = dir
 	d.cmd.Stdout, d.cmd.Stderr = d.stdout, d.stderr
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

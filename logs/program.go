@@ -196,14 +196,22 @@ func (p *Program) startPumpLocked(stream string, r, w *os.File) {
 	// too, but not every way of starting a process goes through it).
 	w.Fd()
 	pump := newPump(r, p.Sink(stream), p.pumpConfig(stream))
-	pump.after = func() {
+	pump.after = p.afterPump(pump, r)
+	p.pipes[pump] = r
+	p.wg.Go(pump.run)
+}
+
+// afterPump forgets pump once it ended, and closes its pipe unless the
+// pump was detached for a hand-over (the pipe then lives on).
+func (p *Program) afterPump(pump *Pump, r *os.File) func() {
+	return func() {
 		p.mu.Lock()
 		delete(p.pipes, pump)
 		p.mu.Unlock()
-		r.Close()
+		if !pump.detached {
+			r.Close()
+		}
 	}
-	p.pipes[pump] = r
-	p.wg.Go(pump.run)
 }
 
 // Wait blocks until every pipe made so far has been read to its end, or

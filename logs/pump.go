@@ -40,6 +40,14 @@ type Pump struct {
 	lines  atomic.Int64
 	finish chan struct{}
 
+	// detaching asks the pump to stop at its next read without finishing
+	// the line it has begun (Program.Detach); detached and pending say it
+	// did, and what of that line it had read. Both are written before
+	// finish is closed.
+	detaching atomic.Bool
+	detached  bool
+	pending   []byte
+
 	// Sink error accounting, used only by the pump goroutine.
 	failing  bool
 	failures int
@@ -88,6 +96,12 @@ func (p *Pump) run() {
 		if n > 0 {
 			p.now = p.cfg.Now()
 			p.sp.advance(n)
+		}
+		if err != nil && p.detaching.Load() && errors.Is(err, os.ErrDeadlineExceeded) {
+			p.pending = bytes.Clone(p.sp.buf[p.sp.start:p.sp.end])
+			p.detached = true
+			p.flush()
+			break
 		}
 		if err != nil {
 			// What is left was read with the last data: it keeps that time.

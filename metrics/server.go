@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -143,8 +144,19 @@ func (h *Handler) readyz(w http.ResponseWriter, r *http.Request) {
 // Server is the HTTP listener of a Handler.
 type Server struct {
 	ln  net.Listener
+	tcp net.Listener // ln without the connection limit
 	hs  *http.Server
 	log *slog.Logger
+}
+
+// ListenerFile is a duplicate of the listening socket, for a hand-over
+// to a new binary across an execve; the caller closes it.
+func (s *Server) ListenerFile() (*os.File, error) {
+	fl, ok := s.tcp.(interface{ File() (*os.File, error) })
+	if !ok {
+		return nil, fmt.Errorf("metrics: listener %T has no descriptor", s.tcp)
+	}
+	return fl.File()
 }
 
 // Listen binds addr (HOST:PORT). Nothing is served before Serve.
@@ -155,6 +167,15 @@ func Listen(addr string, h http.Handler, log *slog.Logger) (*Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("metrics: listening on %s: %w", addr, err)
+	}
+	return ListenOn(ln, h, log), nil
+}
+
+// ListenOn serves h on ln, a listener already bound (one inherited
+// across an upgrade in place). Nothing is served before Serve.
+func ListenOn(ln net.Listener, h http.Handler, log *slog.Logger) *Server {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
 	const body = "too many connections to the metrics listener; try again\n"
 	limited := connlimit.New(ln, MaxConnections, "metrics listener", "text/plain; charset=utf-8", body, log)
@@ -178,7 +199,8 @@ func Listen(addr string, h http.Handler, log *slog.Logger) (*Server, error) {
 			MaxHeaderBytes:    16 << 10,
 			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 		},
-	}, nil
+		tcp: ln,
+	}
 }
 
 // client names who holds c, for sharing the listener's slots: the local

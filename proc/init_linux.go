@@ -95,7 +95,7 @@ func RunInit(argv []string, env []string) (syscall.WaitStatus, error) {
 	if os.Getpid() != 1 {
 		_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 	}
-	rp := newReaper()
+	rp := newReaper(nil)
 	defer rp.close()
 
 	path, err := execpath.Look(argv[0], env, "")
@@ -186,7 +186,7 @@ func sandboxInitMain() int {
 	if !in.isPID1 {
 		_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 	}
-	in.rp = newReaper()
+	in.rp = newReaper(nil)
 	go in.forward(sigs)
 
 	buf, oob := make([]byte, maxMessage), make([]byte, unix.CmsgSpace(8*4))

@@ -49,3 +49,7 @@ func (*Runtime) Exec(context.Context, string, ExecConfig) (ExecResult, error) {
 }
 
 func CloseOnExecFrom(int) error { return errors.ErrUnsupported }
+
+func (*Runtime) Freeze(context.Context) (Snapshot, func(), error) {
+	return Snapshot{}, nil, errors.ErrUnsupported
+}

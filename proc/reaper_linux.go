@@ -57,13 +57,18 @@ type reaper struct {
 	walks   atomic.Int64     // walks of every child so far
 }
 
-func newReaper() *reaper {
+// newReaper starts the reaper; waiting are children it must report
+// (adopted ones), registered before its first wait.
+func newReaper(waiting map[int]exitFunc) *reaper {
+	if waiting == nil {
+		waiting = make(map[int]exitFunc)
+	}
 	r := &reaper{
 		sigs:    make(chan os.Signal, 1),
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
 		sweep:   time.NewTimer(time.Hour),
-		waiting: make(map[int]exitFunc),
+		waiting: waiting,
 		traced:  make(map[int]bool),
 	}
 	r.sweep.Stop()

@@ -14,7 +14,7 @@ import (
 // TestReaperBurstOfExits: many children ending together are each reported
 // once with their own status, though the walks of a burst are shared.
 func TestReaperBurstOfExits(t *testing.T) {
-	r := newReaper()
+	r := newReaper(nil)
 	defer r.close()
 	const n = 100
 	got := make(chan [2]int, n)
@@ -64,7 +64,7 @@ func TestReaperBurstOfExits(t *testing.T) {
 // reported by its pid, then its exit once it was let go, while other
 // children run.
 func TestReaperTracedStop(t *testing.T) {
-	r := newReaper()
+	r := newReaper(nil)
 	defer r.close()
 	bystanders := make(chan struct{}, 20)
 	var pids []int

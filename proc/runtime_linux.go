@@ -154,6 +154,13 @@ func New(opts Options) (*Runtime, error) {
 		r.cg = nil
 		log.Info("running without cgroups: sandboxes cannot have limits", "err", r.cgErr)
 	}
+	if opts.Adopt != nil {
+		if err := opts.Adopt.Validate(); err != nil {
+			runtimeOpen.Store(false)
+			return nil, fmt.Errorf("adopting the runtime of the previous binary: %w", err)
+		}
+		inheritedTag = opts.Adopt.OwnerTag
+	}
 	r.sweepStale()
 	if os.Getpid() != 1 && !opts.NoSubreaper {
 		var was int32
@@ -166,8 +173,21 @@ func New(opts Options) (*Runtime, error) {
 			}
 		}
 	}
-	r.rp = newReaper()
 	r.events = newEventQueue()
+	waiting := map[int]exitFunc{}
+	if opts.Adopt != nil {
+		exits, w, err := r.adopt(opts.Adopt)
+		if err != nil {
+			r.events.close()
+			runtimeOpen.Store(false)
+			return nil, fmt.Errorf("adopting the runtime of the previous binary: %w", err)
+		}
+		waiting = w
+		for _, ev := range exits {
+			r.events.push(ev)
+		}
+	}
+	r.rp = newReaper(waiting)
 	return r, nil
 }
 
@@ -238,6 +258,9 @@ func (r *Runtime) newID(name string) string {
 // container's PID 1 restarted after a SIGKILL has the same pid and may get
 // the same namespace.
 var ownerTag = sync.OnceValue(func() string {
+	if inheritedTag != "" {
+		return inheritedTag // a new binary after an upgrade: the same run
+	}
 	// Not crypto/rand: it would link the whole of crypto into the inits.
 	// Not blocking either (a PID 1 may start before the pool is ready):
 	// the clock serves as well for keeping names apart.
@@ -257,6 +280,10 @@ var ownerTag = sync.OnceValue(func() string {
 	ino := strings.TrimSuffix(strings.TrimPrefix(ns, "pid:["), "]")
 	return fmt.Sprintf("%dn%s%s", os.Getpid(), ino, run)
 })
+
+// inheritedTag is the owner tag of the binary this one replaced by an
+// upgrade, set by New before anything asks for ownerTag.
+var inheritedTag string
 
 // initPidNS is the initial pid namespace (PROC_PID_INIT_INO).
 const initPidNS = "pid:[4026531836]"

@@ -33,6 +33,11 @@ type Options struct {
 	// failing its start: a developer's run of a project, where the limits
 	// are for production.
 	LimitsBestEffort bool
+	// Adopt takes over the sandboxes and processes of a runtime frozen
+	// in this process before an execve of a new binary (Runtime.Freeze):
+	// they are validated, registered with the reaper before its first
+	// wait, and their unhandled exits reported on Events.
+	Adopt *Snapshot
 }
 
 // Namespace names a Linux namespace a sandbox can have.

@@ -54,6 +54,13 @@ func (l *eventLog) push(ev ctl.Event) {
 	}
 }
 
+// history is the events kept, oldest first.
+func (l *eventLog) history() []ctl.Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.historyLocked()
+}
+
 func (l *eventLog) historyLocked() []ctl.Event {
 	if !l.full {
 		return append([]ctl.Event(nil), l.ring[:l.next]...)

@@ -51,9 +51,12 @@ type health struct {
 	// Guarded by Supervisor.mu.
 	notifyReady bool
 	logReady    bool
-	status      string // STATUS= of sd_notify
-	killReason  string // set when the run must end for its health
-	killCause   string // what failed, for a kill not a probe's (post_start)
+	// adoptedReady: the run was ready when an upgrade in place handed it
+	// over; it stays ready until the restarted probes have a verdict.
+	adoptedReady bool
+	status       string // STATUS= of sd_notify
+	killReason   string // set when the run must end for its health
+	killCause    string // what failed, for a kill not a probe's (post_start)
 	// notices: per probe kind, the last error or warning an event told
 	// of, so each new one is told once.
 	notices map[string]string
@@ -306,11 +309,15 @@ func readyLocked(in *instance) bool {
 	}
 	switch {
 	case h.probes != nil:
-		return h.probes.Status().Ready
+		st := h.probes.Status()
+		if _, judged := st.Last[probe.Readiness]; h.adoptedReady && !judged && !st.LivenessFailed {
+			return true
+		}
+		return st.Ready
 	case in.spec.Notify == config.NotifySdNotify, in.spec.Notify == config.NotifyFD:
 		return h.notifyReady
 	case in.spec.ReadyLogLine != "":
-		return h.logReady
+		return h.logReady || h.adoptedReady
 	}
 	return false
 }

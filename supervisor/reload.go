@@ -103,6 +103,9 @@ func (s *Supervisor) ApplyConfig(ctx context.Context, cfg *config.Config) error 
 	if s.shuttingDown {
 		return errors.New("supervise is shutting down")
 	}
+	if s.frozen {
+		return errUpgrading
+	}
 	// Sockets first: a reload that needs an impossible bind is refused
 	// before anything of it applies.
 	ch, err := s.listen.prepare(cfg)

@@ -53,6 +53,9 @@ func (s *Supervisor) scaleLocked(counts map[string]int) (scalePlan, error) {
 	if s.shuttingDown {
 		return plan, errors.New("supervise is shutting down")
 	}
+	if s.frozen {
+		return plan, errUpgrading
+	}
 	for _, name := range names {
 		if s.cfg.Program(name) == nil {
 			return plan, fmt.Errorf("%w %q", ctl.ErrUnknownProgram, name)

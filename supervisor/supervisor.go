@@ -95,6 +95,12 @@ type Options struct {
 	// dev runner's: a fast one-shot must not silence its neighbours); 0
 	// stops at once.
 	StartupGrace time.Duration
+	// Adopt is the state of the binary this one replaced by an upgrade in
+	// place, and AdoptFiles the descriptors it names by number: the
+	// instances take their processes, pipes and sockets back instead of
+	// starting. New takes ownership of the files it uses.
+	Adopt      *Handover
+	AdoptFiles map[int]*os.File
 }
 
 // Supervisor runs a set of programs.
@@ -152,6 +158,13 @@ type Supervisor struct {
 	// when no check waits.
 	lockCheckMu sync.Mutex
 	lockCheck   chan struct{}
+
+	// gate is held (read) by a worker for each reconcile, and (write) by
+	// Freeze, which so waits for the workers to be idle (upgrade.go).
+	gate sync.RWMutex
+	// frozen (under mu) refuses reloads and scales while Freeze holds the
+	// gate: what they change would not be in the hand-over.
+	frozen bool
 
 	listen listenSet  // the programs' listening sockets (listen.go)
 	watch  watchers   // file watchers of [program.N.watch]
@@ -212,11 +225,23 @@ func New(opts Options) (*Supervisor, error) {
 	}
 	s.logs.oneStream, s.logs.tty = opts.OneStream, opts.OneStream && opts.Tty
 	s.listen.log = log
+	if opts.Adopt != nil {
+		if err := s.listen.adopt(opts.Adopt.Sockets, opts.AdoptFiles); err != nil {
+			cancel()
+			return nil, fmt.Errorf("adopting the listen sockets: %w", err)
+		}
+	}
 	if err := s.openSockets(opts.Config); err != nil {
 		cancel()
 		return nil, err
 	}
 	s.apply(opts.Config)
+	if opts.Adopt != nil {
+		if err := s.adopt(opts.Adopt, opts.AdoptFiles); err != nil {
+			cancel()
+			return nil, fmt.Errorf("adopting the programs: %w", err)
+		}
+	}
 	return s, nil
 }
 
@@ -386,6 +411,8 @@ func (s *Supervisor) processNext() bool {
 		return false
 	}
 	defer s.queue.Done(key)
+	s.gate.RLock()
+	defer s.gate.RUnlock()
 	if err := s.reconcile(s.ctx, key); err != nil {
 		s.log.Error("reconcile failed; retrying", "program", key, "err", err,
 			"retries", s.queue.NumRequeues(key))

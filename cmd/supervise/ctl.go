@@ -173,6 +173,9 @@ func ctlVerbTable() []ctlVerb {
 				&cli.DurationFlag{Name: "interval", Value: 2 * time.Second, Usage: "time between refreshes"}}},
 		{name: "reload", usage: "re-read the config file and apply the changes", run: ctlBare("reload", "reloaded", (*ctl.Client).Reload)},
 		{name: "shutdown", usage: "stop every program and make supervise exit", run: ctlBare("shutdown", "shutting down", (*ctl.Client).Shutdown)},
+		{name: "upgrade", usage: "re-execute the supervise binary now at its path in place, every program kept running; exits 1 naming the cause when the new binary cannot take over (the old one carries on)",
+			run: ctlUpgrade},
+		{name: "version", usage: "show the running supervise's version, pid, binary and its upgrades", run: ctlVersion},
 	}
 }
 
@@ -384,7 +387,7 @@ func ctlStatus(ctx context.Context, e *ctlEnv) error {
 			return err
 		}
 	}
-	return nil
+	return statusUpgradeLine(ctx, e)
 }
 
 // ctlAct is a verb that acts on the programs named and returns nothing:

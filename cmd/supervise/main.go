@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -49,6 +50,10 @@ func main() {
 	}
 	if pid1.IsListenShim() {
 		os.Exit(pid1.ListenShimMain())
+	}
+	// A new binary checked by the running one before an upgrade in place.
+	if len(os.Args) == 2 && os.Args[1] == "upgrade-probe" {
+		os.Exit(upgradeProbeMain())
 	}
 	if filepath.Base(os.Args[0]) == "supervisectl" {
 		os.Exit(ctlMain(os.Args))
@@ -296,14 +301,25 @@ func runCommand(c *cli.Context) int { return runPrograms(c, nil) }
 // runPrograms is `supervise run`, or `supervise start NAME…` when only
 // names some programs: those and what they depend on.
 func runPrograms(c *cli.Context, only []string) int {
+	// After an upgrade in place: the old binary's state and descriptors.
+	inherited, upErr := inheritedUpgrade()
 	// What we inherited (a descriptor of the shell that started us) must
 	// not reach the programs, which may run as other users.
 	if err := proc.CloseOnExecFrom(3); err != nil {
 		fmt.Fprintln(os.Stderr, "supervise:", err)
 		return exitFailed
 	}
+	if upErr != nil {
+		return giveBack(inherited, upErr)
+	}
+	// Where we were started: an upgrade execs the new binary from here,
+	// so that its --root and relative paths mean what they meant.
+	startDir, _ = os.Getwd()
 	r, err := loadRun(c, only)
 	if err != nil {
+		if inherited != nil {
+			return giveBack(inherited, err)
+		}
 		printConfigError(err)
 		return exitUsage
 	}
@@ -311,34 +327,48 @@ func runPrograms(c *cli.Context, only []string) int {
 	log := r.log
 	slog.SetDefault(log)
 
-	rt, err := proc.New(proc.Options{Logger: log, LimitsBestEffort: r.devRunner})
+	opts := proc.Options{Logger: log, LimitsBestEffort: r.devRunner}
+	if inherited != nil {
+		opts.Adopt = &inherited.Runtime
+	}
+	rt, err := proc.New(opts)
 	if err != nil {
 		log.Error("starting the sandbox runtime", "err", err)
-		return exitFailed
+		return giveBack(inherited, err)
 	}
 	defer rt.Close()
-	if r.sup, err = r.newSupervisor(c, rt); err != nil {
+	if r.sup, err = r.newSupervisor(c, rt, inherited); err != nil {
 		log.Error("starting the supervisor", "err", err)
-		return exitFailed
+		return giveBack(inherited, err)
 	}
 	for _, sw := range rt.Swept() {
 		r.sup.Note(sw.Program, fmt.Sprintf("swept the leftovers of a dead supervisor: cgroup %s, %d process(es) killed", sw.Cgroup, sw.Killed))
 	}
 
+	r.up = &upgrader{rt: rt, sup: r.sup, log: log}
 	socket := r.socketPath(c)
-	srv := ctl.NewServer(ctl.ServerConfig{Path: socket, Group: r.cfg.Supervisor.SocketGroup, Backend: r.sup, Logger: log,
+	srv := ctl.NewServer(ctl.ServerConfig{Path: socket, Group: r.cfg.Supervisor.SocketGroup, Backend: backend{r.sup, r.up}, Logger: log,
 		MaxConns: r.cfg.Supervisor.MaxConnections, MaxFollowers: r.cfg.Supervisor.MaxFollowers})
-	if err := srv.Listen(); err != nil {
+	if inherited != nil {
+		err = srv.Adopt(inherited.controlFile())
+	} else {
+		err = srv.Listen()
+	}
+	if err != nil {
 		log.Error("control socket", "err", err)
-		return exitFailed
+		return giveBack(inherited, err)
 	}
 	// Closed (the socket removed) only once every actor has returned: the
 	// supervisor has stopped the programs by then.
 	defer srv.Close()
-	ms, httpAddr, err := r.listenMetrics(c, srv)
+	ms, httpAddr, err := r.listenMetrics(c, srv, inherited)
 	if err != nil {
 		log.Error("metrics listener", "err", err)
-		return exitFailed
+		return giveBack(inherited, err)
+	}
+	r.up.srv, r.up.ms = srv, ms
+	if inherited != nil {
+		inherited.adopted(r.up)
 	}
 
 	code := exitFailed
@@ -356,6 +386,7 @@ type run struct {
 	devRunner bool
 	log       *slog.Logger
 	sup       *supervisor.Supervisor
+	up        *upgrader
 
 	// stop is the supervisor's context: it ends with the first stop
 	// signal, or when the supervisor has ended on its own. The control
@@ -423,8 +454,15 @@ func (r *run) openLog(c *cli.Context) (close func()) {
 	}
 }
 
-func (r *run) newSupervisor(c *cli.Context, rt *proc.Runtime) (*supervisor.Supervisor, error) {
+func (r *run) newSupervisor(c *cli.Context, rt *proc.Runtime, inherited *upgradeState) (*supervisor.Supervisor, error) {
+	var adopt *supervisor.Handover
+	var files map[int]*os.File
+	if inherited != nil {
+		adopt, files = &inherited.Supervisor, inherited.files
+	}
 	return supervisor.New(supervisor.Options{
+		Adopt:      adopt,
+		AdoptFiles: files,
 		Config:     r.cfg,
 		Load:       r.load,
 		Runtime:    rt,
@@ -456,9 +494,16 @@ func (r *run) socketPath(c *cli.Context) string {
 
 // listenMetrics opens the metrics listener when one is asked for (nil
 // otherwise) and says its address.
-func (r *run) listenMetrics(c *cli.Context, srv *ctl.Server) (*metrics.Server, string, error) {
+func (r *run) listenMetrics(c *cli.Context, srv *ctl.Server, inherited *upgradeState) (*metrics.Server, string, error) {
 	addr := cmp.Or(c.String("http"), r.cfg.Supervisor.HTTP)
-	if addr == "" {
+	var ln net.Listener
+	if inherited != nil {
+		var err error
+		if ln, err = inherited.httpListener(); err != nil {
+			return nil, "", err
+		}
+	}
+	if addr == "" && ln == nil {
 		return nil, "", nil
 	}
 	h := metrics.NewHandler(r.sup, metrics.Build{Version: version.Version, GoVersion: runtime.Version()})
@@ -471,6 +516,12 @@ func (r *run) listenMetrics(c *cli.Context, srv *ctl.Server) (*metrics.Server, s
 		}
 		h.Control(srv.VerbHandler(), token)
 		r.log.Info("HTTP listener serves the control verbs to the token's holder", "token_file", tf)
+	}
+	if ln != nil {
+		// The old binary's listener, which never stopped taking
+		// connections: they waited in its backlog through the exec.
+		ms := metrics.ListenOn(ln, h, r.log)
+		return ms, ms.Addr().String(), nil
 	}
 	ms, err := metrics.Listen(addr, h, r.log)
 	if err != nil {
@@ -598,6 +649,8 @@ func (r *run) addSignals(g *rungroup.Group) {
 // SIGQUIT kills what is still stopping. A service's SIGHUP reloads.
 func (r *run) onSignal(sig os.Signal, stopping bool) bool {
 	switch {
+	case sig == syscall.SIGUSR2 && !stopping:
+		r.upgradeOnSignal()
 	case sig != syscall.SIGTERM && sig != syscall.SIGINT && sig != syscall.SIGHUP && sig != syscall.SIGQUIT:
 		r.log.Debug("signal ignored", "signal", sig.String())
 	case sig == syscall.SIGHUP && !r.devRunner:

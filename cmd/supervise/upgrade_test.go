@@ -1,0 +1,97 @@
+package main
+
+import (
+	"encoding/json"
+	"net"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/supervise-dev/supervise/supervisor"
+)
+
+func TestParseProbe(t *testing.T) {
+	r, err := parseProbe([]byte("supervise-upgrade-probe version=v2 formats=1,2\n"))
+	if err != nil || r.version != "v2" || strings.Join(r.formats, ",") != "1,2" {
+		t.Fatalf("parseProbe = %+v, %v", r, err)
+	}
+	for _, bad := range []string{"", "hello", "supervise-upgrade-probe version=v2", "supervise-upgrade-probe version= formats=1", "other version=v2 formats=1"} {
+		if _, err := parseProbe([]byte(bad)); err == nil {
+			t.Errorf("parseProbe(%q) took it", bad)
+		}
+	}
+}
+
+// stateFile writes st (any JSON) to a file the way the memfd carries it.
+func stateFile(t *testing.T, v any) *os.File {
+	t.Helper()
+	f, err := os.CreateTemp(t.TempDir(), "state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.NewEncoder(f).Encode(v); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+// The state is another binary's output: readState refuses what is not a
+// state of this format, descriptors out of range, named twice, or of the
+// wrong kind, before anything uses them.
+func TestReadStateRefusesBadInput(t *testing.T) {
+	ln, err := net.Listen("unix", t.TempDir()+"/s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	lf, err := ln.(*net.UnixListener).File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lf.Close()
+	sock := int(lf.Fd())
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	pipe := int(r.Fd())
+	good := func() upgradeState {
+		return upgradeState{Format: handoverFormat, Generation: 1, ControlFD: sock, HTTPFD: -1}
+	}
+	withPipe := func(fd int) upgradeState {
+		st := good()
+		st.Supervisor.Instances = []supervisor.InstanceHandover{{Key: "a", Pipes: []supervisor.PipeHandover{{Stream: "stdout", FD: fd}}}}
+		return st
+	}
+	cases := []struct {
+		name string
+		v    any
+		want string
+	}{
+		{"not JSON", "][", "decoding"},
+		{"another format", upgradeState{Format: "99", Generation: 1}, "state format"},
+		{"no generation", upgradeState{Format: handoverFormat}, "history"},
+		{"stdio as control", func() upgradeState { s := good(); s.ControlFD = 1; return s }(), "out of range"},
+		{"closed descriptor", func() upgradeState { s := good(); s.ControlFD = 999999; return s }(), "descriptor 999999"},
+		{"pipe as control", func() upgradeState { s := good(); s.ControlFD = pipe; return s }(), "not the right kind"},
+		{"socket as pipe", withPipe(sock), "out of range or named twice"},
+		{"control as HTTP", func() upgradeState { s := good(); s.HTTPFD = sock; return s }(), "named twice"},
+	}
+	for _, c := range cases {
+		st := &upgradeState{keep: map[int]*os.File{}}
+		err := readState(stateFile(t, c.v), st)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: readState = %v, want an error with %q", c.name, err, c.want)
+		}
+	}
+	st := &upgradeState{keep: map[int]*os.File{}}
+	if err := readState(stateFile(t, withPipe(pipe)), st); err != nil {
+		t.Fatalf("a good state: %v", err)
+	}
+	if st.files[pipe] == nil || st.files[sock] == nil {
+		t.Errorf("files %v, want the pipe and the socket", st.files)
+	}
+}

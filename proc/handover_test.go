@@ -1,0 +1,47 @@
+//go:build linux
+
+package proc
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+// A snapshot comes from another binary: Validate refuses an owner tag
+// that is not ours, ids that are not the runtime's or repeat, and a
+// running process that is not a child of this process.
+func TestSnapshotValidateRefuses(t *testing.T) {
+	tag := ownerTag()
+	sb := func(id string, procs ...ProcessSnapshot) SandboxSnapshot {
+		return SandboxSnapshot{ID: id, Config: SandboxConfig{Name: "web"}, Processes: procs}
+	}
+	pr := func(id string, pid int) ProcessSnapshot {
+		return ProcessSnapshot{ID: id, Pid: pid, StopSignal: 15}
+	}
+	id := func(n string) string { return "web-" + tag + "-" + n }
+	cases := []struct {
+		name string
+		s    Snapshot
+		want string
+	}{
+		{"another tag", Snapshot{OwnerTag: "999999999s1r00"}, "owner tag"},
+		{"garbage tag", Snapshot{OwnerTag: "x/../y"}, "owner tag"},
+		{"bad id", Snapshot{OwnerTag: tag, Sandboxes: []SandboxSnapshot{sb("../etc")}}, "not a runtime id"},
+		{"repeated id", Snapshot{OwnerTag: tag, Sandboxes: []SandboxSnapshot{sb(id("1")), sb(id("1"))}}, "repeated"},
+		{"not our child", Snapshot{OwnerTag: tag, Sandboxes: []SandboxSnapshot{sb(id("1"), pr(id("2"), os.Getppid()))}}, "not a child of ours"},
+		{"pid 1", Snapshot{OwnerTag: tag, Sandboxes: []SandboxSnapshot{sb(id("1"), pr(id("2"), 1))}}, "pid 1"},
+		{"namespaces", Snapshot{OwnerTag: tag, Sandboxes: []SandboxSnapshot{{ID: id("1"), Config: SandboxConfig{Name: "web", Namespaces: []Namespace{NamespacePID}}}}}, "cannot be adopted"},
+		{"bad signal", Snapshot{OwnerTag: tag, Sandboxes: []SandboxSnapshot{sb(id("1"), ProcessSnapshot{ID: id("2"), Pid: 12345, StopSignal: 99})}}, "stop signal"},
+	}
+	for _, c := range cases {
+		err := c.s.Validate()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: Validate = %v, want an error with %q", c.name, err, c.want)
+		}
+	}
+	ok := Snapshot{OwnerTag: tag, Sandboxes: []SandboxSnapshot{sb(id("1"))}}
+	if err := ok.Validate(); err != nil {
+		t.Errorf("a sandbox with no process: %v", err)
+	}
+}

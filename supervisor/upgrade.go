@@ -1,0 +1,380 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/supervise-dev/supervise/backoff"
+	"github.com/supervise-dev/supervise/ctl"
+	"github.com/supervise-dev/supervise/internal/sockets"
+	"github.com/supervise-dev/supervise/logs"
+)
+
+// The supervisor's part of an upgrade in place (an execve of a new
+// supervise binary in the same process): Freeze pauses the workers and
+// detaches everything that must survive, the caller execs, and the new
+// binary's New adopts the Handover (Options.Adopt) instead of starting
+// what runs.
+
+// Handover is the supervisor's state across an upgrade. The descriptors
+// it names are inherited: the caller clears their close-on-exec flag.
+type Handover struct {
+	Instances []InstanceHandover `json:"instances"`
+	Sockets   []SocketHandover   `json:"sockets"`
+	Scaled    map[string]int     `json:"scaled,omitempty"`
+	Events    []ctl.Event        `json:"events,omitempty"`
+}
+
+// InstanceHandover is one instance: what status shows, its process, its
+// pipes and its recent lines.
+type InstanceHandover struct {
+	Key     string `json:"key"`
+	State   State  `json:"state"`
+	Message string `json:"message,omitempty"`
+	Goal    int    `json:"goal"`
+	// The asks not yet taken by a reconcile (see askStartLocked).
+	RestartRequested bool           `json:"restart_requested,omitempty"`
+	StartAsked       bool           `json:"start_asked,omitempty"`
+	WaiveBackoff     bool           `json:"waive_backoff,omitempty"`
+	StoppedFor       string         `json:"stopped_for,omitempty"`
+	ProcID           string         `json:"proc_id,omitempty"`
+	Pid              int            `json:"pid,omitempty"`
+	StartedAt        time.Time      `json:"started_at"`
+	SandboxID        string         `json:"sandbox_id,omitempty"`
+	Ready            bool           `json:"ready,omitempty"`
+	Restarts         int            `json:"restarts"`
+	OOMKills         int            `json:"oom_kills,omitempty"`
+	Settled          bool           `json:"settled,omitempty"`
+	AfterExit        bool           `json:"after_exit,omitempty"`
+	LastExit         *exitInfo      `json:"last_exit,omitempty"`
+	Backoff          *backoff.Step  `json:"backoff,omitempty"`
+	Pipes            []PipeHandover `json:"pipes,omitempty"`
+	Lines            []logs.Line    `json:"lines,omitempty"`
+}
+
+// PipeHandover is the read end of one output pipe and the start of a line
+// read from it before the exec.
+type PipeHandover struct {
+	Stream  string `json:"stream"`
+	FD      int    `json:"fd"`
+	Pending []byte `json:"pending,omitempty"`
+}
+
+// SocketHandover is one held listening socket.
+type SocketHandover struct {
+	Key  string       `json:"key"`
+	Spec sockets.Spec `json:"spec"`
+	FD   int          `json:"fd"`
+}
+
+// Frozen is a supervisor paused for an upgrade: its workers idle, its log
+// pumps stopped at a read boundary. Files are the descriptors the state
+// names; Thaw undoes it all when the exec does not happen.
+type Frozen struct {
+	State Handover
+	Files []*os.File
+	Thaw  func()
+}
+
+// Freeze pauses the supervisor for an upgrade. It waits (until ctx ends)
+// for the workers to finish what they do, and refuses while an instance
+// cannot be handed over: a start or stop under way, a pseudo-terminal,
+// or a readiness notification socket or descriptor (not passed on).
+func (s *Supervisor) Freeze(ctx context.Context) (*Frozen, error) {
+	for !s.gate.TryLock() {
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("the workers are busy (a start or stop under way): %w", ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	thawed := false
+	var resume []func()
+	thaw := func() {
+		if thawed {
+			return
+		}
+		thawed = true
+		for _, f := range resume {
+			f()
+		}
+		s.mu.Lock()
+		s.frozen = false
+		s.mu.Unlock()
+		s.gate.Unlock()
+	}
+	fail := func(err error) (*Frozen, error) {
+		thaw()
+		return nil, err
+	}
+	s.mu.Lock()
+	if s.shuttingDown {
+		s.mu.Unlock()
+		return fail(errors.New("supervise is shutting down"))
+	}
+	s.frozen = true
+	var st Handover
+	st.Scaled = s.scaled
+	for _, key := range s.sortedKeysLocked() {
+		in := s.instances[key]
+		switch {
+		case in.state == Starting || in.state == Stopping || in.startingID != "":
+			s.mu.Unlock()
+			return fail(fmt.Errorf("program %s is %s", key, in.state))
+		case in.logs.tty:
+			s.mu.Unlock()
+			return fail(fmt.Errorf("program %s writes to a pseudo-terminal, which cannot be handed over", key))
+		case in.health != nil && (in.health.sock != nil || in.health.fd != nil):
+			s.mu.Unlock()
+			return fail(fmt.Errorf("program %s has a readiness notification socket, which cannot be handed over", key))
+		}
+		ih := InstanceHandover{
+			Key: key, State: in.state, Message: in.message, Goal: int(in.goal),
+			ProcID: in.procID, Pid: in.pid, StartedAt: in.startedAt, SandboxID: in.sandboxID,
+			Ready: in.ready, Restarts: in.restarts, OOMKills: in.oomKills, Settled: in.settled,
+			AfterExit: in.afterExit, LastExit: in.lastExit,
+			RestartRequested: in.restartRequested, StartAsked: in.startAsked,
+			WaiveBackoff: in.waiveBackoff, StoppedFor: in.stoppedFor,
+		}
+		if step, ok := in.backoff.Entry(key); ok {
+			ih.Backoff = &step
+		}
+		st.Instances = append(st.Instances, ih)
+	}
+	progs := map[string]*instLogs{}
+	for _, in := range s.instances {
+		progs[in.key] = in.logs
+	}
+	st.Events = s.events.history()
+	s.mu.Unlock()
+
+	// The pumps: stopped between two reads, each pipe kept with what it
+	// had read of an unfinished line.
+	var files []*os.File
+	for i := range st.Instances {
+		ih := &st.Instances[i]
+		il := progs[ih.Key]
+		ds, err := il.prog.Detach(ctx)
+		resume = append(resume, func() { il.prog.Resume(ds) })
+		if err != nil {
+			return fail(err)
+		}
+		for _, d := range ds {
+			fd, err := rawFD(d.File)
+			if err != nil {
+				return fail(err)
+			}
+			ih.Pipes = append(ih.Pipes, PipeHandover{Stream: d.Stream, FD: fd, Pending: d.Pending})
+			files = append(files, d.File)
+		}
+		ih.Lines = il.ring.Last(-1)
+	}
+	s.listen.mu.Lock()
+	for key, sk := range s.listen.held {
+		f := sk.File()
+		fd, err := rawFD(f)
+		if err != nil {
+			s.listen.mu.Unlock()
+			return fail(err)
+		}
+		st.Sockets = append(st.Sockets, SocketHandover{Key: key, Spec: sk.Spec(), FD: fd})
+		files = append(files, f)
+	}
+	s.listen.mu.Unlock()
+	return &Frozen{State: st, Files: files, Thaw: thaw}, nil
+}
+
+// errUpgrading refuses what would change the state being handed over.
+var errUpgrading = errors.New("an upgrade in place is under way; try again")
+
+// rawFD is f's descriptor, without os.File.Fd's switch to blocking mode:
+// the new binary's poller needs the pipe non-blocking.
+func rawFD(f *os.File) (int, error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	fd := -1
+	if err := rc.Control(func(u uintptr) { fd = int(u) }); err != nil {
+		return 0, err
+	}
+	return fd, nil
+}
+
+// Limits on what a hand-over may hold: it is input to another binary.
+const (
+	maxHandoverInstances = 100000
+	maxHandoverLines     = 100000
+	maxPending           = 1 << 20
+)
+
+// adopt takes over h after the config has been applied: the instances
+// get their state, process and pipes back; Run then reconciles them as
+// usual (a running process is left alone). fds are the inherited
+// descriptors by number, checked by the caller to be open and of the
+// right kind; adopt takes ownership of those it uses.
+func (s *Supervisor) adopt(h *Handover, fds map[int]*os.File) error {
+	if len(h.Instances) > maxHandoverInstances {
+		return fmt.Errorf("%d instances, at most %d", len(h.Instances), maxHandoverInstances)
+	}
+	take := func(fd int) (*os.File, error) {
+		f := fds[fd]
+		if f == nil {
+			return nil, fmt.Errorf("descriptor %d was not passed", fd)
+		}
+		delete(fds, fd)
+		return f, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for n, c := range h.Scaled {
+		if c < 0 || c > 10000 {
+			return fmt.Errorf("scale of %s: %d", n, c)
+		}
+	}
+	// Every check first: a hand-over refused here leaves nothing begun,
+	// and the old binary takes its programs back.
+	for i := range h.Instances {
+		if err := s.checkHandoverLocked(&h.Instances[i], fds); err != nil {
+			return err
+		}
+	}
+	for _, ih := range h.Instances {
+		in := s.instances[ih.Key]
+		if in == nil {
+			continue
+		}
+		in.state, in.message, in.goal = ih.State, ih.Message, goal(ih.Goal)
+		in.restartRequested, in.startAsked, in.waiveBackoff, in.stoppedFor = ih.RestartRequested, ih.StartAsked, ih.WaiveBackoff, ih.StoppedFor
+		in.procID, in.pid, in.startedAt, in.sandboxID = ih.ProcID, ih.Pid, ih.StartedAt, ih.SandboxID
+		in.restarts, in.oomKills, in.settled, in.afterExit, in.lastExit = ih.Restarts, ih.OOMKills, ih.Settled, ih.AfterExit, ih.LastExit
+		if ih.Backoff != nil {
+			in.backoff.Restore(in.key, *ih.Backoff)
+		}
+		if ih.SandboxID != "" {
+			in.run.sandboxCfg = sandboxConfig(in.spec, in.key)
+		}
+		for _, l := range ih.Lines {
+			_ = in.logs.ring.WriteLine(l)
+		}
+		for _, p := range ih.Pipes {
+			f, _ := take(p.FD)
+			in.logs.prog.Adopt(p.Stream, f, p.Pending)
+		}
+		if in.procID != "" && in.state == Running {
+			hl := &health{since: s.clock.Now(), adoptedReady: ih.Ready}
+			in.health = hl
+			s.startHealth(in, hl, in.sandboxID, programEnv(in.spec, in, in.lastExit))
+			in.ready = readyLocked(in)
+		}
+	}
+	if h.Scaled != nil {
+		s.scaled = h.Scaled
+	}
+	for _, ev := range h.Events {
+		s.events.push(ev)
+	}
+	return nil
+}
+
+// checkHandoverLocked checks one instance of a hand-over against the
+// config just applied.
+func (s *Supervisor) checkHandoverLocked(ih *InstanceHandover, fds map[int]*os.File) error {
+	in := s.instances[ih.Key]
+	if in == nil {
+		if ih.ProcID != "" {
+			return fmt.Errorf("instance %s runs but is not in the config any more (reload before an upgrade)", ih.Key)
+		}
+		return nil
+	}
+	if _, ok := transitions[ih.State]; !ok || ih.State == Starting || ih.State == Stopping {
+		return fmt.Errorf("instance %s: state %q", ih.Key, ih.State)
+	}
+	if ih.Goal < int(goalRun) || ih.Goal > int(goalRemove) || ih.Restarts < 0 || len(ih.Lines) > maxHandoverLines {
+		return fmt.Errorf("instance %s: bad goal, restarts or lines", ih.Key)
+	}
+	if (ih.ProcID == "") != (ih.Pid == 0) || ih.ProcID != "" && ih.SandboxID == "" {
+		return fmt.Errorf("instance %s: a process without a pid or sandbox", ih.Key)
+	}
+	if ih.StoppedFor != "" && s.cfg.Program(ih.StoppedFor) == nil {
+		ih.StoppedFor = "" // a dependency gone from the config binds nothing
+	}
+	if len(ih.Pipes) > 2 {
+		return fmt.Errorf("instance %s: %d pipes", ih.Key, len(ih.Pipes))
+	}
+	for _, p := range ih.Pipes {
+		if p.Stream != logs.Stdout && p.Stream != logs.Stderr || len(p.Pending) > maxPending {
+			return fmt.Errorf("instance %s: pipe of stream %q", ih.Key, p.Stream)
+		}
+		if fds[p.FD] == nil {
+			return fmt.Errorf("instance %s: descriptor %d was not passed", ih.Key, p.FD)
+		}
+	}
+	return nil
+}
+
+// adoptSockets puts the inherited listening sockets in the set before the
+// config's are bound, so that the held ones are not bound a second time.
+func (l *listenSet) adopt(socks []SocketHandover, fds map[int]*os.File) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.held == nil {
+		l.held = map[string]*sockets.Socket{}
+	}
+	for _, sh := range socks {
+		f := fds[sh.FD]
+		if f == nil {
+			return fmt.Errorf("listen socket %s: descriptor %d was not passed", sh.Key, sh.FD)
+		}
+		if sh.Spec.Key() != sh.Key {
+			return fmt.Errorf("listen socket %s: its spec says %s", sh.Key, sh.Spec.Key())
+		}
+		sk, err := sockets.Adopt(sh.Spec, f)
+		if err != nil {
+			return err
+		}
+		delete(fds, sh.FD)
+		l.held[sh.Key] = sk
+	}
+	return nil
+}
+
+// CheckUpgrade reads the config file as the new binary will on its start,
+// and refuses an upgrade it would not take: a file with errors, or a
+// running instance the file no longer names (the new binary could not
+// adopt it, nor could the old one taking it back).
+func (s *Supervisor) CheckUpgrade() error {
+	s.mu.Lock()
+	file := s.cfg.File
+	s.mu.Unlock()
+	cfg, err := s.load(file)
+	if err != nil {
+		return fmt.Errorf("the config file has errors, which the new binary would meet on its start: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	named := map[string]bool{}
+	for _, p := range cfg.Programs {
+		for _, k := range s.instanceKeysLocked(p) {
+			named[k] = true
+		}
+	}
+	for key, in := range s.instances {
+		if in.procID == "" {
+			continue
+		}
+		if !named[key] {
+			return fmt.Errorf("program %s runs but the config file no longer has it: reload first", key)
+		}
+		// The new binary takes the file as it is now: a running process
+		// started from another command line would go on as if it had this
+		// one. A reload restarts it; the upgrade waits for that.
+		if np := cfg.Program(in.spec.Name); np != nil && in.spec.NeedsNewProcess(np) {
+			return fmt.Errorf("program %s changed in the config file since it started (a reload restarts it): reload first", key)
+		}
+	}
+	return nil
+}
