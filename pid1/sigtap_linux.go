@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -34,7 +35,13 @@ import (
 // of the runtime's: it writes each siginfo to a pipe (one write system
 // call, no Go runtime) and returns, or, for a signal this process caused
 // itself, goes on to the runtime's handler. A goroutine reads the pipe and
-// passes the signals on in the order they came. Faults (SIGSEGV from a nil
+// passes the signals on in the order they came.
+//
+// Latency: once the command runs, the trampoline also forwards what the
+// init only passes on with one kill(2) of its own, before the write (see
+// the .s file); the Go side then only keeps count. Through the pipe, the
+// reader and the init's goroutine, a signal took two thread wake-ups more
+// than tini's sigtimedwait loop before it reached kill(2). Faults (SIGSEGV from a nil
 // dereference and the like) still reach the runtime's handler, so panics
 // work as before; sent by another process they are just signals.
 //
@@ -60,6 +67,25 @@ var (
 	tapPrev       [65]sigaction_      // what each tapped signal had before, restored on release
 )
 
+// Forwarding from the trampoline (see sigtap_linux_amd64.s): the Run that
+// holds the tap sets the tables, then arms it with the command's pid
+// (tapSetTarget) once the command runs. Written by Go only while tapTarget
+// is 0, or atomically.
+var (
+	tapFwd     [65]uint8 // the signal each received one is forwarded as (a rewrite's); 0: the Go side decides
+	tapStopSig [65]uint8 // 1: a stop request (isStopRequest)
+	tapTarget  int32     // kill(2)'s pid: the command, minus its process group; 0: disarmed
+	tapBusy    int32     // handlers between reading tapTarget and the return of their kill(2) (atomic)
+	tapStopped int32     // set by a stop request the trampoline forwarded (atomic)
+)
+
+// Where the trampoline marks a record it forwarded, in the siginfo's tail
+// that no signal uses.
+const (
+	tapMarkForwarded = 120 // int32: 1 when forwarded
+	tapMarkErrno     = 124 // int32: kill(2)'s return, 0 or -errno
+)
+
 const (
 	siginfoSize = 128
 	saSiginfo   = 0x4        // SA_SIGINFO
@@ -67,20 +93,74 @@ const (
 )
 
 // tapSignal is a signal that came through the tap; for SIGPIPE, SIGURG
-// and SIGPROF that means another process sent it.
-type tapSignal syscall.Signal
+// and SIGPROF that means another process sent it. forwarded says the
+// trampoline passed it on already, err is what its kill(2) returned.
+type tapSignal struct {
+	sig       syscall.Signal
+	forwarded bool
+	err       syscall.Errno
+}
 
 func (s tapSignal) Signal()        {}
-func (s tapSignal) String() string { return syscall.Signal(s).String() }
+func (s tapSignal) String() string { return s.sig.String() }
 
 // received unwraps what came on a signal channel: the tap's or os/signal's.
 func received(s os.Signal) (sig syscall.Signal, tapped bool) {
 	if t, ok := s.(tapSignal); ok {
-		return syscall.Signal(t), true
+		return t.sig, true
 	}
 	sig, _ = s.(syscall.Signal)
 	return sig, false
 }
+
+// forwardedByTap reports whether the trampoline already forwarded s, and
+// how its kill(2) went.
+func forwardedByTap(s os.Signal) (done bool, err error) {
+	t, ok := s.(tapSignal)
+	if !ok || !t.forwarded {
+		return false, nil
+	}
+	if t.err != 0 {
+		return true, t.err
+	}
+	return true, nil
+}
+
+// tapSetForwarding fills the trampoline's tables: fwd says what each
+// signal is forwarded as (0: not by the trampoline). Only the holder of
+// the tap may call it, while disarmed.
+func tapSetForwarding(fwd func(syscall.Signal) syscall.Signal) {
+	for sig := syscall.Signal(1); sig < syscall.Signal(len(tapFwd)); sig++ {
+		to := fwd(sig)
+		if to < 0 || to >= syscall.Signal(len(tapFwd)) {
+			to = 0
+		}
+		tapFwd[sig] = uint8(to)
+		tapStopSig[sig] = 0
+		if to != 0 && isStopRequest(sig) {
+			tapStopSig[sig] = 1
+		}
+	}
+	atomic.StoreInt32(&tapStopped, 0)
+}
+
+// tapSetTarget arms the trampoline to forward to pid (kill(2)'s argument:
+// negative for a process group), or disarms it (0). Disarming returns once
+// no handler is still about to signal the old target: after it, the
+// caller may reap that process.
+func tapSetTarget(pid int) {
+	atomic.StoreInt32(&tapTarget, int32(pid))
+	if pid != 0 {
+		return
+	}
+	for atomic.LoadInt32(&tapBusy) != 0 {
+		runtime.Gosched() // a handler on another thread, one system call from done
+	}
+}
+
+// tapStopRequested reports whether the trampoline forwarded a stop request
+// since tapSetForwarding.
+func tapStopRequested() bool { return atomic.LoadInt32(&tapStopped) != 0 }
 
 // tapKind says how the trampoline treats sig. The runtime needs what it
 // causes itself of these: SIGPIPE (our writes to a closed pipe), SIGURG
@@ -110,10 +190,13 @@ var tap struct {
 // to chld instead, which should hold one: a SIGCHLD is never dropped, only
 // coalesced with one not yet taken, so that a flood of other signals can
 // never hide an exit (the reaper would wait for the next one).
-func catchSignals(out, chld chan<- os.Signal, sigs []syscall.Signal, log *slog.Logger) (release func()) {
+//
+// tapped says the tap took them: the caller then holds the trampoline's
+// forwarding (tapSetForwarding, tapSetTarget).
+func catchSignals(out, chld chan<- os.Signal, sigs []syscall.Signal, log *slog.Logger) (release func(), tapped bool) {
 	release, err := tapSignals(out, chld, sigs)
 	if err == nil {
-		return release
+		return release, true
 	}
 	log.Debug("signals through os/signal: SIGPIPE, SIGURG and SIGPROF sent to the init are not forwarded", "err", err)
 	var notify []os.Signal
@@ -134,7 +217,7 @@ func catchSignals(out, chld chan<- os.Signal, sigs []syscall.Signal, log *slog.L
 		if chld != nil {
 			signal.Stop(chld)
 		}
-	}
+	}, false
 }
 
 // sigaction_ is struct sigaction of rt_sigaction(2) on Linux.
@@ -264,8 +347,13 @@ func readTap(r *os.File) {
 			if tap.out == nil || signo == uint32(unix.SIGCHLD) { // see tapChild below
 				continue
 			}
+			ts := tapSignal{sig: syscall.Signal(signo)}
+			if binary.NativeEndian.Uint32(data[tapMarkForwarded:]) == 1 {
+				ts.forwarded = true
+				ts.err = syscall.Errno(-int32(binary.NativeEndian.Uint32(data[tapMarkErrno:])))
+			}
 			select {
-			case tap.out <- tapSignal(signo):
+			case tap.out <- ts:
 			default:
 			}
 		}
@@ -273,7 +361,7 @@ func readTap(r *os.File) {
 		// before the pipe we just read from was full.
 		if atomic.SwapInt32(&tapChild, 0) != 0 && tap.chld != nil {
 			select {
-			case tap.chld <- tapSignal(unix.SIGCHLD):
+			case tap.chld <- tapSignal{sig: unix.SIGCHLD}:
 			default: // one is pending: the same to a reaper
 			}
 		}
