@@ -82,13 +82,14 @@ func newDirect(cfg *Config) *direct {
 	d.uncatch, d.tapped = catchSignals(d.sigs, d.chld, handledSignals(), d.log)
 	if d.tapped {
 		// What handle would forward, the trampoline does while the
-		// command runs (armed in runOnce).
+		// command runs (armed in runOnce). Its records come only to be
+		// logged, or when kill failed.
 		tapSetForwarding(func(sig syscall.Signal) syscall.Signal {
 			if !forwardable(sig, true) {
 				return 0
 			}
 			return cfg.rewrite(sig)
-		})
+		}, d.log.Enabled(context.Background(), slog.LevelDebug))
 	}
 	if !d.isPID1 {
 		var was int32

@@ -77,6 +77,9 @@ var (
 	tapTarget  int32     // kill(2)'s pid: the command, minus its process group; 0: disarmed
 	tapBusy    int32     // handlers between reading tapTarget and the return of their kill(2) (atomic)
 	tapStopped int32     // set by a stop request the trampoline forwarded (atomic)
+	// 1: write the record of every forwarded signal, not only of those
+	// kill(2) failed to send (for a log that names each).
+	tapRecordForwarded int32
 )
 
 // Where the trampoline marks a record it forwarded, in the siginfo's tail
@@ -127,9 +130,14 @@ func forwardedByTap(s os.Signal) (done bool, err error) {
 }
 
 // tapSetForwarding fills the trampoline's tables: fwd says what each
-// signal is forwarded as (0: not by the trampoline). Only the holder of
-// the tap may call it, while disarmed.
-func tapSetForwarding(fwd func(syscall.Signal) syscall.Signal) {
+// signal is forwarded as (0: not by the trampoline); recordAll asks for
+// the record of every forwarded signal, not only of failed ones. Only the
+// holder of the tap may call it, while disarmed.
+func tapSetForwarding(fwd func(syscall.Signal) syscall.Signal, recordAll bool) {
+	atomic.StoreInt32(&tapRecordForwarded, 0)
+	if recordAll {
+		atomic.StoreInt32(&tapRecordForwarded, 1)
+	}
 	for sig := syscall.Signal(1); sig < syscall.Signal(len(tapFwd)); sig++ {
 		to := fwd(sig)
 		if to < 0 || to >= syscall.Signal(len(tapFwd)) {
@@ -267,7 +275,7 @@ func tapSignals(out, chld chan<- os.Signal, sigs []syscall.Signal) (release func
 		return nil, errors.New("signal tap: already taken")
 	}
 	atomic.StoreInt32(&tapPid, int32(os.Getpid()))
-	var done []syscall.Signal
+	done := make([]syscall.Signal, 0, len(sigs))
 	undo := func() {
 		for _, sig := range done {
 			if sig == unix.SIGPIPE {
@@ -287,29 +295,40 @@ func tapSignals(out, chld chan<- os.Signal, sigs []syscall.Signal) (release func
 			// so that no command inherits the SIG_IGN.
 			signal.Ignore(unix.SIGPIPE)
 		}
+		// One rt_sigaction that installs and returns the old handler (an
+		// init's start pays ~60 of them). Until the old one is read back,
+		// what this process causes of a filtered signal goes where the
+		// runtime's would: its one handler for every signal (tmpl's), or
+		// SIG_IGN for SIGPIPE (see above).
+		mode := tapKind(sig)
+		next := tmpl.handler
+		if sig == unix.SIGPIPE {
+			next = 1 // SIG_IGN
+		}
+		if tapMode[sig] == tapOff {
+			tapNext[sig] = next
+		}
+		tapMode[sig] = mode
+		act := tmpl
+		act.handler = tapTrampolineAddr()
 		var old sigaction_
-		if err := rtSigaction(sig, nil, &old); err != nil {
+		if err := rtSigaction(sig, &act, &old); err != nil {
+			tapMode[sig] = tapOff
 			undo()
-			return nil, fmt.Errorf("signal tap: reading the %v handler: %w", sig, err)
+			return nil, fmt.Errorf("signal tap: installing for %v: %w", sig, err)
 		}
 		if old.handler == tapTrampolineAddr() {
 			// Still ours (SIGPIPE stays): jumping to it would loop.
 			old = tapPrev[sig]
 		}
-		mode := tapKind(sig)
 		if mode == tapFiltered && !goHandler(&old) && sig != unix.SIGPIPE {
 			// What we cause ourselves must reach the runtime.
+			_ = rtSigaction(sig, &old, nil)
+			tapMode[sig] = tapOff
 			undo()
 			return nil, fmt.Errorf("signal tap: %v has no Go runtime handler", sig)
 		}
-		tapPrev[sig], tapNext[sig], tapMode[sig] = old, old.handler, mode
-		act := tmpl
-		act.handler = tapTrampolineAddr()
-		if err := rtSigaction(sig, &act, nil); err != nil {
-			tapMode[sig] = tapOff
-			undo()
-			return nil, fmt.Errorf("signal tap: installing for %v: %w", sig, err)
-		}
+		tapPrev[sig], tapNext[sig] = old, old.handler
 		done = append(done, sig)
 	}
 	tap.out, tap.chld = out, chld

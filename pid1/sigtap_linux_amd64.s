@@ -23,7 +23,10 @@
 // A stop request (tapStopSig) sets tapStopped first, so that the command's
 // exit this signal may cause is never taken for a crash. The record then
 // says so (tapMarkForwarded and kill's return at tapMarkErrno, in the
-// siginfo's unused tail), so that the Go side does not send it again.
+// siginfo's unused tail), so that the Go side does not send it again; and
+// it is only written when kill failed or tapRecordForwarded asks for every
+// one (to log it): otherwise the init's threads would wake to read it
+// while the command, on the same CPUs, is busy with the signal.
 // tapBusy counts the handlers between reading tapTarget and the end of
 // their kill(2): the Go side disarms, waits for none, and only then reaps
 // the command, so that a pid is never signalled after it was reaped.
@@ -73,6 +76,16 @@ kill:
 	SYSCALL
 	MOVL	AX, 124(R9) // tapMarkErrno: 0 or -errno
 	MOVL	$1, 120(R9) // tapMarkForwarded
+	LOCK
+	DECL	·tapBusy(SB)
+	CMPL	·tapRecordForwarded(SB), $0
+	JNE	record
+	CMPQ	AX, $0
+	JEQ	forwarded
+	CMPQ	AX, $-3 // ESRCH: the group is gone, as good as sent
+	JNE	record
+forwarded:
+	RET
 unbusy:
 	LOCK
 	DECL	·tapBusy(SB)

@@ -80,6 +80,19 @@ func Check(args []string) error {
 }
 
 func parseArgs(args []string) (o Options, _ error) {
+	if len(args) > 0 && (args[0] == "--" || !strings.HasPrefix(args[0], "-")) {
+		// No flags (supervise-init -- CMD, a container's usual init):
+		// the defaults, without building a flag set the init's start
+		// would wait for.
+		for _, f := range Flags() {
+			setDefault(f.Field(&o), f.Value)
+		}
+		if args[0] == "--" {
+			args = args[1:]
+		}
+		o.Args = args
+		return o, nil
+	}
 	fs := flag.NewFlagSet("exec", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
@@ -115,6 +128,20 @@ func parseArgs(args []string) (o Options, _ error) {
 	}
 	o.Args = fs.Args()
 	return o, nil
+}
+
+// setDefault stores a Flag's Value in its Field, as the flag set does.
+func setDefault(field, value any) {
+	switch p := field.(type) {
+	case *bool:
+		*p = value.(bool)
+	case *string:
+		*p = value.(string)
+	case *time.Duration:
+		*p = value.(time.Duration)
+	case *int64:
+		*p = value.(int64)
+	}
 }
 
 // Help writes the usage of the exec init run as cmd ("supervise exec",
