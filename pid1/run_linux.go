@@ -60,6 +60,7 @@ type direct struct {
 	chld    chan os.Signal // SIGCHLD, coalesced: never dropped
 	uncatch func()         // gives the signals back (catchSignals)
 	tapped  bool           // the tap took the signals: its trampoline forwards them too
+	inline  bool           // we read the tap ourselves (tapReadInline) while we wait for signals alone
 
 	unsetSubreaper bool
 
@@ -79,7 +80,8 @@ func newDirect(cfg *Config) *direct {
 	// Buffered: what does not fit is dropped, which only a flood does.
 	// SIGCHLD has a channel of its own, never dropped (catchSignals).
 	d.sigs, d.chld = make(chan os.Signal, 128), make(chan os.Signal, 1)
-	d.uncatch, d.tapped = catchSignals(d.sigs, d.chld, handledSignals(), d.log)
+	d.uncatch, d.tapped = catchSignals(d.sigs, d.chld, handledSignals(), true, d.log)
+	d.inline = d.tapped
 	if d.tapped {
 		// What handle would forward, the trampoline does while the
 		// command runs (armed in runOnce). Its records come only to be
@@ -187,6 +189,18 @@ func (d *direct) runOnce(ctx context.Context) (exit, error) {
 	d.log.Debug("started", "pid", pid, "tty", d.tty.String())
 	done := ctx.Done()
 	for d.pid != 0 {
+		if d.inline && done == nil {
+			select {
+			case <-d.chld:
+				d.reap()
+			case s := <-d.sigs:
+				d.handle(s)
+			default:
+				d.inline = tapReadInline()
+			}
+			continue
+		}
+		d.readerTakesOver()
 		select {
 		case <-d.chld:
 			d.reap()
@@ -214,6 +228,15 @@ func (d *direct) runOnce(ctx context.Context) (exit, error) {
 	d.pgid = 0
 	d.arm()
 	return ex, nil
+}
+
+// readerTakesOver hands the reading of the tap to its goroutine, for good:
+// from now on we wait for more than signals (ctx, a timer).
+func (d *direct) readerTakesOver() {
+	if d.tapped {
+		d.inline = false
+		tapStartReader()
+	}
 }
 
 // handle answers one received signal while a command runs (or its
@@ -293,6 +316,7 @@ func (d *direct) cleanup() {
 	if !d.reap() {
 		return
 	}
+	d.readerTakesOver()
 	killed := d.cfg.Grace == 0
 	if killed {
 		d.killLeftovers(unix.SIGKILL)
@@ -364,6 +388,7 @@ func (d *direct) killLeftovers(sig syscall.Signal) int {
 
 // waitRestart waits out a crash backoff with no command running.
 func (d *direct) waitRestart(ctx context.Context, c <-chan time.Time) bool {
+	d.readerTakesOver()
 	for {
 		select {
 		case <-c:

@@ -34,8 +34,9 @@ import (
 // The tap is a small handler in assembly (sigtap_linux_amd64.s) in place
 // of the runtime's: it writes each siginfo to a pipe (one write system
 // call, no Go runtime) and returns, or, for a signal this process caused
-// itself, goes on to the runtime's handler. A goroutine reads the pipe and
-// passes the signals on in the order they came.
+// itself, goes on to the runtime's handler. The init's goroutine, while
+// it waits for nothing else, or else a goroutine of the tap's, reads the
+// pipe and passes the signals on in the order they came.
 //
 // Latency: once the command runs, the trampoline also forwards what the
 // init only passes on with one kill(2) of its own, before the write (see
@@ -190,6 +191,13 @@ var tap struct {
 	mu   sync.Mutex
 	out  chan<- os.Signal // guarded by mu; nil: nobody listens, dropped
 	chld chan<- os.Signal // guarded by mu; SIGCHLD, coalesced
+
+	// The pipe's read end, and the state of whoever reads it
+	// (readTapOnce): the tap's holder, until the reader goroutine starts.
+	r          *os.File
+	buf, carry []byte
+	reader     sync.Once
+	started    atomic.Bool
 }
 
 // catchSignals delivers sigs to out until release is called: through the
@@ -201,9 +209,15 @@ var tap struct {
 //
 // tapped says the tap took them: the caller then holds the trampoline's
 // forwarding (tapSetForwarding, tapSetTarget).
-func catchSignals(out, chld chan<- os.Signal, sigs []syscall.Signal, log *slog.Logger) (release func(), tapped bool) {
-	release, err := tapSignals(out, chld, sigs)
+//
+// With inline, the caller reads the tap itself (tapReadInline) until it
+// calls tapStartReader; otherwise a goroutine delivers.
+func catchSignals(out, chld chan<- os.Signal, sigs []syscall.Signal, inline bool, log *slog.Logger) (release func(), tapped bool) {
+	release, err := takeTap(out, chld, sigs)
 	if err == nil {
+		if !inline {
+			tapStartReader()
+		}
 		return release, true
 	}
 	log.Debug("signals through os/signal: SIGPIPE, SIGURG and SIGPROF sent to the init are not forwarded", "err", err)
@@ -250,8 +264,18 @@ func rtSigaction(sig syscall.Signal, act, old *sigaction_) error {
 func goHandler(a *sigaction_) bool { return a.handler > 1 && a.flags&saSiginfo != 0 }
 
 // tapSignals installs the trampoline for sigs and returns what restores
-// their handlers.
+// their handlers; a goroutine delivers to out and chld.
 func tapSignals(out, chld chan<- os.Signal, sigs []syscall.Signal) (release func(), err error) {
+	release, err = takeTap(out, chld, sigs)
+	if err == nil {
+		tapStartReader()
+	}
+	return release, err
+}
+
+// takeTap installs the trampoline for sigs and returns what restores
+// their handlers. Nothing reads the pipe yet.
+func takeTap(out, chld chan<- os.Signal, sigs []syscall.Signal) (release func(), err error) {
 	if !tapSupported {
 		return nil, errors.New("no signal tap on this architecture")
 	}
@@ -346,45 +370,73 @@ func openTap() error {
 		return fmt.Errorf("signal tap: pipe: %w", err)
 	}
 	tapFD = int32(p[1])
-	go readTap(os.NewFile(uintptr(p[0]), "signal tap"))
+	tap.r = os.NewFile(uintptr(p[0]), "signal tap")
+	tap.buf = make([]byte, 32*siginfoSize)
 	return nil
 }
 
-// readTap passes on what the trampoline wrote.
-func readTap(r *os.File) {
-	buf := make([]byte, 32*siginfoSize)
-	var carry []byte
-	for {
-		n, err := r.Read(buf)
-		if err != nil {
-			return
-		}
-		data := append(carry, buf[:n]...)
-		tap.mu.Lock()
-		for ; len(data) >= siginfoSize; data = data[siginfoSize:] {
-			signo := binary.NativeEndian.Uint32(data[0:])
-			if tap.out == nil || signo == uint32(unix.SIGCHLD) { // see tapChild below
-				continue
-			}
-			ts := tapSignal{sig: syscall.Signal(signo)}
-			if binary.NativeEndian.Uint32(data[tapMarkForwarded:]) == 1 {
-				ts.forwarded = true
-				ts.err = syscall.Errno(-int32(binary.NativeEndian.Uint32(data[tapMarkErrno:])))
-			}
-			select {
-			case tap.out <- ts:
-			default:
-			}
-		}
-		// After the read: a SIGCHLD whose record did not fit set the flag
-		// before the pipe we just read from was full.
-		if atomic.SwapInt32(&tapChild, 0) != 0 && tap.chld != nil {
-			select {
-			case tap.chld <- tapSignal{sig: unix.SIGCHLD}:
-			default: // one is pending: the same to a reaper
-			}
-		}
-		tap.mu.Unlock()
-		carry = append(carry[:0], data...)
+// tapStartReader hands the reading of the pipe to a goroutine of its own
+// for good (readTap). Until then the tap's holder reads it itself, with
+// tapReadInline.
+func tapStartReader() {
+	tap.reader.Do(func() {
+		tap.started.Store(true)
+		go readTap()
+	})
+}
+
+// tapReadInline waits for what the trampoline writes and passes it on, as
+// readTap does, on the caller's goroutine: an init waiting for nothing but
+// signals then sleeps in the poller itself, and one wake-up, not two (the
+// reader's, then the init's), takes it from a SIGCHLD to wait4(2). false:
+// the reader goroutine reads the pipe, or it failed.
+func tapReadInline() bool {
+	if tap.started.Load() {
+		return false
 	}
+	return readTapOnce() == nil
+}
+
+// readTap passes on what the trampoline wrote.
+func readTap() {
+	for readTapOnce() == nil {
+	}
+}
+
+// readTapOnce reads what is in the pipe (waiting for something) and passes
+// it on. One goroutine at a time: the holder's until tapStartReader, then
+// readTap's.
+func readTapOnce() error {
+	n, err := tap.r.Read(tap.buf)
+	if err != nil {
+		return err
+	}
+	data := append(tap.carry, tap.buf[:n]...)
+	tap.mu.Lock()
+	defer tap.mu.Unlock()
+	for ; len(data) >= siginfoSize; data = data[siginfoSize:] {
+		signo := binary.NativeEndian.Uint32(data[0:])
+		if tap.out == nil || signo == uint32(unix.SIGCHLD) { // see tapChild below
+			continue
+		}
+		ts := tapSignal{sig: syscall.Signal(signo)}
+		if binary.NativeEndian.Uint32(data[tapMarkForwarded:]) == 1 {
+			ts.forwarded = true
+			ts.err = syscall.Errno(-int32(binary.NativeEndian.Uint32(data[tapMarkErrno:])))
+		}
+		select {
+		case tap.out <- ts:
+		default:
+		}
+	}
+	// After the read: a SIGCHLD whose record did not fit set the flag
+	// before the pipe we just read from was full.
+	if atomic.SwapInt32(&tapChild, 0) != 0 && tap.chld != nil {
+		select {
+		case tap.chld <- tapSignal{sig: unix.SIGCHLD}:
+		default: // one is pending: the same to a reaper
+		}
+	}
+	tap.carry = append(tap.carry[:0], data...)
+	return nil
 }

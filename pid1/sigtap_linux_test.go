@@ -192,7 +192,7 @@ func TestCatchSignalsFallsBack(t *testing.T) {
 	ch := make(chan os.Signal, 8)
 	tapOrSkip(t, ch, unix.SIGUSR1)
 	other := make(chan os.Signal, 8)
-	release, tapped := catchSignals(other, nil, []syscall.Signal{unix.SIGUSR2, unix.SIGURG}, slog.New(slog.DiscardHandler))
+	release, tapped := catchSignals(other, nil, []syscall.Signal{unix.SIGUSR2, unix.SIGURG}, false, slog.New(slog.DiscardHandler))
 	if tapped {
 		t.Fatal("catchSignals says it has the tap another holds")
 	}
