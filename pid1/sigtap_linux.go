@@ -84,7 +84,9 @@ var (
 )
 
 // Where the trampoline marks a record it forwarded, in the siginfo's tail
-// that no signal uses.
+// that no signal uses. A sender cannot fill it: the kernel keeps the
+// first 48 bytes of a siginfo and clears the rest when it delivers one
+// (rt_sigqueueinfo(2) included; tried).
 const (
 	tapMarkForwarded = 120 // int32: 1 when forwarded
 	tapMarkErrno     = 124 // int32: kill(2)'s return, 0 or -errno
