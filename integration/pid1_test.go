@@ -551,6 +551,23 @@ func TestExecRestartWithBackoff(t *testing.T) {
 			t.Errorf("three runs took %v: the 300ms backoff was not waited out", took)
 		}
 	})
+	// The command dies of a TERM at once: however soon its exit comes
+	// after the TERM, the TERM was a stop request and no restart follows.
+	t.Run("TERM to the running command", func(t *testing.T) {
+		for i := range 10 {
+			dir := t.TempDir()
+			runs := filepath.Join(dir, "runs")
+			r := startInit(t, m, nil, nil, "--restart", "always", "--", "sh", "-c", fmt.Sprintf("echo run >> %s; exec sleep 1000", runs))
+			eventually(t, "the first run", 30*time.Second, func() bool { return len(readLines(t, runs)) >= 1 })
+			r.signal(syscall.SIGTERM)
+			if code, _ := r.wait(30 * time.Second); code != 128+int(syscall.SIGTERM) {
+				t.Fatalf("try %d: exit code %d, want 143\n%s", i, code, r.stderr)
+			}
+			if n := len(readLines(t, runs)); n != 1 {
+				t.Fatalf("try %d: %d runs, want 1: the TERM was taken for a crash", i, n)
+			}
+		}
+	})
 	t.Run("TERM during the backoff", func(t *testing.T) {
 		dir := t.TempDir()
 		runs := filepath.Join(dir, "runs")

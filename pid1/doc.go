@@ -22,6 +22,8 @@
 //     nor the kernel's SIGPIPE for our own writes; and faults we cause
 //     stay the runtime's panics (sigtap_linux.go; amd64 only, elsewhere
 //     os/signal takes the signals and those three are not forwarded).
+//     While the command runs, that handler forwards what the init only
+//     passes on with a kill(2) of its own, before any Go code runs.
 //     Not forwarded: SIGCHLD (ours), SIGTTIN and SIGTTOU
 //     (the kernel's job control of our own terminal use), and the C
 //     library's 32 and 33. All of them are handled, so the init never

@@ -59,6 +59,8 @@ type direct struct {
 	sigs    chan os.Signal
 	chld    chan os.Signal // SIGCHLD, coalesced: never dropped
 	uncatch func()         // gives the signals back (catchSignals)
+	tapped  bool           // the tap took the signals: its trampoline forwards them too
+	inline  bool           // we read the tap ourselves (tapReadInline) while we wait for signals alone
 
 	unsetSubreaper bool
 
@@ -78,7 +80,19 @@ func newDirect(cfg *Config) *direct {
 	// Buffered: what does not fit is dropped, which only a flood does.
 	// SIGCHLD has a channel of its own, never dropped (catchSignals).
 	d.sigs, d.chld = make(chan os.Signal, 128), make(chan os.Signal, 1)
-	d.uncatch = catchSignals(d.sigs, d.chld, handledSignals(), d.log)
+	d.uncatch, d.tapped = catchSignals(d.sigs, d.chld, handledSignals(), true, d.log)
+	d.inline = d.tapped
+	if d.tapped {
+		// What handle would forward, the trampoline does while the
+		// command runs (armed in runOnce). Its records come only to be
+		// logged, or when kill failed.
+		tapSetForwarding(func(sig syscall.Signal) syscall.Signal {
+			if !forwardable(sig, true) {
+				return 0
+			}
+			return cfg.rewrite(sig)
+		}, d.log.Enabled(context.Background(), slog.LevelDebug))
+	}
 	if !d.isPID1 {
 		var was int32
 		_ = unix.Prctl(unix.PR_GET_CHILD_SUBREAPER, uintptr(unsafe.Pointer(&was)), 0, 0, 0)
@@ -97,6 +111,9 @@ func newDirect(cfg *Config) *direct {
 // and (run from a shell) the terminal's foreground. A Dedicated init only
 // gives the terminal back: the process exits next.
 func (d *direct) close() {
+	if d.tapped {
+		tapSetTarget(0)
+	}
 	if d.tty == ttyForeground {
 		giveForegroundBack(d.cfg.Stdin)
 	}
@@ -134,7 +151,28 @@ func forwardable(sig syscall.Signal, tapped bool) bool {
 	return true
 }
 
-func (d *direct) stopRequested() bool { return d.stop }
+func (d *direct) stopRequested() bool { return d.stop || d.tapped && tapStopRequested() }
+
+// target is the pid signals go to (kill(2)'s argument), 0 for none: the
+// command's group, or with SingleChild the command while it is not
+// reaped. forward and the tap's trampoline use it alike.
+func (d *direct) target() int {
+	switch {
+	case d.cfg.SingleChild:
+		return d.pid
+	case d.pgid != 0:
+		return -d.pgid
+	}
+	return 0
+}
+
+// arm points the trampoline at target(); with the tap it forwards from
+// then on, before the Go side hears of a signal.
+func (d *direct) arm() {
+	if d.tapped {
+		tapSetTarget(d.target())
+	}
+}
 
 func (d *direct) runOnce(ctx context.Context) (exit, error) {
 	path, err := lookPath(d.cfg.Args[0], d.cfg.Env)
@@ -146,10 +184,23 @@ func (d *direct) runOnce(ctx context.Context) (exit, error) {
 		return exit{}, err
 	}
 	d.pid, d.pgid, d.ws = pid, pid, 0
+	d.arm()
 	trace.mark("spawned")
 	d.log.Debug("started", "pid", pid, "tty", d.tty.String())
 	done := ctx.Done()
 	for d.pid != 0 {
+		if d.inline && done == nil {
+			select {
+			case <-d.chld:
+				d.reap()
+			case s := <-d.sigs:
+				d.handle(s)
+			default:
+				d.inline = tapReadInline()
+			}
+			continue
+		}
+		d.readerTakesOver()
 		select {
 		case <-d.chld:
 			d.reap()
@@ -175,7 +226,17 @@ func (d *direct) runOnce(ctx context.Context) (exit, error) {
 		d.cleanup()
 	}
 	d.pgid = 0
+	d.arm()
 	return ex, nil
+}
+
+// readerTakesOver hands the reading of the tap to its goroutine, for good:
+// from now on we wait for more than signals (ctx, a timer).
+func (d *direct) readerTakesOver() {
+	if d.tapped {
+		d.inline = false
+		tapStartReader()
+	}
 }
 
 // handle answers one received signal while a command runs (or its
@@ -190,6 +251,10 @@ func (d *direct) handle(s os.Signal) {
 		d.stop = true
 	}
 	fwd := d.cfg.rewrite(sig)
+	if done, err := forwardedByTap(s); done {
+		d.forwarded(fwd, err)
+		return
+	}
 	if fwd == 0 {
 		d.log.Debug("signal dropped by a rewrite", "signal", unixsig.Name(sig))
 		return
@@ -201,18 +266,18 @@ func (d *direct) handle(s os.Signal) {
 // alone with SingleChild. After the command exited, its group (what is
 // left of it) still gets signals until it is empty.
 func (d *direct) forward(sig syscall.Signal) {
-	var err error
-	switch {
-	case d.pid != 0 && d.cfg.SingleChild:
-		// d.pid is not reaped yet (we are the only waiter and we have
-		// not seen its exit), so it cannot have been reused.
-		err = unix.Kill(d.pid, sig)
-	case d.pgid != 0 && !d.cfg.SingleChild:
-		err = unix.Kill(-d.pgid, sig)
-	default:
+	// With SingleChild, d.pid is not reaped yet (we are the only waiter
+	// and we have not seen its exit), so it cannot have been reused.
+	t := d.target()
+	if t == 0 {
 		d.log.Debug("no command running; signal dropped", "signal", unixsig.Name(sig))
 		return
 	}
+	d.forwarded(sig, unix.Kill(t, sig))
+}
+
+// forwarded logs how forwarding sig went, here or in the trampoline.
+func (d *direct) forwarded(sig syscall.Signal, err error) {
 	if err != nil && !errors.Is(err, unix.ESRCH) {
 		d.log.Warn("forwarding a signal", "signal", unixsig.Name(sig), "err", err)
 		return
@@ -224,6 +289,12 @@ func (d *direct) forward(sig syscall.Signal) {
 // kept) and orphans re-parented to us. SIGCHLD coalesces, so one signal
 // may stand for many exits. It reports whether any child is left.
 func (d *direct) reap() (childrenLeft bool) {
+	if d.cfg.SingleChild && d.pid != 0 && d.tapped {
+		// The trampoline signals the command by its pid: it must be done
+		// with it before the pid can be reaped (and reused).
+		tapSetTarget(0)
+		defer d.arm()
+	}
 	return reap.Changed(func(pid int, ws unix.WaitStatus) {
 		switch {
 		case !reap.Ended(ws):
@@ -245,6 +316,7 @@ func (d *direct) cleanup() {
 	if !d.reap() {
 		return
 	}
+	d.readerTakesOver()
 	killed := d.cfg.Grace == 0
 	if killed {
 		d.killLeftovers(unix.SIGKILL)
@@ -316,6 +388,7 @@ func (d *direct) killLeftovers(sig syscall.Signal) int {
 
 // waitRestart waits out a crash backoff with no command running.
 func (d *direct) waitRestart(ctx context.Context, c <-chan time.Time) bool {
+	d.readerTakesOver()
 	for {
 		select {
 		case <-c:

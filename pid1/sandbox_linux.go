@@ -34,7 +34,7 @@ type sandboxed struct {
 func runSandboxed(ctx context.Context, cfg *Config) (int, error) {
 	sigs := make(chan os.Signal, 128)
 	// Not SIGCHLD: the runtime's reaper has its own.
-	uncatch := catchSignals(sigs, nil, handledSignals(unix.SIGCHLD), cfg.Logger)
+	uncatch, _ := catchSignals(sigs, nil, handledSignals(unix.SIGCHLD), false, cfg.Logger)
 	if !cfg.Dedicated {
 		defer uncatch()
 	}

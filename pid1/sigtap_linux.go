@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -33,8 +34,15 @@ import (
 // The tap is a small handler in assembly (sigtap_linux_amd64.s) in place
 // of the runtime's: it writes each siginfo to a pipe (one write system
 // call, no Go runtime) and returns, or, for a signal this process caused
-// itself, goes on to the runtime's handler. A goroutine reads the pipe and
-// passes the signals on in the order they came. Faults (SIGSEGV from a nil
+// itself, goes on to the runtime's handler. The init's goroutine, while
+// it waits for nothing else, or else a goroutine of the tap's, reads the
+// pipe and passes the signals on in the order they came.
+//
+// Latency: once the command runs, the trampoline also forwards what the
+// init only passes on with one kill(2) of its own, before the write (see
+// the .s file); the Go side then only keeps count. Through the pipe, the
+// reader and the init's goroutine, a signal took two thread wake-ups more
+// than tini's sigtimedwait loop before it reached kill(2). Faults (SIGSEGV from a nil
 // dereference and the like) still reach the runtime's handler, so panics
 // work as before; sent by another process they are just signals.
 //
@@ -60,6 +68,30 @@ var (
 	tapPrev       [65]sigaction_      // what each tapped signal had before, restored on release
 )
 
+// Forwarding from the trampoline (see sigtap_linux_amd64.s): the Run that
+// holds the tap sets the tables, then arms it with the command's pid
+// (tapSetTarget) once the command runs. Written by Go only while tapTarget
+// is 0, or atomically.
+var (
+	tapFwd     [65]uint8 // the signal each received one is forwarded as (a rewrite's); 0: the Go side decides
+	tapStopSig [65]uint8 // 1: a stop request (isStopRequest)
+	tapTarget  int32     // kill(2)'s pid: the command, minus its process group; 0: disarmed
+	tapBusy    int32     // handlers between reading tapTarget and the return of their kill(2) (atomic)
+	tapStopped int32     // set by a stop request the trampoline forwarded (atomic)
+	// 1: write the record of every forwarded signal, not only of those
+	// kill(2) failed to send (for a log that names each).
+	tapRecordForwarded int32
+)
+
+// Where the trampoline marks a record it forwarded, in the siginfo's tail
+// that no signal uses. A sender cannot fill it: the kernel keeps the
+// first 48 bytes of a siginfo and clears the rest when it delivers one
+// (rt_sigqueueinfo(2) included; tried).
+const (
+	tapMarkForwarded = 120 // int32: 1 when forwarded
+	tapMarkErrno     = 124 // int32: kill(2)'s return, 0 or -errno
+)
+
 const (
 	siginfoSize = 128
 	saSiginfo   = 0x4        // SA_SIGINFO
@@ -67,20 +99,79 @@ const (
 )
 
 // tapSignal is a signal that came through the tap; for SIGPIPE, SIGURG
-// and SIGPROF that means another process sent it.
-type tapSignal syscall.Signal
+// and SIGPROF that means another process sent it. forwarded says the
+// trampoline passed it on already, err is what its kill(2) returned.
+type tapSignal struct {
+	sig       syscall.Signal
+	forwarded bool
+	err       syscall.Errno
+}
 
 func (s tapSignal) Signal()        {}
-func (s tapSignal) String() string { return syscall.Signal(s).String() }
+func (s tapSignal) String() string { return s.sig.String() }
 
 // received unwraps what came on a signal channel: the tap's or os/signal's.
 func received(s os.Signal) (sig syscall.Signal, tapped bool) {
 	if t, ok := s.(tapSignal); ok {
-		return syscall.Signal(t), true
+		return t.sig, true
 	}
 	sig, _ = s.(syscall.Signal)
 	return sig, false
 }
+
+// forwardedByTap reports whether the trampoline already forwarded s, and
+// how its kill(2) went.
+func forwardedByTap(s os.Signal) (done bool, err error) {
+	t, ok := s.(tapSignal)
+	if !ok || !t.forwarded {
+		return false, nil
+	}
+	if t.err != 0 {
+		return true, t.err
+	}
+	return true, nil
+}
+
+// tapSetForwarding fills the trampoline's tables: fwd says what each
+// signal is forwarded as (0: not by the trampoline); recordAll asks for
+// the record of every forwarded signal, not only of failed ones. Only the
+// holder of the tap may call it, while disarmed.
+func tapSetForwarding(fwd func(syscall.Signal) syscall.Signal, recordAll bool) {
+	atomic.StoreInt32(&tapRecordForwarded, 0)
+	if recordAll {
+		atomic.StoreInt32(&tapRecordForwarded, 1)
+	}
+	for sig := syscall.Signal(1); sig < syscall.Signal(len(tapFwd)); sig++ {
+		to := fwd(sig)
+		if to < 0 || to >= syscall.Signal(len(tapFwd)) {
+			to = 0
+		}
+		tapFwd[sig] = uint8(to)
+		tapStopSig[sig] = 0
+		if to != 0 && isStopRequest(sig) {
+			tapStopSig[sig] = 1
+		}
+	}
+	atomic.StoreInt32(&tapStopped, 0)
+}
+
+// tapSetTarget arms the trampoline to forward to pid (kill(2)'s argument:
+// negative for a process group), or disarms it (0). Disarming returns once
+// no handler is still about to signal the old target: after it, the
+// caller may reap that process.
+func tapSetTarget(pid int) {
+	atomic.StoreInt32(&tapTarget, int32(pid))
+	if pid != 0 {
+		return
+	}
+	for atomic.LoadInt32(&tapBusy) != 0 {
+		runtime.Gosched() // a handler on another thread, one system call from done
+	}
+}
+
+// tapStopRequested reports whether the trampoline forwarded a stop request
+// since tapSetForwarding.
+func tapStopRequested() bool { return atomic.LoadInt32(&tapStopped) != 0 }
 
 // tapKind says how the trampoline treats sig. The runtime needs what it
 // causes itself of these: SIGPIPE (our writes to a closed pipe), SIGURG
@@ -102,6 +193,13 @@ var tap struct {
 	mu   sync.Mutex
 	out  chan<- os.Signal // guarded by mu; nil: nobody listens, dropped
 	chld chan<- os.Signal // guarded by mu; SIGCHLD, coalesced
+
+	// The pipe's read end, and the state of whoever reads it
+	// (readTapOnce): the tap's holder, until the reader goroutine starts.
+	r          *os.File
+	buf, carry []byte
+	reader     sync.Once
+	started    atomic.Bool
 }
 
 // catchSignals delivers sigs to out until release is called: through the
@@ -110,10 +208,19 @@ var tap struct {
 // to chld instead, which should hold one: a SIGCHLD is never dropped, only
 // coalesced with one not yet taken, so that a flood of other signals can
 // never hide an exit (the reaper would wait for the next one).
-func catchSignals(out, chld chan<- os.Signal, sigs []syscall.Signal, log *slog.Logger) (release func()) {
-	release, err := tapSignals(out, chld, sigs)
+//
+// tapped says the tap took them: the caller then holds the trampoline's
+// forwarding (tapSetForwarding, tapSetTarget).
+//
+// With inline, the caller reads the tap itself (tapReadInline) until it
+// calls tapStartReader; otherwise a goroutine delivers.
+func catchSignals(out, chld chan<- os.Signal, sigs []syscall.Signal, inline bool, log *slog.Logger) (release func(), tapped bool) {
+	release, err := takeTap(out, chld, sigs)
 	if err == nil {
-		return release
+		if !inline {
+			tapStartReader()
+		}
+		return release, true
 	}
 	log.Debug("signals through os/signal: SIGPIPE, SIGURG and SIGPROF sent to the init are not forwarded", "err", err)
 	var notify []os.Signal
@@ -134,7 +241,7 @@ func catchSignals(out, chld chan<- os.Signal, sigs []syscall.Signal, log *slog.L
 		if chld != nil {
 			signal.Stop(chld)
 		}
-	}
+	}, false
 }
 
 // sigaction_ is struct sigaction of rt_sigaction(2) on Linux.
@@ -159,8 +266,18 @@ func rtSigaction(sig syscall.Signal, act, old *sigaction_) error {
 func goHandler(a *sigaction_) bool { return a.handler > 1 && a.flags&saSiginfo != 0 }
 
 // tapSignals installs the trampoline for sigs and returns what restores
-// their handlers.
+// their handlers; a goroutine delivers to out and chld.
 func tapSignals(out, chld chan<- os.Signal, sigs []syscall.Signal) (release func(), err error) {
+	release, err = takeTap(out, chld, sigs)
+	if err == nil {
+		tapStartReader()
+	}
+	return release, err
+}
+
+// takeTap installs the trampoline for sigs and returns what restores
+// their handlers. Nothing reads the pipe yet.
+func takeTap(out, chld chan<- os.Signal, sigs []syscall.Signal) (release func(), err error) {
 	if !tapSupported {
 		return nil, errors.New("no signal tap on this architecture")
 	}
@@ -184,7 +301,7 @@ func tapSignals(out, chld chan<- os.Signal, sigs []syscall.Signal) (release func
 		return nil, errors.New("signal tap: already taken")
 	}
 	atomic.StoreInt32(&tapPid, int32(os.Getpid()))
-	var done []syscall.Signal
+	done := make([]syscall.Signal, 0, len(sigs))
 	undo := func() {
 		for _, sig := range done {
 			if sig == unix.SIGPIPE {
@@ -204,29 +321,40 @@ func tapSignals(out, chld chan<- os.Signal, sigs []syscall.Signal) (release func
 			// so that no command inherits the SIG_IGN.
 			signal.Ignore(unix.SIGPIPE)
 		}
+		// One rt_sigaction that installs and returns the old handler (an
+		// init's start pays ~60 of them). Until the old one is read back,
+		// what this process causes of a filtered signal goes where the
+		// runtime's would: its one handler for every signal (tmpl's), or
+		// SIG_IGN for SIGPIPE (see above).
+		mode := tapKind(sig)
+		next := tmpl.handler
+		if sig == unix.SIGPIPE {
+			next = 1 // SIG_IGN
+		}
+		if tapMode[sig] == tapOff {
+			tapNext[sig] = next
+		}
+		tapMode[sig] = mode
+		act := tmpl
+		act.handler = tapTrampolineAddr()
 		var old sigaction_
-		if err := rtSigaction(sig, nil, &old); err != nil {
+		if err := rtSigaction(sig, &act, &old); err != nil {
+			tapMode[sig] = tapOff
 			undo()
-			return nil, fmt.Errorf("signal tap: reading the %v handler: %w", sig, err)
+			return nil, fmt.Errorf("signal tap: installing for %v: %w", sig, err)
 		}
 		if old.handler == tapTrampolineAddr() {
 			// Still ours (SIGPIPE stays): jumping to it would loop.
 			old = tapPrev[sig]
 		}
-		mode := tapKind(sig)
 		if mode == tapFiltered && !goHandler(&old) && sig != unix.SIGPIPE {
 			// What we cause ourselves must reach the runtime.
+			_ = rtSigaction(sig, &old, nil)
+			tapMode[sig] = tapOff
 			undo()
 			return nil, fmt.Errorf("signal tap: %v has no Go runtime handler", sig)
 		}
-		tapPrev[sig], tapNext[sig], tapMode[sig] = old, old.handler, mode
-		act := tmpl
-		act.handler = tapTrampolineAddr()
-		if err := rtSigaction(sig, &act, nil); err != nil {
-			tapMode[sig] = tapOff
-			undo()
-			return nil, fmt.Errorf("signal tap: installing for %v: %w", sig, err)
-		}
+		tapPrev[sig], tapNext[sig] = old, old.handler
 		done = append(done, sig)
 	}
 	tap.out, tap.chld = out, chld
@@ -244,40 +372,73 @@ func openTap() error {
 		return fmt.Errorf("signal tap: pipe: %w", err)
 	}
 	tapFD = int32(p[1])
-	go readTap(os.NewFile(uintptr(p[0]), "signal tap"))
+	tap.r = os.NewFile(uintptr(p[0]), "signal tap")
+	tap.buf = make([]byte, 32*siginfoSize)
 	return nil
 }
 
-// readTap passes on what the trampoline wrote.
-func readTap(r *os.File) {
-	buf := make([]byte, 32*siginfoSize)
-	var carry []byte
-	for {
-		n, err := r.Read(buf)
-		if err != nil {
-			return
-		}
-		data := append(carry, buf[:n]...)
-		tap.mu.Lock()
-		for ; len(data) >= siginfoSize; data = data[siginfoSize:] {
-			signo := binary.NativeEndian.Uint32(data[0:])
-			if tap.out == nil || signo == uint32(unix.SIGCHLD) { // see tapChild below
-				continue
-			}
-			select {
-			case tap.out <- tapSignal(signo):
-			default:
-			}
-		}
-		// After the read: a SIGCHLD whose record did not fit set the flag
-		// before the pipe we just read from was full.
-		if atomic.SwapInt32(&tapChild, 0) != 0 && tap.chld != nil {
-			select {
-			case tap.chld <- tapSignal(unix.SIGCHLD):
-			default: // one is pending: the same to a reaper
-			}
-		}
-		tap.mu.Unlock()
-		carry = append(carry[:0], data...)
+// tapStartReader hands the reading of the pipe to a goroutine of its own
+// for good (readTap). Until then the tap's holder reads it itself, with
+// tapReadInline.
+func tapStartReader() {
+	tap.reader.Do(func() {
+		tap.started.Store(true)
+		go readTap()
+	})
+}
+
+// tapReadInline waits for what the trampoline writes and passes it on, as
+// readTap does, on the caller's goroutine: an init waiting for nothing but
+// signals then sleeps in the poller itself, and one wake-up, not two (the
+// reader's, then the init's), takes it from a SIGCHLD to wait4(2). false:
+// the reader goroutine reads the pipe, or it failed.
+func tapReadInline() bool {
+	if tap.started.Load() {
+		return false
 	}
+	return readTapOnce() == nil
+}
+
+// readTap passes on what the trampoline wrote.
+func readTap() {
+	for readTapOnce() == nil {
+	}
+}
+
+// readTapOnce reads what is in the pipe (waiting for something) and passes
+// it on. One goroutine at a time: the holder's until tapStartReader, then
+// readTap's.
+func readTapOnce() error {
+	n, err := tap.r.Read(tap.buf)
+	if err != nil {
+		return err
+	}
+	data := append(tap.carry, tap.buf[:n]...)
+	tap.mu.Lock()
+	defer tap.mu.Unlock()
+	for ; len(data) >= siginfoSize; data = data[siginfoSize:] {
+		signo := binary.NativeEndian.Uint32(data[0:])
+		if tap.out == nil || signo == uint32(unix.SIGCHLD) { // see tapChild below
+			continue
+		}
+		ts := tapSignal{sig: syscall.Signal(signo)}
+		if binary.NativeEndian.Uint32(data[tapMarkForwarded:]) == 1 {
+			ts.forwarded = true
+			ts.err = syscall.Errno(-int32(binary.NativeEndian.Uint32(data[tapMarkErrno:])))
+		}
+		select {
+		case tap.out <- ts:
+		default:
+		}
+	}
+	// After the read: a SIGCHLD whose record did not fit set the flag
+	// before the pipe we just read from was full.
+	if atomic.SwapInt32(&tapChild, 0) != 0 && tap.chld != nil {
+		select {
+		case tap.chld <- tapSignal{sig: unix.SIGCHLD}:
+		default: // one is pending: the same to a reaper
+		}
+	}
+	tap.carry = append(tap.carry[:0], data...)
+	return nil
 }

@@ -192,7 +192,10 @@ func TestCatchSignalsFallsBack(t *testing.T) {
 	ch := make(chan os.Signal, 8)
 	tapOrSkip(t, ch, unix.SIGUSR1)
 	other := make(chan os.Signal, 8)
-	release := catchSignals(other, nil, []syscall.Signal{unix.SIGUSR2, unix.SIGURG}, slog.New(slog.DiscardHandler))
+	release, tapped := catchSignals(other, nil, []syscall.Signal{unix.SIGUSR2, unix.SIGURG}, false, slog.New(slog.DiscardHandler))
+	if tapped {
+		t.Fatal("catchSignals says it has the tap another holds")
+	}
 	defer release()
 	killFromAnother(t, unix.SIGUSR2)
 	select {
@@ -267,4 +270,137 @@ func writeToClosedPipe(t *testing.T) {
 		t.Fatal("write to a pipe without reader succeeded")
 	}
 	w.Close()
+}
+
+// TestTapForwardsFromTheHandler: armed, the trampoline itself forwards a
+// signal (after the rewrite its table holds) to the target, with the
+// reader held up so that the Go side could not have; the record then says
+// so. A stop request sets the stop flag; disarmed, nothing is forwarded.
+func TestTapForwardsFromTheHandler(t *testing.T) {
+	if !tapSupported {
+		t.Skip("no signal tap on this architecture")
+	}
+	// Room for what an earlier test left in the pipe (a full pipe's worth
+	// at most): a full channel drops.
+	out := make(chan os.Signal, 1024)
+	release, err := tapSignals(out, nil, []syscall.Signal{unix.SIGUSR2, unix.SIGHUP, unix.SIGINT})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	tapSetForwarding(func(sig syscall.Signal) syscall.Signal {
+		switch sig {
+		case unix.SIGUSR2:
+			return unix.SIGTERM // a rewrite
+		case unix.SIGINT:
+			return unix.SIGINT
+		}
+		return 0 // SIGHUP: the Go side decides
+	}, true)
+	defer tapSetTarget(0)
+
+	for _, c := range []struct {
+		sent, want syscall.Signal
+		stop       bool
+	}{{unix.SIGUSR2, unix.SIGTERM, false}, {unix.SIGINT, unix.SIGINT, true}} {
+		child := exec.Command("sleep", "1000")
+		if err := child.Start(); err != nil {
+			t.Fatal(err)
+		}
+		pid := child.Process.Pid
+		tapSetTarget(pid)
+
+		tap.mu.Lock() // nothing comes out of the pipe meanwhile
+		killFromAnother(t, c.sent)
+		var info unix.Siginfo
+		waited := make(chan error, 1)
+		go func() { waited <- unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil) }()
+		select {
+		case err := <-waited:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(30 * time.Second):
+			child.Process.Kill()
+			tap.mu.Unlock()
+			t.Fatalf("%v: the child was not signalled while the Go side was held up", c.sent)
+		}
+		tapSetTarget(0) // before it is reaped
+		tap.mu.Unlock()
+		err := child.Wait()
+		ws, _ := child.ProcessState.Sys().(syscall.WaitStatus)
+		if !ws.Signaled() || ws.Signal() != c.want {
+			t.Fatalf("%v: the child ended with %v, want killed by %v", c.sent, err, c.want)
+		}
+		if done, err := forwardedByTap(nextRecord(t, out, c.sent)); !done || err != nil {
+			t.Fatalf("%v: record says forwarded %v (%v), want forwarded", c.sent, done, err)
+		}
+		if got := tapStopRequested(); got != c.stop {
+			t.Fatalf("after %v the stop flag is %v, want %v", c.sent, got, c.stop)
+		}
+	}
+
+	// Not asked for every record: a signal kill(2) sent leaves none (the
+	// HUP below, which the Go side must see, comes first).
+	tapSetForwarding(func(sig syscall.Signal) syscall.Signal {
+		if sig == unix.SIGUSR2 {
+			return unix.SIGTERM
+		}
+		return 0
+	}, false)
+	child := exec.Command("sleep", "1000")
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	tapSetTarget(child.Process.Pid)
+	killFromAnother(t, unix.SIGUSR2)
+	var info unix.Siginfo
+	if err := unix.Waitid(unix.P_PID, child.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil); err != nil {
+		t.Fatal(err)
+	}
+	tapSetTarget(0)
+	if err := child.Wait(); err == nil {
+		t.Fatal("the child was not killed")
+	}
+	killFromAnother(t, unix.SIGHUP)
+	deadline := time.After(30 * time.Second)
+	for hup := false; !hup; {
+		select {
+		case s := <-out:
+			switch got, _ := received(s); got {
+			case unix.SIGUSR2:
+				t.Fatal("a record of a forwarded USR2 nobody asked for")
+			case unix.SIGHUP:
+				hup = true
+			}
+		case <-deadline:
+			t.Fatal("no record of SIGHUP")
+		}
+	}
+
+	// Disarmed, or a signal the table leaves to Go: a plain record.
+	for _, sig := range []syscall.Signal{unix.SIGUSR2, unix.SIGHUP} {
+		killFromAnother(t, sig)
+		if done, _ := forwardedByTap(nextRecord(t, out, sig)); done {
+			t.Fatalf("%v was forwarded with no target", sig)
+		}
+	}
+}
+
+// nextRecord waits for the tap's record of want; records of other signals
+// are an earlier test's, still in the pipe (the tap outlives its holders).
+func nextRecord(t *testing.T, out <-chan os.Signal, want syscall.Signal) os.Signal {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case s := <-out:
+			if got, _ := received(s); got == want {
+				return s
+			}
+		case <-deadline:
+			t.Fatalf("no record of %v", want)
+			return nil
+		}
+	}
 }

@@ -10,7 +10,8 @@
 // The cases run interleaved round-robin in the same run, so machine load
 // hits them alike. It prints medians, p90s and ratios against tini.
 //
-//	go run ./bench/pid1 [-n 300] [-supervise path/to/supervise] [-tsv FILE]
+//	go run ./bench/pid1 [-n 300] [-supervise path/to/supervise] [-init supervise-init]
+//	    [-floor floor] [-floor-linked floor-linked] [-tsv FILE]
 //
 // With -tsv it also appends its figures to FILE in the columns of
 // bench/peers (bench/run merges them into bench/results).
@@ -48,9 +49,10 @@ func main() {
 	sup := flag.String("supervise", "", "supervise binary (default: build ./cmd/supervise with CGO_ENABLED=0)")
 	initBin := flag.String("init", "", "supervise-init binary, measured too when given")
 	floor := flag.String("floor", "", "bench/pid1/floor binary: the Go floor, measured too when given")
+	linked := flag.String("floor-linked", "", "bench/pid1/floor built with -tags floorlinked (it links supervise-init's packages), measured too when given")
 	tsv := flag.String("tsv", "", "also append the figures to this TSV file (bench/peers columns)")
 	flag.Parse()
-	if err := run(*n, *sup, *initBin, *floor, *tsv); err != nil {
+	if err := run(*n, *sup, *initBin, *floor, *linked, *tsv); err != nil {
 		fmt.Fprintln(os.Stderr, "pid1 bench:", err)
 		os.Exit(1)
 	}
@@ -64,7 +66,7 @@ type initCase struct {
 	wallOnly bool
 }
 
-func run(n int, sup, initBin, floor, tsv string) error {
+func run(n int, sup, initBin, floor, linked, tsv string) error {
 	if sup == "" {
 		var cleanup func()
 		var err error
@@ -85,6 +87,9 @@ func run(n int, sup, initBin, floor, tsv string) error {
 		cases = append(cases,
 			initCase{name: "Go floor", impl: "go-floor", argv: []string{floor, "--"}, wallOnly: true},
 			initCase{name: "Go floor + os/signal", impl: "go-floor-notify", argv: []string{floor, "--notify", "--"}})
+	}
+	if linked != "" {
+		cases = append(cases, initCase{name: "Go floor, init's packages linked", impl: "go-floor-linked", argv: []string{linked, "--"}, wallOnly: true})
 	}
 	for _, c := range []initCase{{name: "tini -s", impl: "tini", argv: []string{"tini", "-s", "--"}}, {name: "dumb-init", impl: "dumb-init", argv: []string{"dumb-init"}}} {
 		p, err := exec.LookPath(c.argv[0])

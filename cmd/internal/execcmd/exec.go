@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -149,7 +150,7 @@ func Config(o Options, again ...string) (pid1.Config, error) {
 	if o.verbose {
 		level = slog.LevelDebug
 	}
-	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})).With("init", "exec")
+	cfg.Logger = slog.New(&lazyHandler{level: level})
 
 	sb, err := sandbox(o, again, cfg.PreserveFDs, cfg.ListenFDs)
 	if err != nil {
@@ -207,6 +208,33 @@ func sandbox(o Options, again []string, preserve, listen int) (*pid1.Sandbox, er
 	sb.InitArgs = append(sb.InitArgs, "--")
 	return &sb, nil
 }
+
+// lazyHandler is the init's log handler: text on stderr, every line
+// with init=exec. It builds that handler on the first record at level or
+// above: most runs log nothing, and building it was a measurable part of
+// the init's start.
+type lazyHandler struct {
+	level slog.Level
+	once  sync.Once
+	h     slog.Handler
+}
+
+func (l *lazyHandler) Enabled(_ context.Context, lv slog.Level) bool { return lv >= l.level }
+
+func (l *lazyHandler) handler() slog.Handler {
+	l.once.Do(func() {
+		l.h = slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l.level}).
+			WithAttrs([]slog.Attr{slog.String("init", "exec")})
+	})
+	return l.h
+}
+
+func (l *lazyHandler) Handle(ctx context.Context, r slog.Record) error {
+	return l.handler().Handle(ctx, r)
+}
+
+func (l *lazyHandler) WithAttrs(as []slog.Attr) slog.Handler { return l.handler().WithAttrs(as) }
+func (l *lazyHandler) WithGroup(name string) slog.Handler    { return l.handler().WithGroup(name) }
 
 // maxPassedFDs bounds the descriptors exec passes on (3 … 1024, as the
 // sandbox runtime's extra files).

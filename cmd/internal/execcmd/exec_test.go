@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -146,6 +147,20 @@ func TestParseArgs(t *testing.T) {
 	// Parsing stops at the command: its flags are its own.
 	if !slices.Equal(o.Args, []string{"true", "--grace", "1s"}) || o.grace != pid1.DefaultGrace {
 		t.Errorf("args %q, grace %v", o.Args, o.grace)
+	}
+}
+
+// TestParseArgsWithoutFlags: a command line with no flags (read without
+// the flag set) gives what the flag set gives: every default.
+func TestParseArgsWithoutFlags(t *testing.T) {
+	viaFlagSet := parse(t, "--verbose=false -- sh -c x")
+	for _, line := range []string{"-- sh -c x", "sh -c x"} {
+		if o := parse(t, line); !reflect.DeepEqual(o, viaFlagSet) {
+			t.Errorf("ParseArgs(%q) = %+v, want %+v", line, o, viaFlagSet)
+		}
+	}
+	if o := parse(t, "-- --grace 1s"); !slices.Equal(o.Args, []string{"--grace", "1s"}) || o.grace != pid1.DefaultGrace {
+		t.Errorf("after --: args %q, grace %v", o.Args, o.grace)
 	}
 }
 

@@ -25,39 +25,50 @@ type Flag struct {
 	Hidden  bool // not in --help: for the init inside a sandbox
 }
 
+// defaults are the flags' default values (Flag.Value): what a command
+// line without flags runs with.
+var defaults = Options{
+	grace:          pid1.DefaultGrace,
+	stopSignal:     "TERM",
+	restart:        "never",
+	backoffInitial: 10 * time.Second,
+	backoffMax:     300 * time.Second,
+	listenFDs:      -1, // from $LISTEN_FDS when $LISTEN_PID is ours
+}
+
 // Flags are the flags of the exec init, in the order help lists them.
 func Flags() []Flag {
 	return []Flag{
 		{Name: "single-child", Usage: "forward signals to CMD alone, not to its process group; when CMD exits, leave the rest alone",
-			Value: false, Field: func(o *Options) any { return &o.singleChild }},
+			Value: defaults.singleChild, Field: func(o *Options) any { return &o.singleChild }},
 		{Name: "rewrite", Usage: "rewrite a received signal before forwarding it, FROM:TO (TERM:QUIT); TO 0 drops it (repeatable)",
 			Value: []string(nil), Field: func(o *Options) any { return &o.rewrite }},
 		{Name: "success-exit-code", Aliases: []string{"e"}, Usage: "report exit code `N` (128+signal included) as 0 (repeatable)",
 			Value: []int(nil), Field: func(o *Options) any { return &o.successExitCodes }},
 		{Name: "grace", Usage: "how long what CMD left behind gets between --stop-signal and SIGKILL",
-			Value: pid1.DefaultGrace, Field: func(o *Options) any { return &o.grace }},
+			Value: defaults.grace, Field: func(o *Options) any { return &o.grace }},
 		{Name: "stop-signal", Usage: "signal for what CMD left behind when it exited",
-			Value: "TERM", Field: func(o *Options) any { return &o.stopSignal }},
+			Value: defaults.stopSignal, Field: func(o *Options) any { return &o.stopSignal }},
 		{Name: "restart", Usage: "never, on-failure or always, with the kubelet's crash backoff",
-			Value: "never", Field: func(o *Options) any { return &o.restart }},
+			Value: defaults.restart, Field: func(o *Options) any { return &o.restart }},
 		{Name: "backoff-initial", Usage: "first restart delay after the immediate one",
-			Value: 10 * time.Second, Field: func(o *Options) any { return &o.backoffInitial }},
+			Value: defaults.backoffInitial, Field: func(o *Options) any { return &o.backoffInitial }},
 		{Name: "backoff-max", Usage: "restart delay cap",
-			Value: 300 * time.Second, Field: func(o *Options) any { return &o.backoffMax }},
+			Value: defaults.backoffMax, Field: func(o *Options) any { return &o.backoffMax }},
 		{Name: "backoff-reset", Usage: "a run this long starts the backoff over (default 2 × --backoff-max)",
-			Value: time.Duration(0), Field: func(o *Options) any { return &o.backoffReset }},
+			Value: defaults.backoffReset, Field: func(o *Options) any { return &o.backoffReset }},
 		{Name: "memory-max", Usage: "run CMD in a cgroup with this memory limit (256MiB)",
-			Value: "", Field: func(o *Options) any { return &o.memoryMax }},
+			Value: defaults.memoryMax, Field: func(o *Options) any { return &o.memoryMax }},
 		{Name: "pids-max", Usage: "run CMD in a cgroup with this process limit",
-			Value: int64(0), Field: func(o *Options) any { return &o.pidsMax }},
+			Value: defaults.pidsMax, Field: func(o *Options) any { return &o.pidsMax }},
 		{Name: "ns", Usage: "run CMD in new namespaces: pid, mount, uts, ipc, net, user (comma-separated)",
 			Value: []string(nil), Field: func(o *Options) any { return &o.ns }},
 		{Name: "preserve-fds", Usage: "pass `N` more descriptors after stdio (and after $LISTEN_FDS) to CMD: 3, 4, …; every other inherited one is closed at exec",
-			Value: int64(0), Field: func(o *Options) any { return &o.preserveFDs }},
+			Value: defaults.preserveFDs, Field: func(o *Options) any { return &o.preserveFDs }},
 		{Name: "listen-fds", Usage: "the first N passed descriptors are socket-activation ones (default: $LISTEN_FDS when $LISTEN_PID is ours)",
-			Value: int64(-1), Field: func(o *Options) any { return &o.listenFDs }, Hidden: true},
+			Value: defaults.listenFDs, Field: func(o *Options) any { return &o.listenFDs }, Hidden: true},
 		{Name: "verbose", Aliases: []string{"v"}, Usage: "log what the init does to stderr",
-			Value: false, Field: func(o *Options) any { return &o.verbose }},
+			Value: defaults.verbose, Field: func(o *Options) any { return &o.verbose }},
 	}
 }
 
@@ -80,6 +91,17 @@ func Check(args []string) error {
 }
 
 func parseArgs(args []string) (o Options, _ error) {
+	if len(args) > 0 && (args[0] == "--" || !strings.HasPrefix(args[0], "-")) {
+		// No flags (supervise-init -- CMD, a container's usual init):
+		// the defaults, without building a flag set the init's start
+		// would wait for.
+		o = defaults
+		if args[0] == "--" {
+			args = args[1:]
+		}
+		o.Args = args
+		return o, nil
+	}
 	fs := flag.NewFlagSet("exec", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
