@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,13 +18,19 @@ func TestForcedShutdownIsReported(t *testing.T) {
 [supervisor]
 strict_shutdown = `+map[bool]string{true: "true", false: "false"}[strict]+`
 [program.stubborn]
-command = ["sh", "-c", "trap '' TERM; while :; do sleep 0.1; done"]
+command = ["sh", "-c", "trap '' TERM; touch trapped; while :; do sleep 0.1; done"]
 stop_timeout = "1s"
 [program.polite]
 command = ["sleep", "1000"]
 `)
 			d := startDaemon(t, dir, file)
 			d.running("stubborn", "polite")
+			// Running comes at the exec; the shell ignores TERM only once
+			// it has run the trap.
+			eventually(t, "stubborn ignoring TERM", 30*time.Second, func() bool {
+				_, err := os.Stat(filepath.Join(dir, "trapped"))
+				return err == nil
+			})
 			d.signal(15)
 			code := d.wait(60 * time.Second)
 			want := 0
