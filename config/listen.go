@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/supervise-dev/supervise/internal/listenenv"
 	"github.com/supervise-dev/supervise/internal/sockets"
 )
 
@@ -69,7 +70,7 @@ func (d *decoder) checkListen(p *programDecoding, n *node) {
 	if len(p.Listen) == 0 || p.Notify != NotifyFD {
 		return
 	}
-	first := sockets.FirstFD + len(p.Listen)
+	first := listenenv.FirstFD + len(p.Listen)
 	if p.NotifyFD == 0 {
 		p.NotifyFD = first
 	} else if p.NotifyFD < first && !p.isDefaults {

@@ -5,7 +5,7 @@ import (
 	"os"
 	"syscall"
 
-	"github.com/supervise-dev/supervise/internal/sockets"
+	"github.com/supervise-dev/supervise/internal/listenenv"
 )
 
 // listenShimArgv0 marks this binary re-executed as the socket-activation
@@ -25,7 +25,7 @@ func IsListenShim() bool {
 // keeps, and execs the command in place. It returns only when that
 // exec failed, with the code an init reports for it.
 func ListenShimMain() int {
-	env := sockets.WithPID(os.Environ(), os.Getpid())
+	env := listenenv.WithPID(os.Environ(), os.Getpid())
 	err := syscall.Exec(os.Args[1], os.Args[2:], env)
 	fmt.Fprintf(os.Stderr, "supervise: exec %q: %v\n", os.Args[2], err)
 	if notFound(err) {
@@ -37,4 +37,4 @@ func ListenShimMain() int {
 // ListenFDs reads systemd's socket activation from env: the number of
 // descriptors in LISTEN_FDS when LISTEN_PID is pid (sd_listen_fds's rule:
 // the variables are for that process only), else 0.
-func ListenFDs(env []string, pid int) (int, error) { return sockets.Count(env, pid) }
+func ListenFDs(env []string, pid int) (int, error) { return listenenv.Count(env, pid) }

@@ -10,7 +10,7 @@ import (
 	"syscall"
 
 	"github.com/supervise-dev/supervise/internal/execpath"
-	"github.com/supervise-dev/supervise/internal/sockets"
+	"github.com/supervise-dev/supervise/internal/listenenv"
 	"golang.org/x/sys/unix"
 )
 
@@ -61,7 +61,7 @@ func (d *direct) spawn(path string) (int, error) {
 			return 0, &StartError{Code: 126, Err: fmt.Errorf("finding our own binary for the socket-activation shim: %w", err)}
 		}
 		exe, argv = self, append([]string{listenShimArgv0, path}, d.cfg.Args...)
-		attr.Env = append(sockets.WithoutVar(d.cfg.Env, "LISTEN_FDS"), "LISTEN_FDS="+strconv.Itoa(d.cfg.ListenFDs))
+		attr.Env = append(listenenv.WithoutVar(d.cfg.Env, "LISTEN_FDS"), "LISTEN_FDS="+strconv.Itoa(d.cfg.ListenFDs))
 	}
 	pid, err := syscall.ForkExec(exe, argv, attr)
 	if err != nil && d.tty != ttyNone && ttyError(err) {

@@ -12,7 +12,7 @@ import (
 	"syscall"
 
 	"github.com/supervise-dev/supervise/internal/execpath"
-	"github.com/supervise-dev/supervise/internal/sockets"
+	"github.com/supervise-dev/supervise/internal/listenenv"
 	"golang.org/x/sys/unix"
 )
 
@@ -227,7 +227,7 @@ func shimMain() int {
 		return 127
 	}
 	if s.ListenPID {
-		s.Env = sockets.WithPID(s.Env, os.Getpid())
+		s.Env = listenenv.WithPID(s.Env, os.Getpid())
 	}
 	unix.CloseOnExec(fd)
 	err := syscall.Exec(s.Path, s.Args, s.Env)

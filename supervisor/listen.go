@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/supervise-dev/supervise/config"
+	"github.com/supervise-dev/supervise/internal/listenenv"
 	"github.com/supervise-dev/supervise/internal/sockets"
 	"github.com/supervise-dev/supervise/proc"
 )
@@ -170,14 +171,14 @@ func (l *listenSet) addSockets(spec *config.Program, pcfg *proc.ProcessConfig) (
 		extra[fd] = f
 	}
 	for i, f := range files {
-		extra[sockets.FirstFD+i] = f
+		extra[listenenv.FirstFD+i] = f
 	}
 	pcfg.ExtraFiles = extra
 	env := pcfg.Env
 	for _, v := range []string{"LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES"} {
-		env = sockets.WithoutVar(env, v)
+		env = listenenv.WithoutVar(env, v)
 	}
-	pcfg.Env = append(env, sockets.Env(names)...)
+	pcfg.Env = append(env, listenenv.Env(names)...)
 	pcfg.ListenPID = true
 	return closeAll, nil
 }

@@ -1,4 +1,8 @@
-package sockets
+// Package listenenv writes and reads the environment of socket activation,
+// sd_listen_fds(3)'s LISTEN_FDS, LISTEN_PID and LISTEN_FDNAMES. It links no
+// net: supervise-init and the exec stub, which pay for every package they
+// link at each start, use it without the socket code.
+package listenenv
 
 import (
 	"fmt"
