@@ -225,21 +225,25 @@ func New(opts Options) (*Supervisor, error) {
 	}
 	s.logs.oneStream, s.logs.tty = opts.OneStream, opts.OneStream && opts.Tty
 	s.listen.log = log
+	// A New that fails leaves nothing running: the queue's goroutine and
+	// the context go with it.
+	fail := func(err error) (*Supervisor, error) {
+		cancel()
+		s.queue.ShutDown()
+		return nil, err
+	}
 	if opts.Adopt != nil {
 		if err := s.listen.adopt(opts.Adopt.Sockets, opts.AdoptFiles); err != nil {
-			cancel()
-			return nil, fmt.Errorf("adopting the listen sockets: %w", err)
+			return fail(fmt.Errorf("adopting the listen sockets: %w", err))
 		}
 	}
 	if err := s.openSockets(opts.Config); err != nil {
-		cancel()
-		return nil, err
+		return fail(err)
 	}
 	s.apply(opts.Config)
 	if opts.Adopt != nil {
 		if err := s.adopt(opts.Adopt, opts.AdoptFiles); err != nil {
-			cancel()
-			return nil, fmt.Errorf("adopting the programs: %w", err)
+			return fail(fmt.Errorf("adopting the programs: %w", err))
 		}
 	}
 	return s, nil

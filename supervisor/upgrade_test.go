@@ -59,6 +59,7 @@ func TestAdoptRefusesBadHandover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer sup.queue.ShutDown() // never Run: its queue's goroutine ends here
 	sup.mu.Lock()
 	defer sup.mu.Unlock()
 	if in := sup.instances["web"]; in.state != Failed || in.restarts != 3 || !in.settled {
