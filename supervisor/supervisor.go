@@ -94,6 +94,10 @@ type Options struct {
 	// dev runner's: a fast one-shot must not silence its neighbours); 0
 	// stops at once.
 	StartupGrace time.Duration
+	// Ready, when set, is called once, on a goroutine of its own, when
+	// every autostart program first is ready or has completed (when
+	// systemd hears READY=1): the start-up is over.
+	Ready func()
 }
 
 // Supervisor runs a set of programs.
@@ -112,6 +116,7 @@ type Supervisor struct {
 	randFloat func() float64 // [0, 1); tests replace it
 
 	startupGrace time.Duration // Options.StartupGrace
+	onReady      func()        // Options.Ready
 
 	ctx    context.Context // cancelled by Kill: aborts every blocking call
 	cancel context.CancelFunc
@@ -200,6 +205,7 @@ func New(opts Options) (*Supervisor, error) {
 		stopReq:   make(chan struct{}),
 	}
 	s.startupGrace = opts.StartupGrace
+	s.onReady = opts.Ready
 	s.logs = newLogSet(console, opts.Color, opts.Terminal, opts.Timestamps, log, opts.Config.Programs)
 	s.logs.refused = func(key string, err error) {
 		s.events.add(key, "", "LogFileRefused", err.Error()+"; its lines go to the console")
