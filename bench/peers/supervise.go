@@ -13,9 +13,16 @@ import (
 )
 
 // supervisePeer is the supervisor under test: `supervise run -c FILE`.
-type supervisePeer struct{ bin string }
+// label names another build measured beside it (-before); "" is the one
+// under test.
+type supervisePeer struct{ bin, label string }
 
-func (s supervisePeer) name() string      { return "supervise" }
+func (s supervisePeer) name() string {
+	if s.label != "" {
+		return s.label
+	}
+	return "supervise"
+}
 func (s supervisePeer) needs() []string   { return []string{s.bin} }
 func (s supervisePeer) crashNote() string { return `backoff initial = "0s"` }
 
