@@ -15,10 +15,13 @@ import (
 // a waits for b, its dependent, which only SIGKILL ends after its grace.
 func TestShutdownStopsEachProgramOnceItsDependentsAreDown(t *testing.T) {
 	const grace = 30 * time.Second
+	// One grace for all: the queue arms its timer for the earliest stop
+	// that waits (c's, when its exit comes after its worker's stop began).
+	withGrace := func(p *config.Program) { p.StopTimeout = grace }
 	h := newHarnessSetup(t, func(rt *fakeRuntime) { rt.ignoreTerm = map[string]bool{"b": true} },
-		program("a"),
-		program("b", func(p *config.Program) { p.DependsOn = []string{"a"}; p.StopTimeout = grace }),
-		program("c"),
+		program("a", withGrace),
+		program("b", withGrace, func(p *config.Program) { p.DependsOn = []string{"a"} }),
+		program("c", withGrace),
 	)
 	h.running("a", "b", "c")
 	h.stop() // the shutdown begins
