@@ -27,7 +27,8 @@ func (s *Supervisor) handleExit(ctx context.Context, in *instance, exit exitInfo
 	in.ready = false
 	// An exit we asked for (stop, restart) is not a crash; one we caused
 	// for the program's health is.
-	requested := !in.run.stopDeadline.IsZero() || in.restartRequested
+	requested := !in.run.stopDeadline.IsZero() || in.restartRequested || id != "" && in.stopSignalled == id
+	in.stopSignalled = ""
 	if h != nil && h.killReason != "" {
 		requested = false
 		exit.Reason = h.killReason

@@ -53,6 +53,8 @@ type fakeRuntime struct {
 	holdExits  bool
 	held       []proc.ExitEvent
 	graceWaits int // Stop calls that waited out a grace on the clock
+	// signalled: process id → the signals sent to it, whatever its state.
+	signalled map[string][]syscall.Signal
 }
 
 type fakeProc struct {
@@ -79,6 +81,7 @@ func newFakeRuntime(clk clock.Clock) *fakeRuntime {
 		execFailN: map[string]int{},
 		configs:   map[string]proc.ProcessConfig{},
 		events:    make(chan proc.ExitEvent, 1024),
+		signalled: map[string][]syscall.Signal{},
 	}
 }
 
@@ -253,6 +256,7 @@ func (f *fakeRuntime) releaseExits() {
 func (f *fakeRuntime) Signal(id string, sig syscall.Signal) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.signalled[id] = append(f.signalled[id], sig)
 	p := f.procs[id]
 	if p == nil || p.state != proc.StateRunning {
 		return proc.ErrNotFound

@@ -388,8 +388,8 @@ func (s *Supervisor) probeNoticesLocked(in *instance, h *health, last map[string
 	}
 }
 
-// checkSystemdReadyLocked tells systemd (Type=notify) READY=1 once every
-// autostart program is ready or has completed.
+// checkSystemdReadyLocked tells systemd (Type=notify) READY=1, and
+// Options.Ready, once every autostart program is ready or has completed.
 func (s *Supervisor) checkSystemdReadyLocked() {
 	if s.systemdReady {
 		return
@@ -405,6 +405,9 @@ func (s *Supervisor) checkSystemdReadyLocked() {
 	s.systemdReady = true
 	if err := notify.NotifySystemd("READY=1\nSTATUS=all programs ready"); err != nil {
 		s.log.Warn("telling systemd we are ready", "err", err)
+	}
+	if s.onReady != nil {
+		s.bg.Go(s.onReady)
 	}
 }
 

@@ -174,6 +174,11 @@ type instance struct {
 	// pendingExit is proc's report of the run's exit, handed over by the
 	// exit watcher (under the lock) for the worker to handle.
 	pendingExit *exitEvent
+	// stopSignalled is the process the stop signal went to, set by
+	// whoever sends it, the worker's stop or the shutdown's
+	// (claimStopSignalLocked): a process gets it once, and its exit is
+	// one that was asked for.
+	stopSignalled string
 
 	// published
 	state      State

@@ -75,8 +75,14 @@ func (s *Supervisor) advanceStop(ctx context.Context, in *instance) bool {
 		if sig == 0 {
 			sig = syscall.SIGTERM
 		}
-		if err := s.rt.Signal(id, sig); err != nil && !errors.Is(err, proc.ErrNotFound) && !errors.Is(err, proc.ErrProcessDone) {
-			s.log.Warn("sending the stop signal", "program", in.key, "err", err)
+		s.mu.Lock()
+		sent := in.stopSignalled == id // by the shutdown, which signals all at once
+		in.stopSignalled = id
+		s.mu.Unlock()
+		if !sent {
+			if err := s.rt.Signal(id, sig); err != nil && !errors.Is(err, proc.ErrNotFound) && !errors.Is(err, proc.ErrProcessDone) {
+				s.log.Warn("sending the stop signal", "program", in.key, "err", err)
+			}
 		}
 	}
 	if remaining := deadline.Sub(s.clock.Now()); remaining > 0 {

@@ -26,7 +26,6 @@ import (
 	"github.com/supervise-dev/supervise/clock"
 	"github.com/supervise-dev/supervise/config"
 	"github.com/supervise-dev/supervise/hooks"
-	"github.com/supervise-dev/supervise/notify"
 	"github.com/supervise-dev/supervise/proc"
 	"github.com/supervise-dev/supervise/supervisor/wait"
 	"github.com/supervise-dev/supervise/supervisor/workqueue"
@@ -101,6 +100,10 @@ type Options struct {
 	// starting. New takes ownership of the files it uses.
 	Adopt      *Handover
 	AdoptFiles map[int]*os.File
+	// Ready, when set, is called once, on a goroutine of its own, when
+	// every autostart program first is ready or has completed (when
+	// systemd hears READY=1): the start-up is over.
+	Ready func()
 }
 
 // Supervisor runs a set of programs.
@@ -119,6 +122,7 @@ type Supervisor struct {
 	randFloat func() float64 // [0, 1); tests replace it
 
 	startupGrace time.Duration // Options.StartupGrace
+	onReady      func()        // Options.Ready
 
 	ctx    context.Context // cancelled by Kill: aborts every blocking call
 	cancel context.CancelFunc
@@ -219,6 +223,7 @@ func New(opts Options) (*Supervisor, error) {
 		stopReq:   make(chan struct{}),
 	}
 	s.startupGrace = opts.StartupGrace
+	s.onReady = opts.Ready
 	s.logs = newLogSet(console, opts.Color, opts.Terminal, opts.Timestamps, log, opts.Config.Programs)
 	s.logs.refused = func(key string, err error) {
 		s.events.add(key, "", "LogFileRefused", err.Error()+"; its lines go to the console")
@@ -634,78 +639,6 @@ func (s *Supervisor) waitFor(ctx context.Context, cond func() bool) error {
 			return ctx.Err()
 		}
 	}
-}
-
-// shutdownAll stops every program in reverse dependency order: the deepest
-// dependents first, each level waiting for the one above it, all within
-// shutdown_timeout; what is left then is killed. It returns when every
-// program is down.
-func (s *Supervisor) shutdownAll() {
-	s.mu.Lock()
-	if s.shuttingDown {
-		s.mu.Unlock()
-		return
-	}
-	s.shuttingDown = true
-	s.stopJobsLocked()
-	timeout := s.cfg.Supervisor.ShutdownTimeout
-	maxLevel := 0
-	for _, l := range s.level {
-		maxLevel = max(maxLevel, l)
-	}
-	s.mu.Unlock()
-	if timeout <= 0 {
-		timeout = 30 * time.Second
-	}
-	s.log.Info("shutting down", "timeout", timeout)
-	_ = notify.NotifySystemd("STOPPING=1")
-
-	var timer sync.WaitGroup
-	defer timer.Wait() // after cancel: deferred calls run last first
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	timer.Go(func() {
-		select {
-		case <-ctx.Done():
-			if ctx.Err() == context.DeadlineExceeded {
-				s.log.Warn("shutdown timeout reached; killing what is left")
-				s.Kill()
-			}
-		case <-s.ctx.Done():
-		}
-	})
-	for l := maxLevel; l >= 0 && s.ctx.Err() == nil; l-- {
-		s.stopLevel(l)
-	}
-}
-
-// stopLevel stops every instance of dependency level l and waits until
-// none of them has a process or a start or stop under way.
-func (s *Supervisor) stopLevel(l int) {
-	var keys []string
-	s.mu.Lock()
-	for k, in := range s.instances {
-		if s.level[in.spec.Name] == l {
-			in.goal = goalStop
-			keys = append(keys, k)
-			s.queue.Add(k)
-		}
-	}
-	s.mu.Unlock()
-	// Every state change wakes this check: it drops the keys found down
-	// from the front and stops at the first one still up, so a thousand
-	// programs cost a thousand checks, not a million. Down is what a stop
-	// waits for (stoppedDone): the exit handled too, post_stop included,
-	// which runs in the sandbox the shutdown deletes after the last level.
-	_ = s.waitFor(s.ctx, func() bool {
-		for len(keys) > 0 {
-			if in := s.instances[keys[0]]; in != nil && !stoppedDone(in) {
-				return false
-			}
-			keys = keys[1:]
-		}
-		return true
-	})
 }
 
 // deleteSandboxes deletes what sandboxes are left once every process is

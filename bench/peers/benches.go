@@ -183,6 +183,13 @@ func (r *runner) fleet(p peer, o fleetOpts) ([]Row, error) {
 		return rows, err
 	} else if row != nil {
 		rows = append(rows, *row)
+		// Again once the status calls ran: what serving them mapped
+		// stays resident.
+		_, pss, err := memory(sup)
+		if err != nil {
+			return rows, err
+		}
+		rows = append(rows, Row{Bench: "memory", Metric: "memory PSS after the status calls, " + nstr, Value: float64(pss) / 1024, Unit: "MiB", Better: "lower", Samples: 1, Note: pnote})
 	}
 
 	if o.idle > 0 {

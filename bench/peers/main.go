@@ -24,6 +24,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -70,9 +71,13 @@ func benchMain(args []string) error {
 	scale := fs.Bool("scale", false, "the scale run: fleets of 1,000 to 10,000 (quick: 1,000 and 4,000), s6 and runit where they run; prints per-program figures")
 	base := fs.String("base", "", "with -scale: another supervise build (an older one) measured at every size in the same run, as "+baseLabel)
 	sizesFlag := fs.String("sizes", "", "with -scale: these fleet sizes only (comma-separated), with the peers -impls names that go that far")
-	reps := fs.Int("reps", 1, "with -scale: runs per size, round the implementations; the table shows the median")
 	summary := fs.String("summary", "", "with -scale: write the per-program table (markdown) here too")
 	work := fs.String("workdir", "", "make the work directories under this directory (default: a new one in $TMPDIR)")
+	nFlag := fs.String("n", "", "comma-separated fleet sizes to run, of those the mode has (default all)")
+	mibs := fs.String("mib", "", "comma-separated log sizes in MiB to run, of those the mode has (default all)")
+	filesOnly := fs.Bool("files-only", false, "log capture: only the files line every peer has (not supervise's console and ready_log_line lines)")
+	before := fs.String("before", "", "another supervise binary (an earlier build) measured beside it, as supervise-before: in the TSV, not in the table")
+	reps := fs.Int("reps", 0, "repetitions of each fleet and log step, round the peers (default 3; with -scale, runs per size, default 1, the table shows the median)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -82,7 +87,10 @@ func benchMain(args []string) error {
 	if os.Geteuid() != 0 {
 		return fmt.Errorf("run as root (the peers, the proc connector and the pidfds need it)")
 	}
-	for _, p := range []*string{sup, helper} {
+	for _, p := range []*string{sup, helper, before} {
+		if *p == "" {
+			continue
+		}
 		abs, err := filepath.Abs(*p)
 		if err != nil {
 			return err
@@ -130,6 +138,9 @@ func benchMain(args []string) error {
 		}
 		all = append([]peer{supervisePeer{bin: abs, label: baseLabel}}, all...)
 	}
+	if *before != "" {
+		all = slices.Insert(all, 1, peer(supervisePeer{bin: *before, label: "supervise-before"}))
+	}
 	var peers []peer
 	var skipped []string
 	for _, p := range all {
@@ -165,7 +176,17 @@ func benchMain(args []string) error {
 	type step struct {
 		bench string
 		reps  int
+		size  int     // the fleet's N, or the log's MiB
+		mode  logMode // a log step's
 		f     func(p peer, rep int) ([]Row, error)
+	}
+	fleet := func(n int, settle, idle time.Duration) step {
+		return step{"fleet", 3, n, "", func(p peer, rep int) ([]Row, error) {
+			return r.fleet(p, fleetOpts{n: n, settle: settle, idle: idleOnce(rep, idle)})
+		}}
+	}
+	logs := func(mib int, mode logMode) step {
+		return step{"log", 3, mib, mode, func(p peer, _ int) ([]Row, error) { return r.logs(p, int64(mib)<<20, mode) }}
 	}
 	var steps []step
 	var sizes []scaleSize
@@ -189,33 +210,38 @@ func benchMain(args []string) error {
 			fmt.Fprintf(os.Stderr, "peers: the descriptor limit is %d and cannot be raised: the largest fleet is %d\n", nofile, last)
 		}
 		for _, sz := range sizes {
-			steps = append(steps, step{"fleet", max(*reps, 1), func(p peer, _ int) ([]Row, error) { return r.scaleFleet(p, sz) }})
+			steps = append(steps, step{"fleet", max(*reps, 1), sz.n, "", func(p peer, _ int) ([]Row, error) { return r.scaleFleet(p, sz) }})
 		}
 	} else if *quick {
 		steps = []step{
-			{"crash", 1, func(p peer, _ int) ([]Row, error) { return r.crash(p, 30, 10*time.Second) }},
-			{"fleet", 3, func(p peer, rep int) ([]Row, error) {
-				return r.fleet(p, fleetOpts{n: 100, settle: time.Second, idle: idleOnce(rep, 10*time.Second)})
-			}},
-			{"log", 3, func(p peer, _ int) ([]Row, error) { return r.logs(p, 32<<20, logFileOnly) }},
-			{"log", 3, func(p peer, _ int) ([]Row, error) { return r.logs(p, 32<<20, logConsole) }},
-			{"log", 3, func(p peer, _ int) ([]Row, error) { return r.logs(p, 32<<20, logReady) }},
+			{"crash", 1, 0, "", func(p peer, _ int) ([]Row, error) { return r.crash(p, 30, 10*time.Second) }},
+			fleet(100, time.Second, 10*time.Second),
+			logs(32, logFileOnly), logs(32, logConsole), logs(32, logReady),
 		}
 	} else {
 		steps = []step{
-			{"crash", 1, func(p peer, _ int) ([]Row, error) { return r.crash(p, 100, 150*time.Second) }},
-			{"fleet", 3, func(p peer, _ int) ([]Row, error) { return r.fleet(p, fleetOpts{n: 1, settle: time.Second}) }},
-			{"fleet", 3, func(p peer, _ int) ([]Row, error) { return r.fleet(p, fleetOpts{n: 10, settle: time.Second}) }},
-			{"fleet", 3, func(p peer, _ int) ([]Row, error) { return r.fleet(p, fleetOpts{n: 100, settle: time.Second}) }},
-			{"fleet", 3, func(p peer, rep int) ([]Row, error) {
-				return r.fleet(p, fleetOpts{n: 1000, settle: 3 * time.Second, idle: idleOnce(rep, 30*time.Second)})
-			}},
-			{"log", 3, func(p peer, _ int) ([]Row, error) { return r.logs(p, 32<<20, logFileOnly) }},
-			{"log", 3, func(p peer, _ int) ([]Row, error) { return r.logs(p, 256<<20, logFileOnly) }},
-			{"log", 3, func(p peer, _ int) ([]Row, error) { return r.logs(p, 256<<20, logConsole) }},
-			{"log", 3, func(p peer, _ int) ([]Row, error) { return r.logs(p, 256<<20, logReady) }},
+			{"crash", 1, 0, "", func(p peer, _ int) ([]Row, error) { return r.crash(p, 100, 150*time.Second) }},
+			fleet(1, time.Second, 0), fleet(10, time.Second, 0), fleet(100, time.Second, 0),
+			fleet(1000, 3*time.Second, 30*time.Second),
+			logs(32, logFileOnly), logs(256, logFileOnly), logs(256, logConsole), logs(256, logReady),
 		}
 	}
+	// -n, -mib, -files-only and -reps pick a part of the run: the lines
+	// a change is about, measured side by side as often as wanted.
+	selected := steps[:0]
+	for _, s := range steps {
+		switch {
+		case s.bench == "fleet" && *nFlag != "" && !inList(*nFlag, strconv.Itoa(s.size)),
+			s.bench == "log" && *mibs != "" && !inList(*mibs, strconv.Itoa(s.size)),
+			s.bench == "log" && *filesOnly && s.mode != logFileOnly:
+			continue
+		}
+		if *reps > 0 && s.bench != "crash" {
+			s.reps = *reps
+		}
+		selected = append(selected, s)
+	}
+	steps = selected
 	failed := 0
 	var written []Row
 	for _, s := range steps {

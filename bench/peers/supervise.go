@@ -13,7 +13,8 @@ import (
 )
 
 // supervisePeer is the supervisor under test: `supervise run -c FILE`.
-// label names another build measured beside it (-base); "" is supervise.
+// label names another build measured beside it (-base in the scale run,
+// -before otherwise); "" is the one under test.
 type supervisePeer struct{ bin, label string }
 
 func (s supervisePeer) name() string {

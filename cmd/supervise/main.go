@@ -476,6 +476,11 @@ func (r *run) newSupervisor(c *cli.Context, rt *proc.Runtime, inherited *upgrade
 		// A process gets this long to say something when a neighbour's
 		// end stops the set.
 		StartupGrace: devRunnerStartupGrace(r.devRunner),
+		Ready: func() {
+			if err := releaseStartupMemory(); err != nil {
+				r.log.Debug("releasing the start-up's memory", "err", err)
+			}
+		},
 	})
 }
 

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// rssFile is the resident file-backed memory of this process, in KiB.
+func rssFile(t *testing.T) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "RssFile:"); ok {
+			n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatal("no RssFile in /proc/self/status")
+	return 0
+}
+
+// The binary's pages the start-up left mapped are unmapped: this test
+// binary's own resident file pages fall by most of its code.
+func TestReleaseStartupMemoryUnmapsTheBinarysPages(t *testing.T) {
+	before := rssFile(t)
+	if err := releaseStartupMemory(); err != nil {
+		t.Fatal(err)
+	}
+	after := rssFile(t)
+	t.Logf("resident file pages: %d KiB before, %d KiB after", before, after)
+	if after > before/2 {
+		t.Errorf("resident file pages: %d KiB before, %d KiB after; want less than half", before, after)
+	}
+}
+
+func TestBinaryMapping(t *testing.T) {
+	exe := unix.Stat_t{Ino: 10033443, Dev: unix.Mkdev(0xfe, 0)}
+	for _, c := range []struct {
+		line   string
+		lo, hi uintptr
+		ok     bool
+	}{
+		{"00400000-009d8000 r-xp 00000000 fe:00 10033443   /usr/local/bin/supervise", 0x400000, 0x9d8000, true},
+		{"009d8000-01047000 r--p 005d8000 fe:00 10033443   /usr/local/bin/supervise (deleted)", 0x9d8000, 0x1047000, true},
+		{"01047000-010af000 rw-p 00c47000 fe:00 10033443   /usr/local/bin/supervise", 0, 0, false}, // writable: data
+		{"00400000-009d8000 r-xp 00000000 fe:01 10033443   /other/disk", 0, 0, false},              // another device
+		{"00400000-009d8000 r-xp 00000000 fe:00 10033444   /usr/local/bin/other", 0, 0, false},     // another file
+		{"010af000-030f3000 rw-p 00000000 00:00 0 ", 0, 0, false},
+		{"7ffd1000-7ffd3000 r-xp 00000000 00:00 0   [vdso]", 0, 0, false},
+		{"garbage", 0, 0, false},
+		{"9d8000-400000 r--p 0 fe:00 10033443 x", 0, 0, false}, // end before start
+	} {
+		lo, hi, ok := binaryMapping(c.line, exe)
+		if lo != c.lo || hi != c.hi || ok != c.ok {
+			t.Errorf("%q: %#x-%#x %v, want %#x-%#x %v", c.line, lo, hi, ok, c.lo, c.hi, c.ok)
+		}
+	}
+}

@@ -1,0 +1,6 @@
+//go:build !linux
+
+package main
+
+// releaseStartupMemory does nothing off Linux.
+func releaseStartupMemory() error { return nil }

@@ -1,0 +1,85 @@
+package integration
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// binaryResidency reads, in KiB, the size of pid's mappings of its binary
+// that are read-only (its code and read-only data) and how much of them
+// is resident.
+func binaryResidency(t *testing.T, pid int) (resident, size int) {
+	t.Helper()
+	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	smaps, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours := false
+	for _, l := range strings.Split(string(smaps), "\n") {
+		f := strings.Fields(l)
+		switch {
+		case len(f) >= 5 && strings.Contains(f[0], "-") && len(f[1]) == 4: // a mapping's first line
+			ours = len(f) >= 6 && f[5] == exe && !strings.Contains(f[1], "w")
+			if ours {
+				lo, hi, _ := strings.Cut(f[0], "-")
+				a, _ := strconv.ParseUint(lo, 16, 64)
+				b, _ := strconv.ParseUint(hi, 16, 64)
+				size += int(b-a) / 1024
+			}
+		case ours && len(f) == 3 && f[0] == "Rss:":
+			n, _ := strconv.Atoi(f[1])
+			resident += n
+		}
+	}
+	return resident, size
+}
+
+// childCount counts pid's children, whichever of its threads forked them.
+func childCount(t *testing.T, pid int) int {
+	t.Helper()
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, task := range tasks {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, task.Name()))
+		n += len(strings.Fields(string(b)))
+	}
+	return n
+}
+
+// Once every program is up, supervise run keeps resident only the part of
+// its binary it goes on using: the pages its start-up touched (the CLI,
+// the config's decoding, every package's initialisation) are unmapped.
+func TestRunReleasesItsStartupPages(t *testing.T) {
+	var b strings.Builder
+	for i := range 5 {
+		fmt.Fprintf(&b, "[program.p%d]\ncommand = [\"sleep\", \"1000\"]\nstdout = { console = false }\n", i)
+	}
+	dir, file := writeConfig(t, b.String())
+	d := startDaemon(t, dir, file)
+	// Watched from outside: a status call would map what it runs.
+	pid := d.cmd.Process.Pid
+	var rss, ro int
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		rss, ro = binaryResidency(t, pid)
+		if childCount(t, pid) == 5 && ro > 0 && rss < ro/2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 30 s, %d programs, and %d KiB of the binary's %d KiB read-only mappings resident; want less than half", childCount(t, pid), rss, ro)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("resident: %d KiB of the binary's %d KiB read-only", rss, ro)
+}
