@@ -21,6 +21,9 @@ type cgroup interface {
 	// freeze, kill, thaw on v1).
 	kill() error
 	remove() error
+	// removeEmpty removes the cgroup only if the kernel finds it empty,
+	// whatever this pid namespace can see of it; false when populated.
+	removeEmpty() (bool, error)
 	stats() (Stats, error)
 	usage() (Stats, error) // memory and CPU only
 	oomKills() (uint64, error)

@@ -63,6 +63,7 @@ func (g cgGroup) addProc(pid int) error     { return g.c.AddProc(pid) }
 func (g cgGroup) procs() ([]int, error)     { return g.c.Procs() }
 func (g cgGroup) kill() error               { return g.c.Kill() }
 func (g cgGroup) remove() error             { return g.c.Delete() }
+func (g cgGroup) removeEmpty() (bool, error) { return g.c.DeleteEmpty() }
 func (g cgGroup) oomKills() (uint64, error) { return g.c.OOMKills() }
 
 func (g cgGroup) usage() (Stats, error) {

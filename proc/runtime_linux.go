@@ -421,6 +421,18 @@ func (r *Runtime) sweepStale() {
 			if len(procs) > 0 {
 				continue // its namespace may live: not ours to judge
 			}
+			// Empty as we see it, which from a pid namespace of our own
+			// may only mean that its processes are invisible to us: the
+			// kernel, which sees them, refuses to remove it then.
+			removed, err := cg.removeEmpty()
+			switch {
+			case err != nil:
+				r.log.Warn("removing the cgroup of a dead supervisor", "cgroup", cg.path(), "err", err)
+			case removed:
+				r.swept = append(r.swept, Swept{Program: o.sandbox, Cgroup: cg.path(), Owner: o.tag})
+				r.log.Warn("removed the cgroup of a dead supervisor", "program", o.sandbox, "cgroup", cg.path(), "owner", o.tag, "killed", 0)
+			}
+			continue
 		case !inInitialNS:
 			continue // an owner in the initial namespace: we cannot see it
 		case ownerLives(o):

@@ -332,6 +332,23 @@ func (c *Cgroup) Delete() error {
 	}
 }
 
+// DeleteEmpty removes the cgroup if it is empty, and only then: no kill,
+// no wait. The kernel refuses to remove a populated cgroup (EBUSY) even
+// when the processes in it are in a pid namespace the caller cannot see,
+// where Procs lists nothing: it reports false, with no error, then.
+func (c *Cgroup) DeleteEmpty() (bool, error) {
+	err := c.rmdirAll()
+	switch {
+	case err == nil:
+		c.root.forget(c.dirs)
+		return true, nil
+	case errors.Is(err, unix.EBUSY):
+		return false, nil
+	default:
+		return false, fmt.Errorf("cgroups: deleting %q: %w", c.name, err)
+	}
+}
+
 // gone reports whether every directory of the cgroup is already removed.
 func (c *Cgroup) gone() bool {
 	for _, d := range c.dirs {
