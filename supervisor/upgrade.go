@@ -250,6 +250,7 @@ func (s *Supervisor) adopt(h *Handover, fds map[int]*os.File) error {
 		in.state, in.message, in.goal = ih.State, ih.Message, goal(ih.Goal)
 		in.restartRequested, in.startAsked, in.waiveBackoff, in.stoppedFor = ih.RestartRequested, ih.StartAsked, ih.WaiveBackoff, ih.StoppedFor
 		in.procID, in.pid, in.startedAt, in.sandboxID = ih.ProcID, ih.Pid, ih.StartedAt, ih.SandboxID
+		s.trackProcLocked(in.procID, in) // its exit finds it through the index
 		in.restarts, in.oomKills, in.settled, in.afterExit, in.lastExit = ih.Restarts, ih.OOMKills, ih.Settled, ih.AfterExit, ih.LastExit
 		if ih.Backoff != nil {
 			in.backoff.Restore(in.key, *ih.Backoff)
@@ -274,6 +275,9 @@ func (s *Supervisor) adopt(h *Handover, fds map[int]*os.File) error {
 	if h.Scaled != nil {
 		s.scaled = h.Scaled
 	}
+	// An instance stopped for a dependency comes back with it, as before
+	// the upgrade: the index of dependents learns the adopted stoppedFor.
+	s.indexDependentsLocked(s.cfg)
 	for _, ev := range h.Events {
 		s.events.push(ev)
 	}
