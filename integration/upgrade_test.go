@@ -588,3 +588,64 @@ func TestUpgradeWithRelativeRoot(t *testing.T) {
 		t.Errorf("a has pid %d, want %d", st.Pid, pid)
 	}
 }
+
+// TestUpgradeKeepsTheParentDeathSignal: a supervise its parent started
+// with a parent-death signal (unshare --kill-child; container runtimes do
+// the same) still dies with its parent after an upgrade in place: the
+// setting is the execing thread's, not the process's.
+func TestUpgradeKeepsTheParentDeathSignal(t *testing.T) {
+	needRoot(t)
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skip("needs unshare (util-linux)")
+	}
+	dir, file := writeConfig(t, `
+[program.a]
+command = ["sleep", "infinity"]
+`)
+	exe := filepath.Join(dir, "bin", "supervise")
+	if err := os.MkdirAll(filepath.Dir(exe), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	installBinary(t, upgradeBuild(t, "v1"), exe, 0o755)
+	d := &daemon{t: t, dir: dir, socket: filepath.Join(dir, "s.sock"), stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
+	d.cmd = exec.Command("unshare", "--fork", "--kill-child", exe, "run", "-c", file, "--socket", d.socket)
+	d.cmd.Dir = dir
+	d.cmd.Stdout, d.cmd.Stderr = d.stdout, d.stderr
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { d.err = d.cmd.Wait(); close(d.done) }()
+	sup := childOf(t, d.cmd.Process.Pid)
+	t.Cleanup(func() {
+		syscall.Kill(sup, syscall.SIGKILL)
+		_ = d.cmd.Process.Kill()
+		<-d.done
+		if t.Failed() {
+			t.Logf("stderr:\n%s", tail(d.stderr.String(), 30))
+		}
+	})
+	d.running("a")
+	for u := range 3 {
+		if out, code := d.ctl("upgrade"); code != 0 {
+			t.Fatalf("upgrade %d: exit %d: %s", u+1, code, out)
+		}
+	}
+	if v := d.version(); v.Pid != sup {
+		t.Fatalf("supervise is pid %d after the upgrades, want %d", v.Pid, sup)
+	}
+	_ = d.cmd.Process.Kill() // the parent dies: the kernel must end supervise
+	eventually(t, "supervise ended with its parent", 30*time.Second, func() bool {
+		return syscall.Kill(sup, 0) == syscall.ESRCH || isZombie(sup)
+	})
+}
+
+// isZombie reports whether pid has exited and waits to be reaped.
+func isZombie(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i > 0 && len(s) > i+2 && s[i+2] == 'Z'
+}

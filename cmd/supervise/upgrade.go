@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -341,6 +342,12 @@ func execInheriting(path string, argv, env []string, fds []int) error {
 			return fmt.Errorf("passing descriptor %d: %w", fd, err)
 		}
 	}
+	// The exec runs on this thread, which carries the parent-death signal
+	// over (see keepParentDeathSignal); the thread stays locked only if
+	// the exec failed and returned.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	keepParentDeathSignal()
 	err := unix.Exec(path, argv, env)
 	setCloexec(fds)
 	return err
