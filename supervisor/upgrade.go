@@ -250,6 +250,8 @@ func (s *Supervisor) adopt(h *Handover, fds map[int]*os.File) error {
 		in.state, in.message, in.goal = ih.State, ih.Message, goal(ih.Goal)
 		in.restartRequested, in.startAsked, in.waiveBackoff, in.stoppedFor = ih.RestartRequested, ih.StartAsked, ih.WaiveBackoff, ih.StoppedFor
 		in.procID, in.pid, in.startedAt, in.sandboxID = ih.ProcID, ih.Pid, ih.StartedAt, ih.SandboxID
+		// Indexed as a start does, so that its exit finds it.
+		s.trackProcLocked(in.procID, in)
 		in.restarts, in.oomKills, in.settled, in.afterExit, in.lastExit = ih.Restarts, ih.OOMKills, ih.Settled, ih.AfterExit, ih.LastExit
 		if ih.Backoff != nil {
 			in.backoff.Restore(in.key, *ih.Backoff)
