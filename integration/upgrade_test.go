@@ -649,3 +649,116 @@ func isZombie(pid int) bool {
 	i := strings.LastIndexByte(s, ')')
 	return i > 0 && len(s) > i+2 && s[i+2] == 'Z'
 }
+
+// TestUpgradeKeepsANamespacedSandbox: a program in its own pid and mount
+// namespaces (a sandbox init of its own) survives upgrades with its pid
+// and its init, is then restarted through the adopted init and stopped,
+// and leaves no cgroup behind.
+func TestUpgradeKeepsANamespacedSandbox(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "pause")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	logFile := filepath.Join(dir, "ns.log")
+	flag := filepath.Join(dir, "ready")
+	d, exe := upgradeDaemon(t, fmt.Sprintf(`
+[program.nsbox]
+command = %s
+stdout = { file = %q }
+[program.nsbox.sandbox]
+namespaces = ["pid", "mount"]
+# Run in the sandbox: ready once the flag is there, seen from inside.
+[program.nsbox.probes.readiness]
+command = ["sh", "-c", "test -f %s && grep -q supervise-init /proc/1/cmdline"]
+period = "1s"
+
+[program.plain]
+command = ["sleep", "infinity"]
+`, counterProgram(fifo, "0.1"), logFile, flag))
+	eventually(t, "both running", 60*time.Second, func() bool {
+		st := d.status()
+		return st["nsbox"].State == "Running" && st["nsbox"].Pid > 0 && st["plain"].State == "Running"
+	})
+	before := d.pids()
+	nsPid := before["nsbox"]
+	init := parentPid(t, nsPid)
+	if init == d.cmd.Process.Pid {
+		t.Fatalf("nsbox (pid %d) is a child of supervise: no sandbox init", nsPid)
+	}
+	for u := 1; u <= 3; u++ {
+		if u == 2 {
+			installBinary(t, upgradeBuild(t, "v2"), exe, 0o755)
+		}
+		out, code := d.ctl("upgrade")
+		if code != 0 {
+			t.Fatalf("upgrade %d: exit %d: %s", u, code, out)
+		}
+		if got := d.pids(); !mapsEqual(got, before) {
+			t.Fatalf("upgrade %d: pids changed:\nbefore %v\nafter  %v", u, before, got)
+		}
+		if p := parentPid(t, nsPid); p != init {
+			t.Fatalf("upgrade %d: nsbox's parent is %d, was its init %d", u, p, init)
+		}
+	}
+	// The probe's command runs in the adopted sandbox.
+	if err := writeFileNow(flag); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "nsbox ready by its probe run in the adopted sandbox", 60*time.Second, func() bool {
+		r := d.healthStatus()["nsbox"].Ready
+		return r != nil && *r
+	})
+	// An adopted program's exit is seen: a stop ends.
+	if out, code := d.ctl("stop", "plain"); code != 0 {
+		t.Fatalf("stopping plain after the upgrade: exit %d: %s", code, out)
+	}
+	// The adopted init serves a restart and a stop.
+	// Its lines across the upgrades: gapless, none twice, none cut.
+	if n := checkCounted(t, logFile); n < 2 {
+		t.Errorf("nsbox wrote %d lines", n)
+	}
+	if out, code := d.ctl("restart", "nsbox"); code != 0 {
+		t.Fatalf("restart after the upgrade: exit %d: %s", code, out)
+	}
+	eventually(t, "nsbox running again with another pid", 60*time.Second, func() bool {
+		st := d.status()["nsbox"]
+		return st.State == "Running" && st.Pid > 0 && st.Pid != nsPid
+	})
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d", nsPid)); err == nil {
+		if b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", nsPid)); !strings.Contains(string(b), ") Z") {
+			t.Errorf("the first nsbox process (pid %d) outlived its restart", nsPid)
+		}
+	}
+	if out, code := d.ctl("stop", "nsbox"); code != 0 {
+		t.Fatalf("stop after the upgrade: exit %d: %s", code, out)
+	}
+	eventually(t, "nsbox stopped, its cgroup gone", 60*time.Second, func() bool {
+		return d.status()["nsbox"].State == "Stopped" && len(programCgroups(t, "nsbox")) == 0
+	})
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d", init)); err == nil {
+		t.Errorf("the first sandbox init (pid %d) is still there", init)
+	}
+	if out, code := d.ctl("shutdown"); code != 0 {
+		t.Fatalf("shutdown: %s", out)
+	}
+	if code := d.wait(120 * time.Second); code != 0 {
+		t.Errorf("supervise exited %d", code)
+	}
+}
+
+// parentPid reads pid's parent from /proc.
+func parentPid(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	var ppid int
+	var state byte
+	if _, err := fmt.Sscanf(s[strings.LastIndexByte(s, ')')+2:], "%c %d", &state, &ppid); err != nil {
+		t.Fatal(err)
+	}
+	return ppid
+}

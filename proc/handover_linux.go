@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"slices"
 	"strconv"
@@ -28,9 +29,10 @@ const (
 // Freeze stops reaping and lists every sandbox and process, for a
 // hand-over. Until thaw is called no child is reaped and no process or
 // sandbox is created, started or removed; the caller either execs (the
-// new binary adopts the snapshot) or thaws. Sandboxes with an init of
-// their own (namespaces) cannot be handed over: their init speaks to
-// this process over a socket pair that is not passed on.
+// new binary adopts the snapshot) or thaws. A sandbox init is left
+// running: its control socket is passed on (Snapshot.Files), and our
+// reading of it stops here, so that an exit it reports from now on is
+// read by the binary that adopts it.
 func (r *Runtime) Freeze(ctx context.Context) (snap Snapshot, thaw func(), err error) {
 	// A start or an exec under way (a probe's command, a hook) is waited
 	// for: each is short, and bounded by its own timeout.
@@ -38,10 +40,6 @@ func (r *Runtime) Freeze(ctx context.Context) (snap Snapshot, thaw func(), err e
 		r.mu.Lock()
 		busy := ""
 		for _, sb := range r.sandboxes {
-			if sb.init != nil {
-				r.mu.Unlock()
-				return Snapshot{}, nil, fmt.Errorf("sandbox %s has namespaces (an init of its own): namespaced sandboxes cannot be handed over", sb.cfg.Name)
-			}
 			if sb.inflight > 0 {
 				busy = sb.cfg.Name
 			}
@@ -56,11 +54,24 @@ func (r *Runtime) Freeze(ctx context.Context) (snap Snapshot, thaw func(), err e
 		case <-time.After(2 * time.Millisecond):
 		}
 	}
+	// The inits' readers stop: an unread exit report stays in its socket.
+	var release []func()
+	for _, sb := range r.sandboxes {
+		if sb.init != nil {
+			release = append(release, sb.init.hold())
+		}
+	}
 	// With the reaper's registry locked nothing is reaped: a registered
 	// pid is a live process or an unreaped zombie of ours.
 	r.rp.mu.Lock()
-	thaw = func() {
+	unhold := func() {
 		r.rp.mu.Unlock()
+		for _, f := range release {
+			f()
+		}
+	}
+	thaw = func() {
+		unhold()
 		r.mu.Unlock()
 		// What exited while frozen sent SIGCHLD to a reaper that could
 		// not act: look again.
@@ -71,7 +82,13 @@ func (r *Runtime) Freeze(ctx context.Context) (snap Snapshot, thaw func(), err e
 	}
 	var reaped []*process
 	for _, p := range r.procs {
-		if _, ok := r.rp.waiting[p.pid]; p.state == StateRunning && !ok {
+		if p.state != StateRunning {
+			continue
+		}
+		// Its exit read (from the reaper or its init) but not recorded.
+		if in := p.sb.init; in != nil && !in.tracks(p.child) {
+			reaped = append(reaped, p)
+		} else if _, ok := r.rp.waiting[p.pid]; in == nil && !ok {
 			reaped = append(reaped, p)
 		}
 	}
@@ -83,7 +100,7 @@ func (r *Runtime) Freeze(ctx context.Context) (snap Snapshot, thaw func(), err e
 			select {
 			case <-p.exited:
 			case <-ctx.Done():
-				r.rp.mu.Unlock()
+				unhold()
 				return Snapshot{}, nil, fmt.Errorf("waiting for an exit to be recorded: %w", ctx.Err())
 			}
 		}
@@ -92,8 +109,19 @@ func (r *Runtime) Freeze(ctx context.Context) (snap Snapshot, thaw func(), err e
 	snap = Snapshot{OwnerTag: ownerTag(), Seq: r.seq.Load()}
 	for _, sb := range r.sandboxes {
 		ss := SandboxSnapshot{ID: sb.id, Config: sb.cfg, CreatedAt: sb.createdAt, Cgroup: sb.cg != nil, Place: sb.place.Load()}
+		if in := sb.init; in != nil {
+			is, f, err := r.snapshotInit(in)
+			if err != nil {
+				thaw()
+				return Snapshot{}, nil, fmt.Errorf("sandbox %s: %w", sb.id, err)
+			}
+			ss.Init = is
+			if f != nil {
+				snap.files = append(snap.files, f)
+			}
+		}
 		for _, p := range sb.procs {
-			ps := ProcessSnapshot{ID: p.id, Pid: p.pid, StartedAt: p.startedAt, StopSignal: p.stopSignal, OOMBefore: p.oomBefore}
+			ps := ProcessSnapshot{ID: p.id, Pid: p.pid, StartedAt: p.startedAt, StopSignal: p.stopSignal, OOMBefore: p.oomBefore, Child: p.child}
 			switch {
 			case p.starting || p.state == StateCreated:
 				thaw()
@@ -110,6 +138,28 @@ func (r *Runtime) Freeze(ctx context.Context) (snap Snapshot, thaw func(), err e
 	}
 	slices.SortFunc(snap.Sandboxes, func(a, b SandboxSnapshot) int { return cmpString(a.ID, b.ID) })
 	return snap, thaw, nil
+}
+
+// snapshotInit describes a held init (r.rp.mu held) and returns the
+// file of its control socket, nil when the init is gone.
+func (r *Runtime) snapshotInit(in *initClient) (*InitSnapshot, *os.File, error) {
+	_, waiting := r.rp.waiting[in.pid]
+	is := &InitSnapshot{Pid: in.pid, PidNS: in.pidNS, FD: -1, Reaped: !waiting}
+	in.mu.Lock()
+	dead := in.dead
+	is.Seq = in.seq
+	in.mu.Unlock()
+	if dead {
+		return is, nil, nil
+	}
+	rc, err := in.conn.f.SyscallConn()
+	if err != nil {
+		return nil, nil, fmt.Errorf("its init's socket: %w", err)
+	}
+	if err := rc.Control(func(fd uintptr) { is.FD = int(fd) }); err != nil {
+		return nil, nil, fmt.Errorf("its init's socket: %w", err)
+	}
+	return is, in.conn.f, nil
 }
 
 func cmpString(a, b string) int {
@@ -145,9 +195,17 @@ func (s *Snapshot) Validate() error {
 		if err := validateSandbox(sb.Config); err != nil {
 			return fmt.Errorf("sandbox %s: %w", sb.ID, err)
 		}
-		if len(sb.Config.Namespaces) > 0 {
-			return fmt.Errorf("sandbox %s has namespaces: it cannot be adopted", sb.ID)
+		if len(sb.Config.Namespaces) > 0 && sb.Init == nil {
+			return fmt.Errorf("sandbox %s has namespaces but no init", sb.ID)
 		}
+		parent := me // of its running processes
+		if in := sb.Init; in != nil {
+			if err := checkInit(in, s.Seq, pids, me); err != nil {
+				return fmt.Errorf("sandbox %s: %w", sb.ID, err)
+			}
+			parent = in.Pid
+		}
+		children := map[uint64]bool{}
 		if sb.Place < int32(placeNone) || sb.Place > int32(placeStub) {
 			return fmt.Errorf("sandbox %s: placement %d", sb.ID, sb.Place)
 		}
@@ -158,10 +216,13 @@ func (s *Snapshot) Validate() error {
 			if err := checkID(p.ID, ids); err != nil {
 				return fmt.Errorf("process: %w", err)
 			}
-			if p.Pid <= 1 || pids[p.Pid] {
+			// A pid an init could not tell (the child gone at once) is 0.
+			if p.Pid <= 1 && !(p.Pid == 0 && sb.Init != nil) || p.Pid < 0 || p.Pid > 0 && pids[p.Pid] {
 				return fmt.Errorf("process %s: pid %d", p.ID, p.Pid)
 			}
-			pids[p.Pid] = true
+			if p.Pid > 0 {
+				pids[p.Pid] = true
+			}
 			if p.StopSignal <= 0 || p.StopSignal > 64 {
 				return fmt.Errorf("process %s: stop signal %d", p.ID, p.StopSignal)
 			}
@@ -171,12 +232,46 @@ func (s *Snapshot) Validate() error {
 				}
 				continue
 			}
-			// A running one must be our child: its parent is us (a
-			// zombie's too, until reaped).
-			if ppid, err := parentOf(p.Pid); err != nil || ppid != me {
+			if sb.Init != nil {
+				// Its exit comes from the init, by its key.
+				if p.Child == 0 || p.Child > s.Seq || children[p.Child] || sb.Init.FD < 0 {
+					return fmt.Errorf("process %s: key %d at a live init", p.ID, p.Child)
+				}
+				children[p.Child] = true
+				if p.Pid == 0 {
+					continue
+				}
+				// Gone already: its init reaped it, and its report is
+				// in the socket. It is signalled by key, not by pid.
+				if _, err := os.Stat("/proc/" + strconv.Itoa(p.Pid)); errors.Is(err, fs.ErrNotExist) {
+					continue
+				}
+			}
+			// A running one must be our child, or its init's: its parent
+			// is that (a zombie's too, until reaped).
+			if ppid, err := parentOf(p.Pid); err != nil || ppid != parent {
 				return fmt.Errorf("process %s: pid %d is not a child of ours", p.ID, p.Pid)
 			}
 		}
+	}
+	return nil
+}
+
+// checkInit checks a sandbox init of a snapshot: a child of ours unless
+// reaped, its socket a descriptor number unless it is gone.
+func checkInit(in *InitSnapshot, seq uint64, pids map[int]bool, me int) error {
+	if in.Pid <= 1 || pids[in.Pid] || in.FD < -1 || in.FD > 1<<20 || in.FD >= 0 && in.FD < 3 {
+		return fmt.Errorf("init pid %d, descriptor %d", in.Pid, in.FD)
+	}
+	pids[in.Pid] = true
+	if in.Reaped {
+		if in.FD >= 0 {
+			return fmt.Errorf("init %d is reaped but its socket is open", in.Pid)
+		}
+		return nil
+	}
+	if ppid, err := parentOf(in.Pid); err != nil || ppid != me {
+		return fmt.Errorf("init pid %d is not a child of ours", in.Pid)
 	}
 	return nil
 }
@@ -232,12 +327,30 @@ func lastIndexByte(b []byte, c byte) int {
 // adopt takes over what snap lists; New calls it before the reaper's
 // first look, so an exit that happened during the exec is a zombie it
 // collects and reports as usual.
-func (r *Runtime) adopt(snap *Snapshot) ([]ExitEvent, map[int]exitFunc, error) {
+func (r *Runtime) adopt(snap *Snapshot, files map[int]*os.File) ([]ExitEvent, map[int]exitFunc, error) {
 	r.seq.Store(snap.Seq)
 	var exits []ExitEvent
 	waiting := map[int]exitFunc{}
+	// Every init's socket first: a snapshot refused leaves nothing begun
+	// (no reader started), for the previous binary to take back.
+	inits := map[string]*initClient{}
+	for _, ss := range snap.Sandboxes {
+		if ss.Init != nil && ss.Init.FD >= 0 && files[ss.Init.FD] == nil {
+			return nil, nil, fmt.Errorf("sandbox %s: its init's socket, descriptor %d, was not passed", ss.ID, ss.Init.FD)
+		}
+	}
+	for _, ss := range snap.Sandboxes {
+		if is := ss.Init; is != nil {
+			in, err := r.adoptInit(is, files, waiting)
+			if err != nil {
+				return nil, nil, fmt.Errorf("sandbox %s: %w", ss.ID, err)
+			}
+			inits[ss.ID] = in
+		}
+	}
 	for _, ss := range snap.Sandboxes {
 		sb := &sandbox{id: ss.ID, cfg: ss.Config, createdAt: ss.CreatedAt, procs: map[string]*process{}, execs: map[int]bool{}}
+		sb.init = inits[ss.ID]
 		if ss.Cgroup {
 			var cg cgroup
 			err := errors.New("cgroups are not usable now")
@@ -258,12 +371,16 @@ func (r *Runtime) adopt(snap *Snapshot) ([]ExitEvent, map[int]exitFunc, error) {
 			p := &process{
 				id: ps.ID, sb: sb, stopSignal: ps.StopSignal,
 				exitCh: make(chan exitStatus, 1), exited: make(chan struct{}),
-				state: StateRunning, pid: ps.Pid, oomBefore: ps.OOMBefore, startedAt: ps.StartedAt,
+				state: StateRunning, pid: ps.Pid, oomBefore: ps.OOMBefore, startedAt: ps.StartedAt, child: ps.Child,
 			}
 			if e := ps.Exit; e != nil {
 				p.state, p.finishedAt, p.exitCode, p.signal, p.reason = StateExited, e.FinishedAt, e.ExitCode, e.Signal, e.Reason
 				close(p.exited)
 				exits = append(exits, *e)
+			} else if sb.init != nil {
+				sb.init.children[p.child] = p.exitCh
+				r.wg.Add(1)
+				go r.watch(p)
 			} else {
 				exitCh := p.exitCh
 				waiting[p.pid] = func(ws unix.WaitStatus) {
@@ -279,5 +396,45 @@ func (r *Runtime) adopt(snap *Snapshot) ([]ExitEvent, map[int]exitFunc, error) {
 		}
 		r.sandboxes[sb.id] = sb
 	}
+	// The children are registered: what the inits report can be read.
+	for _, in := range inits {
+		if in.conn != nil {
+			r.wg.Add(1)
+			go func() {
+				defer r.wg.Done()
+				in.readLoop()
+			}()
+		}
+	}
 	return exits, waiting, nil
+}
+
+// adoptInit takes over a sandbox init: its socket (taken out of files)
+// and its exit, which the reaper collects (waiting).
+func (r *Runtime) adoptInit(is *InitSnapshot, files map[int]*os.File, waiting map[int]exitFunc) (*initClient, error) {
+	in := newInitClient(is.Pid, is.PidNS, nil)
+	in.seq = is.Seq
+	if is.FD >= 0 {
+		f := files[is.FD]
+		delete(files, is.FD)
+		conn, err := fileConn(f)
+		if err != nil {
+			return nil, fmt.Errorf("adopting its init's socket: %w", err)
+		}
+		in.conn = conn
+	} else {
+		in.dead = true
+		close(in.gone)
+	}
+	if is.Reaped {
+		close(in.reaped)
+	} else {
+		reaped := in.reaped
+		waiting[is.Pid] = func(ws unix.WaitStatus) {
+			if ws.Exited() || ws.Signaled() {
+				close(reaped)
+			}
+		}
+	}
+	return in, nil
 }

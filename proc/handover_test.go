@@ -31,7 +31,17 @@ func TestSnapshotValidateRefuses(t *testing.T) {
 		{"repeated id", Snapshot{OwnerTag: tag, Sandboxes: []SandboxSnapshot{sb(id("1")), sb(id("1"))}}, "repeated"},
 		{"not our child", Snapshot{OwnerTag: tag, Sandboxes: []SandboxSnapshot{sb(id("1"), pr(id("2"), os.Getppid()))}}, "not a child of ours"},
 		{"pid 1", Snapshot{OwnerTag: tag, Sandboxes: []SandboxSnapshot{sb(id("1"), pr(id("2"), 1))}}, "pid 1"},
-		{"namespaces", Snapshot{OwnerTag: tag, Sandboxes: []SandboxSnapshot{{ID: id("1"), Config: SandboxConfig{Name: "web", Namespaces: []Namespace{NamespacePID}}}}}, "cannot be adopted"},
+		{"namespaces without init", Snapshot{OwnerTag: tag, Sandboxes: []SandboxSnapshot{{ID: id("1"), Config: SandboxConfig{Name: "web", Namespaces: []Namespace{NamespacePID}}}}}, "no init"},
+		{"init not our child", Snapshot{OwnerTag: tag, Seq: 9, Sandboxes: []SandboxSnapshot{{ID: id("1"), Config: SandboxConfig{Name: "web", Namespaces: []Namespace{NamespacePID}},
+			Init: &InitSnapshot{Pid: os.Getppid(), FD: 7}}}}, "not a child of ours"},
+		{"init on stdin", Snapshot{OwnerTag: tag, Seq: 9, Sandboxes: []SandboxSnapshot{{ID: id("1"), Config: SandboxConfig{Name: "web", Namespaces: []Namespace{NamespacePID}},
+			Init: &InitSnapshot{Pid: 12345, FD: 0}}}}, "descriptor 0"},
+		{"reaped init with a socket", Snapshot{OwnerTag: tag, Seq: 9, Sandboxes: []SandboxSnapshot{{ID: id("1"), Config: SandboxConfig{Name: "web", Namespaces: []Namespace{NamespacePID}},
+			Init: &InitSnapshot{Pid: 12345, FD: 7, Reaped: true}}}}, "reaped but its socket"},
+		{"running at a dead init", Snapshot{OwnerTag: tag, Seq: 9, Sandboxes: []SandboxSnapshot{{ID: id("1"), Config: SandboxConfig{Name: "web", Namespaces: []Namespace{NamespacePID}},
+			Init: &InitSnapshot{Pid: 12345, FD: -1, Reaped: true}, Processes: []ProcessSnapshot{{ID: id("2"), Pid: 0, StopSignal: 15, Child: 3}}}}}, "key 3"},
+		{"key past the sequence", Snapshot{OwnerTag: tag, Seq: 2, Sandboxes: []SandboxSnapshot{{ID: id("1"), Config: SandboxConfig{Name: "web", Namespaces: []Namespace{NamespacePID}},
+			Init: &InitSnapshot{Pid: 12345, FD: -1, Reaped: true}, Processes: []ProcessSnapshot{{ID: id("2"), Pid: 0, StopSignal: 15, Child: 3}}}}}, "key 3"},
 		{"bad signal", Snapshot{OwnerTag: tag, Sandboxes: []SandboxSnapshot{sb(id("1"), ProcessSnapshot{ID: id("2"), Pid: 12345, StopSignal: 99})}}, "stop signal"},
 	}
 	for _, c := range cases {

@@ -41,6 +41,9 @@ type initClient struct {
 	pending  map[uint64]chan message      // guarded by mu: replies by Seq
 	children map[uint64]chan<- exitStatus // guarded by mu: exits by child key
 	dead     bool                         // guarded by mu
+	// held, while a hand-over is frozen, stops readLoop between two
+	// messages until it is closed; readLoop closes parked once stopped.
+	held, parked chan struct{} // guarded by mu
 }
 
 func newInitClient(pid int, pidNS bool, conn *seqConn) *initClient {
@@ -61,6 +64,16 @@ func (c *initClient) readLoop() {
 	for {
 		m, fds, err := readMsg(c.conn, buf, oob)
 		closeFds(fds)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			c.mu.Lock()
+			held, parked := c.held, c.parked
+			c.mu.Unlock()
+			if held != nil {
+				close(parked)
+				<-held
+				continue
+			}
+		}
 		if err != nil {
 			break
 		}
@@ -92,6 +105,43 @@ func (c *initClient) readLoop() {
 	}
 	c.mu.Unlock()
 	close(c.gone)
+}
+
+// hold stops readLoop between two messages, for a hand-over: what the
+// init reports from then on waits in the socket for whoever reads it
+// next, this process or the binary that adopts the socket. release
+// lets readLoop go on. A dead init's readLoop has already returned.
+func (c *initClient) hold() (release func()) {
+	if c.conn == nil { // adopted dead: no reader
+		return func() {}
+	}
+	held, parked := make(chan struct{}), make(chan struct{})
+	c.mu.Lock()
+	c.held, c.parked = held, parked
+	c.mu.Unlock()
+	// A deadline in the past wakes a read under way and fails the next,
+	// without consuming a message.
+	_ = c.conn.f.SetReadDeadline(time.Unix(1, 0))
+	select {
+	case <-parked:
+	case <-c.gone:
+	}
+	return func() {
+		_ = c.conn.f.SetReadDeadline(time.Time{})
+		c.mu.Lock()
+		c.held, c.parked = nil, nil
+		c.mu.Unlock()
+		close(held)
+	}
+}
+
+// tracks reports whether the init's exit report for child is still to
+// come (not yet read, or not yet sent).
+func (c *initClient) tracks(child uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.children[child]
+	return ok
 }
 
 // call sends a request and waits for its reply. If ctx ends first the

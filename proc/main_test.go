@@ -40,6 +40,8 @@ func helperMain(role string, args []string) int {
 	case "exit": // exit with code args[0]
 		n, _ := strconv.Atoi(args[0])
 		return n
+	case "handover-old", "handover-new": // a runtime handed over across execve
+		return handoverMain(role, args)
 	case "sleep": // block until killed
 		block()
 	case "ignore-term": // ignore SIGTERM, say so, block

@@ -176,7 +176,7 @@ func New(opts Options) (*Runtime, error) {
 	r.events = newEventQueue()
 	waiting := map[int]exitFunc{}
 	if opts.Adopt != nil {
-		exits, w, err := r.adopt(opts.Adopt)
+		exits, w, err := r.adopt(opts.Adopt, opts.AdoptFiles)
 		if err != nil {
 			r.events.close()
 			runtimeOpen.Store(false)

@@ -478,7 +478,7 @@ func (r *Runtime) stopInit(ctx context.Context, sb *sandbox) {
 	if in == nil {
 		return
 	}
-	if !sb.cfg.has(NamespacePID) && sb.cg == nil {
+	if !sb.cfg.has(NamespacePID) && sb.cg == nil && in.conn != nil {
 		in.wmu.Lock()
 		_ = in.conn.CloseWrite()
 		in.wmu.Unlock()

@@ -38,6 +38,10 @@ type Options struct {
 	// they are validated, registered with the reaper before its first
 	// wait, and their unhandled exits reported on Events.
 	Adopt *Snapshot
+	// AdoptFiles are the inherited descriptors Adopt names by number (the
+	// control sockets of sandbox inits); New takes those it uses out of
+	// the map and owns them.
+	AdoptFiles map[int]*os.File
 }
 
 // Namespace names a Linux namespace a sandbox can have.

@@ -80,10 +80,26 @@ func packetConn(f *os.File) (*seqConn, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("control socket: %w", err)
 	}
-	c := &seqConn{f: os.NewFile(uintptr(fd), f.Name())}
-	if c.rc, err = c.f.SyscallConn(); err != nil {
-		c.f.Close()
+	nf := os.NewFile(uintptr(fd), f.Name())
+	c, err := fileConn(nf)
+	if err != nil {
+		nf.Close()
+	}
+	return c, err
+}
+
+// fileConn takes over f as it is, its descriptor number kept: an init's
+// socket inherited across an upgrade, which a fall-back to the previous
+// binary passes on again by that number. On error f is left open.
+func fileConn(f *os.File) (*seqConn, error) {
+	c := &seqConn{f: f}
+	var err error
+	if c.rc, err = f.SyscallConn(); err != nil {
 		return nil, err
+	}
+	var nerr error
+	if err := c.rc.Control(func(fd uintptr) { nerr = unix.SetNonblock(int(fd), true) }); err != nil || nerr != nil {
+		return nil, fmt.Errorf("control socket: %w", errors.Join(err, nerr))
 	}
 	return c, nil
 }

@@ -66,3 +66,22 @@ func TestAdoptRefusesBadHandover(t *testing.T) {
 		t.Errorf("web adopted as %s, %d restarts, settled %v", in.state, in.restarts, in.settled)
 	}
 }
+
+// An adopted running instance is indexed by its process id, as a start
+// indexes it: else its exit, when it comes, finds no instance, and a stop
+// waits for it for ever.
+func TestAdoptIndexesTheRunningProcess(t *testing.T) {
+	clk := fakeclock.New(t0)
+	cfg := &config.Config{File: "test.toml", Supervisor: config.Supervisor{Workers: 2, ShutdownTimeout: 5 * time.Second}, Programs: []*config.Program{program("web")}}
+	sup, err := New(Options{Config: cfg, Runtime: newFakeRuntime(clk), Clock: clk, Logger: slog.New(slog.DiscardHandler), Console: io.Discard,
+		Adopt: &Handover{Instances: []InstanceHandover{{Key: "web", State: Running, ProcID: "p", Pid: 4242, SandboxID: "s"}}}, AdoptFiles: map[int]*os.File{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sup.queue.ShutDown()
+	sup.mu.Lock()
+	defer sup.mu.Unlock()
+	if in := sup.byProc["p"]; in == nil || in.key != "web" {
+		t.Errorf("the adopted process p is indexed to %v, want web", in)
+	}
+}

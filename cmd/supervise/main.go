@@ -329,7 +329,7 @@ func runPrograms(c *cli.Context, only []string) int {
 
 	opts := proc.Options{Logger: log, LimitsBestEffort: r.devRunner}
 	if inherited != nil {
-		opts.Adopt = &inherited.Runtime
+		opts.Adopt, opts.AdoptFiles = &inherited.Runtime, inherited.files
 	}
 	rt, err := proc.New(opts)
 	if err != nil {

@@ -275,7 +275,7 @@ func (u *upgrader) prepare(ctx context.Context) (ctl.UpgradeStarted, func(), err
 
 	st := upgradeState{Format: handoverFormat, From: version.Version, Generation: u.generation + 1,
 		Upgrades: u.records, HTTPFD: -1, Runtime: snap, Supervisor: frozen.State}
-	inherit := append([]*os.File(nil), frozen.Files...)
+	inherit := append(append([]*os.File(nil), frozen.Files...), snap.Files()...)
 	ctlFile, err := u.srv.ListenerFile()
 	if err != nil {
 		return fail(err)
@@ -475,6 +475,13 @@ func readState(f *os.File, st *upgradeState) error {
 	for _, sk := range st.Supervisor.Sockets {
 		if err := want(sk.FD, unix.S_IFSOCK, "listen socket "+sk.Key); err != nil {
 			return err
+		}
+	}
+	for _, sb := range st.Runtime.Sandboxes {
+		if sb.Init != nil && sb.Init.FD != -1 {
+			if err := want(sb.Init.FD, unix.S_IFSOCK, "sandbox init socket of "+sb.ID); err != nil {
+				return err
+			}
 		}
 	}
 	for _, in := range st.Supervisor.Instances {
