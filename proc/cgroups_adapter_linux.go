@@ -57,14 +57,14 @@ func (c cgRoot) existing(name string) (cgroup, error) {
 
 type cgGroup struct{ c *cgroups.Cgroup }
 
-func (g cgGroup) path() string              { return g.c.Path() }
-func (g cgGroup) openFD() (int, error)      { return g.c.OpenFD() }
-func (g cgGroup) addProc(pid int) error     { return g.c.AddProc(pid) }
-func (g cgGroup) procs() ([]int, error)     { return g.c.Procs() }
-func (g cgGroup) kill() error               { return g.c.Kill() }
-func (g cgGroup) remove() error             { return g.c.Delete() }
+func (g cgGroup) path() string               { return g.c.Path() }
+func (g cgGroup) openFD() (int, error)       { return g.c.OpenFD() }
+func (g cgGroup) addProc(pid int) error      { return g.c.AddProc(pid) }
+func (g cgGroup) procs() ([]int, error)      { return g.c.Procs() }
+func (g cgGroup) kill() error                { return g.c.Kill() }
+func (g cgGroup) remove() error              { return g.c.Delete() }
 func (g cgGroup) removeEmpty() (bool, error) { return g.c.DeleteEmpty() }
-func (g cgGroup) oomKills() (uint64, error) { return g.c.OOMKills() }
+func (g cgGroup) oomKills() (uint64, error)  { return g.c.OOMKills() }
 
 func (g cgGroup) usage() (Stats, error) {
 	s, err := g.c.Usage()
