@@ -25,6 +25,12 @@ need foreman ruby-foreman
 need systemd-analyze systemd
 PATH=$PATH:/usr/sbin need nginx nginx
 need chromium chromium
+unformatted=$(gofmt -l .)
+if [ -n "$unformatted" ]; then
+	echo "not gofmt-formatted:" >&2
+	echo "$unformatted" >&2
+	exit 1
+fi
 go vet ./...
 # The packages without Linux-only parts must keep building elsewhere, so the
 # config checker and the client work on a developer's laptop.
