@@ -105,9 +105,26 @@ func startDaemon(t *testing.T, dir, file string, extra ...string) *daemon {
 // startDaemonBinary is startDaemon with another supervise binary.
 func startDaemonBinary(t *testing.T, exe, dir, file string, extra ...string) *daemon {
 	t.Helper()
+	return startDaemonUnder(t, nil, exe, dir, file, extra...)
+}
+
+// inPidNamespace is the wrapper that makes supervise PID 1 of a pid
+// namespace of its own; --kill-child ends it with its parent.
+var inPidNamespace = []string{"unshare", "--pid", "--fork", "--kill-child", "--mount-proc"}
+
+// startDaemonUnder is startDaemonBinary run by wrapper (a command and its
+// arguments, such as inPidNamespace, that runs the rest with the same
+// stdio), in a process group of its own that the cleanup can kill whole.
+func startDaemonUnder(t *testing.T, wrapper []string, exe, dir, file string, extra ...string) *daemon {
+	t.Helper()
+	if len(wrapper) > 0 {
+		if _, err := exec.LookPath(wrapper[0]); err != nil {
+			t.Skipf("needs %s", wrapper[0])
+		}
+	}
 	d := &daemon{t: t, dir: dir, socket: filepath.Join(dir, "s.sock"), stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
-	args := append([]string{"run", "-c", file, "--socket", d.socket}, extra...)
-	d.cmd = exec.Command(exe, args...)
+	args := append(append(append([]string(nil), wrapper...), exe, "run", "-c", file, "--socket", d.socket), extra...)
+	d.cmd = exec.Command(args[0], args[1:]...)
 	d.cmd.Dir = dir
 	d.cmd.Stdout, d.cmd.Stderr = d.stdout, d.stderr
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

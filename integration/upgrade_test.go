@@ -446,26 +446,7 @@ command = ["sleep", "infinity"]
 		t.Fatal(err)
 	}
 	installBinary(t, upgradeBuild(t, "v1"), exe, 0o755)
-	d := &daemon{t: t, dir: dir, socket: filepath.Join(dir, "s.sock"), stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
-	d.cmd = exec.Command("unshare", "--pid", "--fork", "--kill-child", "--mount-proc", exe, "run", "-c", file, "--socket", d.socket)
-	d.cmd.Dir = dir
-	d.cmd.Stdout, d.cmd.Stderr = d.stdout, d.stderr
-	d.cmd.WaitDelay = 5 * time.Second
-	if err := d.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { d.err = d.cmd.Wait(); close(d.done) }()
-	t.Cleanup(func() {
-		select {
-		case <-d.done:
-		default:
-			_ = d.cmd.Process.Kill()
-			<-d.done
-		}
-		if t.Failed() {
-			t.Logf("stderr:\n%s", tail(d.stderr.String(), 60))
-		}
-	})
+	d := startDaemonUnder(t, inPidNamespace, exe, dir, file)
 	eventually(t, "every program running", 60*time.Second, func() bool {
 		st := d.status()
 		return st["orphans"].State == "Running" && st["steady"].State == "Running" && st["short"].Pid > 0
@@ -607,23 +588,9 @@ command = ["sleep", "infinity"]
 		t.Fatal(err)
 	}
 	installBinary(t, upgradeBuild(t, "v1"), exe, 0o755)
-	d := &daemon{t: t, dir: dir, socket: filepath.Join(dir, "s.sock"), stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
-	d.cmd = exec.Command("unshare", "--fork", "--kill-child", exe, "run", "-c", file, "--socket", d.socket)
-	d.cmd.Dir = dir
-	d.cmd.Stdout, d.cmd.Stderr = d.stdout, d.stderr
-	if err := d.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { d.err = d.cmd.Wait(); close(d.done) }()
+	d := startDaemonUnder(t, []string{"unshare", "--fork", "--kill-child"}, exe, dir, file)
 	sup := childOf(t, d.cmd.Process.Pid)
-	t.Cleanup(func() {
-		syscall.Kill(sup, syscall.SIGKILL)
-		_ = d.cmd.Process.Kill()
-		<-d.done
-		if t.Failed() {
-			t.Logf("stderr:\n%s", tail(d.stderr.String(), 30))
-		}
-	})
+	t.Cleanup(func() { syscall.Kill(sup, syscall.SIGKILL) }) // when it outlived its parent
 	d.running("a")
 	for u := range 3 {
 		if out, code := d.ctl("upgrade"); code != 0 {
