@@ -55,6 +55,7 @@ var procfileKeys = []key[*procfileTable]{
 	{"watch_ignore", func(d *decoder, t *procfileTable, v *node) { t.opts.WatchIgnore = d.globs(v) }},
 	{"can_die", func(d *decoder, t *procfileTable, v *node) { t.opts.CanDie, _ = d.strs(v) }},
 	{"auto_restart", func(d *decoder, t *procfileTable, v *node) { t.opts.AutoRestart, _ = d.strs(v) }},
+	{"hold_ports", func(d *decoder, t *procfileTable, v *node) { setBool(d, v, &t.opts.HoldPorts) }},
 }
 
 // procfileTable is a decoded [procfile]: the Procfile to run (absolute)

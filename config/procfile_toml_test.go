@@ -44,6 +44,17 @@ watch_ignore = ["*.gen"]
 	if w := web.Watch; w == nil || !reflect.DeepEqual(w.Paths, []string{filepath.Join(dir, "app")}) || !reflect.DeepEqual(w.Exclude[len(w.Exclude)-2:], []string{"*.gen", "*.tmp2"}) {
 		t.Errorf("watch = %+v", web.Watch)
 	}
+	if len(web.Listen) != 0 {
+		t.Errorf("web holds %d sockets without hold_ports", len(web.Listen))
+	}
+	// hold_ports in the file holds each PORT, as --hold-ports does.
+	write("supervise.toml", "[procfile]\nfile = \"Procfile.dev\"\nport = 3000\nhold_ports = true\n")
+	if cfg, err := LoadWithOptions(toml, ProcfileOptions{}); err != nil {
+		t.Errorf("hold_ports = true: %v", err)
+	} else if s := cfg.Program("web").Listen; len(s) != 1 || s[0].Address != ":3000" {
+		t.Errorf("hold_ports = true: web holds %+v, want its PORT", s)
+	}
+	write("supervise.toml", "[procfile]\nfile = \"Procfile.dev\"\nport = 3000\nformation = { web = 2 }\nrestart = \"on-failure\"\nenv_files = [\"dev.env\"]\nwatch_paths = [\"app\"]\nwatch_ignore = [\"*.gen\"]\n")
 	// A flag goes over the file.
 	if cfg, err := LoadWithOptions(toml, ProcfileOptions{BasePort: 4000}); err != nil || cfg.Program("web").Port != 4000 {
 		t.Errorf("-p 4000 over port = 3000: %v", err)

@@ -64,6 +64,7 @@ func keyCases() map[string]keyCase {
 		"procfile.watch_ignore": with("watch = true\n", "watch_ignore = [\"*.tmp\"]\n"),
 		"procfile.can_die":      only("can_die = [\"web\"]\n"),
 		"procfile.auto_restart": only("auto_restart = [\"web\"]\n"),
+		"procfile.hold_ports":   only("hold_ports = true\n"),
 
 		"program.*.command":                             only("command = \"/bin/other --flag\"\n"),
 		"program.*.dir":                                 only("dir = \"/srv\"\n"),
