@@ -48,8 +48,8 @@ type health struct {
 	// over, for startHealth to go on with its deadline.
 	adoptedWatchdog *notify.WatchdogState
 	cancel          context.CancelFunc
-	wg       sync.WaitGroup // the goroutines startHealth started; stop waits for them
-	since    time.Time      // before the process was created: its lines come after
+	wg              sync.WaitGroup // the goroutines startHealth started; stop waits for them
+	since           time.Time      // before the process was created: its lines come after
 
 	// Guarded by Supervisor.mu.
 	notifyDone  chan struct{} // closed once the sd_notify consumer took every message
