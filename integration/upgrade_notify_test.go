@@ -122,7 +122,8 @@ func socketOf(t *testing.T, record string) (string, uint64) {
 // with the same pids: the pinger is never killed and stays ready, the
 // late ones become ready under the new binary (and their dependent
 // starts), the socket stays the same file throughout and is removed
-// when its program stops.
+// when its program stops. A new binary that refuses the take-over hands
+// them back to the old one, which goes on reading them.
 func TestUpgradeKeepsNotifyPrograms(t *testing.T) {
 	dir := t.TempDir()
 	py := writeNotifier(t, dir)
@@ -180,6 +181,15 @@ notify_fd = 5
 		if s["pinger"].Message != "pinging" {
 			t.Errorf("upgrade %d: pinger's STATUS= is %q, want %q", i+1, s["pinger"].Message, "pinging")
 		}
+	}
+	// A new binary that refuses the take-over: the old one gets the
+	// sockets and pipes back, and goes on reading them.
+	installBinary(t, upgradeBuild(t, "refuses"), exe, 0o755)
+	if out, code := d.ctl("upgrade"); code != 1 || !strings.Contains(out, "refusing the take-over") {
+		t.Fatalf("upgrade to a binary that refuses: exit %d: %s", code, out)
+	}
+	if v := d.version(); v.Version != "v2.0.0-test" {
+		t.Fatalf("after the fall-back supervise is %s, want v2.0.0-test", v.Version)
 	}
 	// Longer than the watchdog: the pings reach the new binary.
 	time.Sleep(6 * time.Second)
@@ -279,6 +289,7 @@ watchdog = "%s"
 		t.Fatalf("lapse ended for %q, want WatchdogTimeout", st.LastExit.Reason)
 	}
 	killed := st.LastExit.FinishedAt
+	t.Logf("killed %s after the last ping, %s after the upgrade began", killed.Sub(lastPing).Round(time.Millisecond), killed.Sub(upgradeAt).Round(time.Millisecond))
 	if killed.Before(lastPing.Add(interval - time.Second)) {
 		t.Errorf("lapse killed at %s, before its deadline (last ping %s + %s)", killed.Format(time.StampMilli), lastPing.Format(time.StampMilli), interval)
 	}
