@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -50,39 +49,6 @@ with open(flag + ".stopped", "w") as f:
     f.write(repr(last))
 time.sleep(1000000)
 `
-
-// notifyStatus is what these tests read of status --json.
-type notifyStatus struct {
-	Name     string `json:"name"`
-	State    string `json:"state"`
-	Ready    *bool  `json:"ready"`
-	Pid      int    `json:"pid"`
-	Restarts int    `json:"restarts"`
-	Message  string `json:"message"`
-	LastExit *struct {
-		Reason     string    `json:"reason"`
-		FinishedAt time.Time `json:"finished_at"`
-	} `json:"last_exit"`
-}
-
-func (d *daemon) notifyStatus() map[string]notifyStatus {
-	d.t.Helper()
-	out, code := d.ctl("status", "--json")
-	m := map[string]notifyStatus{}
-	if code != 0 {
-		return m
-	}
-	var list []notifyStatus
-	if err := json.Unmarshal([]byte(out), &list); err != nil {
-		d.t.Fatalf("status --json: %v\n%s", err, out)
-	}
-	for _, p := range list {
-		m[p.Name] = p
-	}
-	return m
-}
-
-func (s notifyStatus) ready() bool { return s.Ready != nil && *s.Ready }
 
 // writeNotifier puts the sd_notify client in dir.
 func writeNotifier(t *testing.T, dir string) string {
@@ -151,13 +117,13 @@ notify = "fd"
 notify_fd = 5
 `, py))
 	eventually(t, "pinger and fdready ready, late and fdlate running", 60*time.Second, func() bool {
-		s := d.notifyStatus()
-		return s["pinger"].ready() && s["fdready"].ready() &&
+		s := d.healthStatus()
+		return isReady(s["pinger"]) && isReady(s["fdready"]) &&
 			s["late"].State == "Running" && s["fdlate"].State == "Running" && s["afterlate"].State == "Waiting"
 	})
 	sock, ino := socketOf(t, filepath.Join(d.dir, "pinger.sock"))
 	lateSock, lateIno := socketOf(t, filepath.Join(d.dir, "late.sock"))
-	if s := d.notifyStatus(); s["late"].ready() || s["fdlate"].ready() {
+	if s := d.healthStatus(); isReady(s["late"]) || isReady(s["fdlate"]) {
 		t.Fatalf("late or fdlate ready before they said so: %+v", s)
 	}
 	before := d.pids()
@@ -168,14 +134,14 @@ notify_fd = 5
 		if out, code := d.ctl("upgrade"); code != 0 {
 			t.Fatalf("upgrade %d: exit %d: %s", i+1, code, out)
 		}
-		s := d.notifyStatus()
+		s := d.healthStatus()
 		if got := d.pids(); !mapsEqual(got, before) {
 			t.Fatalf("upgrade %d: pids changed:\nbefore %v\nafter  %v", i+1, before, got)
 		}
-		if !s["pinger"].ready() || !s["fdready"].ready() {
+		if !isReady(s["pinger"]) || !isReady(s["fdready"]) {
 			t.Fatalf("upgrade %d: pinger or fdready not ready any more: %+v %+v", i+1, s["pinger"], s["fdready"])
 		}
-		if s["late"].ready() || s["fdlate"].ready() || s["afterlate"].State != "Waiting" {
+		if isReady(s["late"]) || isReady(s["fdlate"]) || s["afterlate"].State != "Waiting" {
 			t.Fatalf("upgrade %d: late or fdlate ready, or afterlate started, before they said so: %+v", i+1, s)
 		}
 		if s["pinger"].Message != "pinging" {
@@ -193,7 +159,7 @@ notify_fd = 5
 	}
 	// Longer than the watchdog: the pings reach the new binary.
 	time.Sleep(6 * time.Second)
-	if s := d.notifyStatus()["pinger"]; s.Pid != before["pinger"] || s.Restarts != 0 || s.LastExit != nil || !s.ready() {
+	if s := d.healthStatus()["pinger"]; s.Pid != before["pinger"] || s.Restarts != 0 || s.LastExit != nil || !isReady(s) {
 		t.Fatalf("pinger after the upgrades: %+v, want pid %d never restarted and ready", s, before["pinger"])
 	}
 
@@ -204,15 +170,15 @@ notify_fd = 5
 		}
 	}
 	eventually(t, "late and fdlate ready, afterlate running", 60*time.Second, func() bool {
-		s := d.notifyStatus()
-		return s["late"].ready() && s["fdlate"].ready() && s["afterlate"].State == "Running"
+		s := d.healthStatus()
+		return isReady(s["late"]) && isReady(s["fdlate"]) && s["afterlate"].State == "Running"
 	})
-	if m := d.notifyStatus()["late"].Message; m != "ready after the upgrade" {
+	if m := d.healthStatus()["late"].Message; m != "ready after the upgrade" {
 		t.Errorf("late's STATUS= is %q", m)
 	}
 	// fdready wrote to its descriptor again: still read, no SIGPIPE.
 	time.Sleep(500 * time.Millisecond)
-	s := d.notifyStatus()
+	s := d.healthStatus()
 	for _, n := range []string{"pinger", "late", "fdready", "fdlate"} {
 		if s[n].Pid != before[n] || s[n].Restarts != 0 {
 			t.Errorf("%s: %+v, want pid %d never restarted", n, s[n], before[n])
@@ -257,8 +223,8 @@ command = ["python3", %q, "ping", "lapse.sock", "stop-pinging"]
 notify = "sd_notify"
 watchdog = "%s"
 `, py, interval))
-	eventually(t, "lapse ready", 60*time.Second, func() bool { return d.notifyStatus()["lapse"].ready() })
-	pid := d.notifyStatus()["lapse"].Pid
+	eventually(t, "lapse ready", 60*time.Second, func() bool { return isReady(d.healthStatus()["lapse"]) })
+	pid := d.healthStatus()["lapse"].Pid
 	if err := writeFileNow(filepath.Join(d.dir, "stop-pinging")); err != nil {
 		t.Fatal(err)
 	}
@@ -280,9 +246,9 @@ watchdog = "%s"
 	if out, code := d.ctl("upgrade"); code != 0 {
 		t.Fatalf("upgrade: exit %d: %s", code, out)
 	}
-	var st notifyStatus
+	var st healthStatus
 	eventually(t, "lapse killed by its watchdog and restarted", 60*time.Second, func() bool {
-		st = d.notifyStatus()["lapse"]
+		st = d.healthStatus()["lapse"]
 		return st.LastExit != nil && st.Pid != 0 && st.Pid != pid
 	})
 	if st.LastExit.Reason != "WatchdogTimeout" {
