@@ -84,7 +84,8 @@ func socketOf(t *testing.T, record string) (string, uint64) {
 
 // TestUpgradeKeepsNotifyPrograms: programs with sd_notify (one pinging
 // its watchdog, one ready only after the upgrade) and with an s6-style
-// notification fd (one ready before, one after) cross several upgrades
+// notification fd (one ready before, one after), the late ones in pid
+// namespaces (their sandbox init crosses too), cross several upgrades
 // with the same pids: the pinger is never killed and stays ready, the
 // late ones become ready under the new binary (and their dependent
 // starts), the socket stays the same file throughout and is removed
@@ -102,6 +103,8 @@ watchdog = "5s"
 [program.late]
 command = ["python3", %[1]q, "late", "late.sock", "go-late"]
 notify = "sd_notify"
+[program.late.sandbox]
+namespaces = ["pid", "mount"]
 
 [program.afterlate]
 command = ["sleep", "1000"]
@@ -115,6 +118,8 @@ notify = "fd"
 command = ["sh", "-c", "until [ -f go-fd ]; do sleep 0.05; done; echo >&5; exec sleep 1000"]
 notify = "fd"
 notify_fd = 5
+[program.fdlate.sandbox]
+namespaces = ["pid", "mount"]
 `, py))
 	eventually(t, "pinger and fdready ready, late and fdlate running", 60*time.Second, func() bool {
 		s := d.healthStatus()
