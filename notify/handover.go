@@ -49,6 +49,7 @@ func (s *Socket) Resume() {
 // descriptor of the socket, the caller's, for the next binary; the
 // socket file stays. Resume undoes it.
 func (s *Socket) Detach(ctx context.Context) (*os.File, error) {
+	// A socket fails this only once closed, its reader ended or ending.
 	if err := s.conn.SetReadDeadline(time.Now()); err != nil {
 		return nil, fmt.Errorf("notify socket %s: stopping its reader: %w", s.path, err)
 	}
@@ -126,6 +127,7 @@ func AdoptSocket(base, path string, f *os.File) (*Socket, error) {
 func (f *FD) Detach(ctx context.Context) (*os.File, bool, error) {
 	f.detaching.Store(true)
 	if err := f.r.SetReadDeadline(time.Now()); err != nil {
+		f.detaching.Store(false) // the reader reads on: Resume has nothing to do
 		return nil, false, fmt.Errorf("notify fd: stopping its reader: %w", err)
 	}
 	select {
@@ -144,6 +146,9 @@ func (f *FD) Detach(ctx context.Context) (*os.File, bool, error) {
 
 // Resume reads again after a Detach whose hand-over did not happen.
 func (f *FD) Resume() {
+	if !f.detaching.Load() {
+		return // not stopped
+	}
 	<-f.readerDone()
 	f.mu.Lock()
 	defer f.mu.Unlock()
