@@ -13,8 +13,10 @@ type healthStatus struct {
 	State    string `json:"state"`
 	Ready    *bool  `json:"ready"`
 	Pid      int    `json:"pid"`
+	Restarts int    `json:"restarts"`
 	LastExit *struct {
-		Reason string `json:"reason"`
+		Reason     string    `json:"reason"`
+		FinishedAt time.Time `json:"finished_at"`
 	} `json:"last_exit"`
 	Message string `json:"message"`
 	Probes  map[string]struct {

@@ -18,6 +18,12 @@
 //   - NotifySystemd: supervise itself under systemd Type=notify sends
 //     READY=1 (and STATUS=, STOPPING=1) to $NOTIFY_SOCKET, a path or an
 //     @abstract name; a no-op when it is unset.
+//   - Hand-over to another supervise binary (an upgrade in place):
+//     Socket.Detach and FD.Detach stop reading at a message boundary and
+//     give the descriptor to pass, so what the program sends meanwhile
+//     waits in the kernel; AdoptSocket (checked: our private socket,
+//     bound to the path named) and AdoptFD take them on the other side;
+//     Watchdog.State and RestoreWatchdog carry the deadline across.
 //
 // Nothing here decides what readiness means for a program or restarts
 // anything: the supervisor wires these to its state. Every goroutine here

@@ -92,11 +92,15 @@ type Socket struct {
 	conn     *net.UnixConn
 	path     string
 	dir      string // the private directory made for it, removed on Close
-	messages chan Message
 	closing  chan struct{}
-	wg       sync.WaitGroup
 	once     sync.Once
 	closeErr error
+
+	// The reader: one at a time, started by ListenSocket or Resume and
+	// ended by Close or Detach; each has its own Messages channel.
+	mu       sync.Mutex    // guards the two below
+	messages chan Message  // the current reader's
+	done     chan struct{} // closed once the current reader returned
 }
 
 // ListenSocket binds a unixgram socket at path and starts reading it. A
@@ -131,13 +135,8 @@ func ListenSocket(path string) (*Socket, error) {
 		conn.Close()
 		return nil, fmt.Errorf("listen notify socket %s: SO_PASSCRED: %w", path, err)
 	}
-	s := &Socket{
-		conn:     conn,
-		path:     path,
-		messages: make(chan Message, 16),
-		closing:  make(chan struct{}),
-	}
-	s.wg.Go(s.read)
+	s := &Socket{conn: conn, path: path, closing: make(chan struct{}), done: closedChan()}
+	s.Resume()
 	return s, nil
 }
 
@@ -148,7 +147,11 @@ func (s *Socket) Path() string { return s.path }
 // once the socket is closed (or its reading failed). A consumer that falls
 // behind makes senders wait (the kernel queue fills), never loses messages
 // already read.
-func (s *Socket) Messages() <-chan Message { return s.messages }
+func (s *Socket) Messages() <-chan Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.messages
+}
 
 // Close stops reading, removes the socket file and closes Messages. It may
 // be called more than once.
@@ -156,7 +159,7 @@ func (s *Socket) Close() error {
 	s.once.Do(func() {
 		close(s.closing)
 		s.closeErr = s.conn.Close()
-		s.wg.Wait()
+		<-s.readerDone()
 		if s.path[0] != '@' {
 			if err := os.Remove(s.path); err != nil && !errors.Is(err, fs.ErrNotExist) && s.closeErr == nil {
 				s.closeErr = err
@@ -171,14 +174,15 @@ func (s *Socket) Close() error {
 	return s.closeErr
 }
 
-func (s *Socket) read() {
-	defer close(s.messages)
+func (s *Socket) read(messages chan<- Message, done chan<- struct{}) {
+	defer close(done)
+	defer close(messages)
 	buf := make([]byte, maxDatagram+1)
 	oob := make([]byte, oobSize)
 	for {
 		n, oobn, flags, _, err := s.conn.ReadMsgUnix(buf, oob)
 		if err != nil {
-			return // closed, or a failure no retry would mend
+			return // closed, detached, or a failure no retry would mend
 		}
 		pid, uid, gid := parseOOB(oob[:oobn])
 		if n == 0 || n > maxDatagram || flags&msgTrunc != 0 {
@@ -189,8 +193,10 @@ func (s *Socket) read() {
 			continue // sd_notify_barrier's: parseOOB closed its fd, which answers it
 		}
 		m.Pid, m.Uid, m.Gid = pid, uid, gid
+		// Delivered even while detaching: a message read is one the
+		// consumer must see before the hand-over.
 		select {
-		case s.messages <- m:
+		case messages <- m:
 		case <-s.closing:
 			return
 		}

@@ -1,7 +1,9 @@
 package notify
 
 import (
+	"errors"
 	"net"
+	"os"
 
 	"golang.org/x/sys/unix"
 )
@@ -53,4 +55,40 @@ func parseOOB(oob []byte) (pid, uid, gid int) {
 		}
 	}
 	return pid, uid, gid
+}
+
+// checkSocket checks that f, handed over by another binary, is a unix
+// datagram socket bound to path.
+func checkSocket(f *os.File, path string) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	err = rc.Control(func(fd uintptr) {
+		dom, err1 := unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_DOMAIN)
+		typ, err2 := unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TYPE)
+		if err1 != nil || err2 != nil || dom != unix.AF_UNIX || typ != unix.SOCK_DGRAM {
+			serr = errors.New("the descriptor is not a unix datagram socket")
+			return
+		}
+		sa, err := unix.Getsockname(int(fd))
+		if u, ok := sa.(*unix.SockaddrUnix); err != nil || !ok || u.Name != path {
+			serr = errors.New("the descriptor is not the socket bound there")
+		}
+	})
+	if err != nil {
+		return err
+	}
+	return serr
+}
+
+// monotonicNow is CLOCK_MONOTONIC in nanoseconds: the same clock for
+// every process of this boot, so it measures across an exec.
+func monotonicNow() int64 {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) != nil {
+		return 0
+	}
+	return ts.Nano()
 }

@@ -14,11 +14,13 @@ type Watchdog struct {
 	clock     clock.Clock
 	onTimeout func()
 
-	mu      sync.Mutex
-	timeout time.Duration // guarded by mu
-	timer   clock.Timer   // guarded by mu
-	gen     uint64        // guarded by mu; which arming the pending timer belongs to
-	over    bool          // guarded by mu; fired or stopped: nothing more happens
+	mu       sync.Mutex
+	timeout  time.Duration // guarded by mu
+	timer    clock.Timer   // guarded by mu
+	gen      uint64        // guarded by mu; which arming the pending timer belongs to
+	over     bool          // guarded by mu; fired or stopped: nothing more happens
+	fired    bool          // guarded by mu; over because it fired (or was triggered)
+	deadline time.Time     // guarded by mu; when the pending timer fires
 }
 
 // NewWatchdog arms a watchdog: onTimeout runs (in its own goroutine) once
@@ -36,7 +38,7 @@ func NewWatchdog(clk clock.Clock, timeout time.Duration, onTimeout func()) *Watc
 		w.over = true
 		return w
 	}
-	w.armLocked()
+	w.armLocked(timeout)
 	return w
 }
 
@@ -46,7 +48,7 @@ func (w *Watchdog) Kick() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !w.over {
-		w.armLocked()
+		w.armLocked(w.timeout)
 	}
 }
 
@@ -64,7 +66,7 @@ func (w *Watchdog) SetTimeout(d time.Duration) {
 		w.stopLocked()
 		return
 	}
-	w.armLocked()
+	w.armLocked(d)
 }
 
 // Trigger fires the watchdog now (WATCHDOG=trigger), unless it already
@@ -76,6 +78,7 @@ func (w *Watchdog) Trigger() {
 		return
 	}
 	w.stopLocked()
+	w.fired = true
 	w.mu.Unlock()
 	w.onTimeout()
 }
@@ -96,15 +99,17 @@ func (w *Watchdog) stopLocked() {
 	}
 }
 
-func (w *Watchdog) armLocked() {
+// armLocked makes the watchdog fire d from now.
+func (w *Watchdog) armLocked(d time.Duration) {
 	if w.timer != nil {
 		w.timer.Stop()
 	}
 	w.gen++
 	gen := w.gen
+	w.deadline = w.clock.Now().Add(d)
 	// A timer that fired as it was being re-armed still runs its func:
 	// the generation tells it that it is stale.
-	w.timer = w.clock.AfterFunc(w.timeout, func() { w.fire(gen) })
+	w.timer = w.clock.AfterFunc(d, func() { w.fire(gen) })
 }
 
 func (w *Watchdog) fire(gen uint64) {
@@ -113,7 +118,56 @@ func (w *Watchdog) fire(gen uint64) {
 		w.mu.Unlock()
 		return
 	}
-	w.over = true
+	w.over, w.fired = true, true
 	w.mu.Unlock()
 	w.onTimeout()
+}
+
+// WatchdogState is a watchdog handed over to another supervise binary
+// (an upgrade in place), for it to go on with the same deadline.
+type WatchdogState struct {
+	Timeout time.Duration `json:"timeout"` // the program's own, after a WATCHDOG_USEC=
+	// Armed: it fires unless kicked in time (Left from Taken on); false
+	// once stopped or disarmed (WATCHDOG_USEC=0). A watchdog that fired is
+	// armed with nothing left: the next binary fires it at once.
+	Armed bool          `json:"armed"`
+	Left  time.Duration `json:"left"`
+	// Taken is CLOCK_MONOTONIC (ns) when the state was taken: the next
+	// binary counts the time since (the exec's) out of Left.
+	Taken int64 `json:"taken,omitempty"`
+}
+
+// State is what RestoreWatchdog needs to go on with w's deadline.
+func (w *Watchdog) State() WatchdogState {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	st := WatchdogState{Timeout: w.timeout, Taken: monotonicNow()}
+	switch {
+	case w.fired:
+		st.Armed = true
+	case !w.over:
+		st.Armed = true
+		st.Left = max(0, w.deadline.Sub(w.clock.Now()))
+	}
+	return st
+}
+
+// RestoreWatchdog is NewWatchdog for a watchdog another binary handed over:
+// it fires when st's deadline passes (the time since st was taken
+// counted), at once if that is gone; never when st is not armed. What is
+// left is at most st.Timeout, whatever st says.
+func RestoreWatchdog(clk clock.Clock, st WatchdogState, onTimeout func()) *Watchdog {
+	if clk == nil {
+		clk = clock.Real{}
+	}
+	w := &Watchdog{clock: clk, onTimeout: onTimeout, timeout: st.Timeout}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !st.Armed || st.Timeout <= 0 {
+		w.over = true
+		return w
+	}
+	left := min(max(st.Left, 0), st.Timeout) - sinceMonotonic(st.Taken)
+	w.armLocked(max(left, 0))
+	return w
 }

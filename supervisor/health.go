@@ -44,11 +44,15 @@ type health struct {
 	fd       *notify.FD
 	fdChild  *os.File // the write end of fd, until the child has it
 	watchdog *notify.Watchdog
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup // the goroutines startHealth started; stop waits for them
-	since    time.Time      // before the process was created: its lines come after
+	// adoptedWatchdog: the run's watchdog as an upgrade in place handed it
+	// over, for startHealth to go on with its deadline.
+	adoptedWatchdog *notify.WatchdogState
+	cancel          context.CancelFunc
+	wg              sync.WaitGroup // the goroutines startHealth started; stop waits for them
+	since           time.Time      // before the process was created: its lines come after
 
 	// Guarded by Supervisor.mu.
+	notifyDone  chan struct{} // closed once the sd_notify consumer took every message
 	notifyReady bool
 	logReady    bool
 	// adoptedReady: the run was ready when an upgrade in place handed it
@@ -152,17 +156,22 @@ func (s *Supervisor) startHealth(in *instance, h *health, sid string, pcfgEnv []
 		}
 	}
 	if spec.Watchdog > 0 && h.sock != nil {
-		h.watchdog = notify.NewWatchdog(s.clock, spec.Watchdog, func() {
+		onTimeout := func() {
 			s.mu.Lock()
 			if h.killReason == "" {
 				h.killReason = ReasonWatchdogTimeout
 			}
 			s.mu.Unlock()
 			wake()
-		})
+		}
+		if h.adoptedWatchdog != nil {
+			h.watchdog = notify.RestoreWatchdog(s.clock, *h.adoptedWatchdog, onTimeout)
+		} else {
+			h.watchdog = notify.NewWatchdog(s.clock, spec.Watchdog, onTimeout)
+		}
 	}
 	if h.sock != nil {
-		s.followNotifySocket(in, h, sid, wake)
+		s.followNotifySocket(in, h, sid)
 	}
 	if h.fd != nil {
 		fd := h.fd
@@ -187,18 +196,24 @@ func (s *Supervisor) startHealth(in *instance, h *health, sid string, pcfgEnv []
 
 // followNotifySocket reads the sd_notify messages of in's run on h's
 // socket, taking only those the program itself sent, until the socket
-// closes.
-func (s *Supervisor) followNotifySocket(in *instance, h *health, sid string, wake func()) {
+// closes or is detached for an upgrade (then h.notifyDone closes).
+// s.mu held.
+func (s *Supervisor) followNotifySocket(in *instance, h *health, sid string) {
 	sock, wd, key := h.sock, h.watchdog, in.key
+	wake := func() { s.queue.Add(key) }
+	done := make(chan struct{})
+	h.notifyDone = done
 	var cgroupDir string
 	var initPid int
 	if st, err := s.rt.SandboxStatus(sid); err == nil {
 		cgroupDir, initPid = st.CgroupPath, st.InitPid
 	}
 	mainPid := in.pid
+	messages := sock.Messages()
 	h.wg.Go(func() {
+		defer close(done)
 		warned := false
-		for m := range sock.Messages() {
+		for m := range messages {
 			if !notify.FromProgram(m.Pid, cgroupDir, mainPid, initPid) {
 				// Only the program speaks for itself; once per run is
 				// enough to say someone else tried.

@@ -53,6 +53,9 @@ type InstanceHandover struct {
 	Backoff          *backoff.Step  `json:"backoff,omitempty"`
 	Pipes            []PipeHandover `json:"pipes,omitempty"`
 	Lines            []logs.Line    `json:"lines,omitempty"`
+	// Notify is the readiness notification channel of the running
+	// process (notify), when it has one.
+	Notify *NotifyHandover `json:"notify,omitempty"`
 }
 
 // PipeHandover is the read end of one output pipe and the start of a line
@@ -81,8 +84,7 @@ type Frozen struct {
 
 // Freeze pauses the supervisor for an upgrade. It waits (until ctx ends)
 // for the workers to finish what they do, and refuses while an instance
-// cannot be handed over: a start or stop under way, a pseudo-terminal,
-// or a readiness notification socket or descriptor (not passed on).
+// cannot be handed over: a start or stop under way, or a pseudo-terminal.
 func (s *Supervisor) Freeze(ctx context.Context) (*Frozen, error) {
 	for !s.gate.TryLock() {
 		select {
@@ -127,9 +129,6 @@ func (s *Supervisor) Freeze(ctx context.Context) (*Frozen, error) {
 		case in.logs.tty:
 			s.mu.Unlock()
 			return fail(fmt.Errorf("program %s writes to a pseudo-terminal, which cannot be handed over", key))
-		case in.health != nil && (in.health.sock != nil || in.health.fd != nil):
-			s.mu.Unlock()
-			return fail(fmt.Errorf("program %s has a readiness notification socket, which cannot be handed over", key))
 		}
 		ih := InstanceHandover{
 			Key: key, State: in.state, Message: in.message, Goal: int(in.goal),
@@ -145,8 +144,18 @@ func (s *Supervisor) Freeze(ctx context.Context) (*Frozen, error) {
 		st.Instances = append(st.Instances, ih)
 	}
 	progs := map[string]*instLogs{}
+	// The runs with a notification channel, and their health (which
+	// stays while frozen: exits wait for the workers).
+	type notifyRun struct {
+		in *instance
+		h  *health
+	}
+	notifying := map[string]notifyRun{}
 	for _, in := range s.instances {
 		progs[in.key] = in.logs
+		if h := in.health; h != nil && in.procID != "" && (h.sock != nil || h.fd != nil) {
+			notifying[in.key] = notifyRun{in, h}
+		}
 	}
 	st.Events = s.events.history()
 	s.mu.Unlock()
@@ -171,6 +180,15 @@ func (s *Supervisor) Freeze(ctx context.Context) (*Frozen, error) {
 			files = append(files, d.File)
 		}
 		ih.Lines = il.ring.Last(-1)
+		if r, ok := notifying[ih.Key]; ok {
+			nh, fs, undo, err := s.freezeNotify(ctx, r.in, r.h)
+			resume = append(resume, undo)
+			if err != nil {
+				return fail(err)
+			}
+			ih.Notify = nh
+			files = append(files, fs...)
+		}
 	}
 	s.listen.mu.Lock()
 	for key, sk := range s.listen.held {
@@ -242,6 +260,10 @@ func (s *Supervisor) adopt(h *Handover, fds map[int]*os.File) error {
 			return err
 		}
 	}
+	socks, err := s.adoptNotifySocketsLocked(h, fds)
+	if err != nil {
+		return err
+	}
 	for _, ih := range h.Instances {
 		in := s.instances[ih.Key]
 		if in == nil {
@@ -267,6 +289,13 @@ func (s *Supervisor) adopt(h *Handover, fds map[int]*os.File) error {
 		}
 		if in.procID != "" && in.state == Running {
 			hl := &health{since: s.clock.Now(), adoptedReady: ih.Ready}
+			if n := ih.Notify; n != nil {
+				var pipe *os.File
+				if n.PipeFD != 0 {
+					pipe, _ = take(n.PipeFD)
+				}
+				adoptNotify(hl, n, socks[ih.Key], pipe)
+			}
 			in.health = hl
 			s.startHealth(in, hl, in.sandboxID, programEnv(in.spec, in, in.lastExit))
 			in.ready = readyLocked(in)
@@ -317,7 +346,7 @@ func (s *Supervisor) checkHandoverLocked(ih *InstanceHandover, fds map[int]*os.F
 			return fmt.Errorf("instance %s: descriptor %d was not passed", ih.Key, p.FD)
 		}
 	}
-	return nil
+	return checkNotifyHandover(ih, in.spec, fds)
 }
 
 // adoptSockets puts the inherited listening sockets in the set before the

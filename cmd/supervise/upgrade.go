@@ -490,6 +490,20 @@ func readState(f *os.File, st *upgradeState) error {
 				return err
 			}
 		}
+		if n := in.Notify; n != nil {
+			// The supervisor checks the socket further (a unix datagram
+			// socket bound to the path named) before it takes it.
+			if n.SocketFD != 0 {
+				if err := want(n.SocketFD, unix.S_IFSOCK, "notify socket of "+in.Key); err != nil {
+					return err
+				}
+			}
+			if n.PipeFD != 0 {
+				if err := want(n.PipeFD, unix.S_IFIFO, "notify pipe of "+in.Key); err != nil {
+					return err
+				}
+			}
+		}
 	}
 	for fd := range st.files {
 		unix.CloseOnExec(fd)

@@ -58,6 +58,24 @@ func TestReadStateRefusesBadInput(t *testing.T) {
 	defer r.Close()
 	defer w.Close()
 	pipe := int(r.Fd())
+	r2, w2, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Close()
+	defer w2.Close()
+	pipe2 := int(r2.Fd())
+	dc, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: t.TempDir() + "/notify", Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dc.Close()
+	df, err := dc.File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer df.Close()
+	dgram := int(df.Fd())
 	good := func() upgradeState {
 		return upgradeState{Format: handoverFormat, Generation: 1, ControlFD: sock, HTTPFD: -1}
 	}
@@ -66,11 +84,24 @@ func TestReadStateRefusesBadInput(t *testing.T) {
 		st.Supervisor.Instances = []supervisor.InstanceHandover{{Key: "a", Pipes: []supervisor.PipeHandover{{Stream: "stdout", FD: fd}}}}
 		return st
 	}
+	withNotify := func(n supervisor.NotifyHandover) upgradeState {
+		st := withPipe(pipe)
+		st.Supervisor.Instances[0].Notify = &n
+		return st
+	}
 	cases := []struct {
 		name string
 		v    any
 		want string
 	}{
+		{"pipe as notify socket", withNotify(supervisor.NotifyHandover{SocketFD: pipe2}), "not the right kind"},
+		{"socket as notify pipe", withNotify(supervisor.NotifyHandover{PipeFD: dgram}), "not the right kind"},
+		{"output pipe as notify pipe", withNotify(supervisor.NotifyHandover{PipeFD: pipe}), "named twice"},
+		{"control as notify socket", withNotify(supervisor.NotifyHandover{SocketFD: sock}), "named twice"},
+		{"socket and pipe the same", withNotify(supervisor.NotifyHandover{SocketFD: dgram, PipeFD: dgram}), "named twice"},
+		{"stderr as notify socket", withNotify(supervisor.NotifyHandover{SocketFD: 2}), "out of range"},
+		{"stderr as notify pipe", withNotify(supervisor.NotifyHandover{PipeFD: 2}), "out of range"},
+		{"closed notify pipe", withNotify(supervisor.NotifyHandover{PipeFD: 999998}), "descriptor 999998"},
 		{"not JSON", "][", "decoding"},
 		{"another format", upgradeState{Format: "99", Generation: 1}, "state format"},
 		{"no generation", upgradeState{Format: handoverFormat}, "history"},
@@ -93,5 +124,19 @@ func TestReadStateRefusesBadInput(t *testing.T) {
 	}
 	if st.files[pipe] == nil || st.files[sock] == nil {
 		t.Errorf("files %v, want the pipe and the socket", st.files)
+	}
+	st = &upgradeState{keep: map[int]*os.File{}}
+	if err := readState(stateFile(t, withNotify(supervisor.NotifyHandover{SocketFD: dgram})), st); err != nil {
+		t.Fatalf("a good state with a notify socket: %v", err)
+	}
+	if st.files[dgram] == nil {
+		t.Errorf("files %v, want the notify socket", st.files)
+	}
+	st = &upgradeState{keep: map[int]*os.File{}}
+	if err := readState(stateFile(t, withNotify(supervisor.NotifyHandover{PipeFD: pipe2})), st); err != nil {
+		t.Fatalf("a good state with a notify pipe: %v", err)
+	}
+	if st.files[pipe2] == nil {
+		t.Errorf("files %v, want the notify pipe", st.files)
 	}
 }
