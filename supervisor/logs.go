@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"os/user"
-	"reflect"
 	"sort"
 	"strconv"
 	"sync"
@@ -44,10 +43,10 @@ type logSet struct {
 // instLogs is the output routing of one instance.
 type instLogs struct {
 	key     string
-	outputs [2]config.Output
+	outputs outputs
 	prog    *logs.Program
 	ring    *logs.Ring
-	merged  bool // one pipe for stdout and stderr
+	merged  bool // one pipe for stdout and stderr (stderr = "stdout", or Options.OneStream)
 	tty     bool // a pseudo-terminal for both
 	// borrowed: ring is another key's (a job's run beside its instance
 	// logs into the job's), which outlives this router.
@@ -55,6 +54,16 @@ type instLogs struct {
 }
 
 type programLogs = *instLogs
+
+// outputs are what a router is made from: a change makes a new one.
+type outputs struct {
+	stdout, stderr config.Output
+	toStdout       bool
+}
+
+func outputsOf(p *config.Program) outputs {
+	return outputs{p.Stdout, p.Stderr, p.StderrToStdout}
+}
 
 func newLogSet(w io.Writer, color, terminal, timestamps bool, log *slog.Logger, programs []*config.Program) *logSet {
 	mode := logs.ColorNever
@@ -113,9 +122,8 @@ func programIdent(p *config.Program) *logs.Ident {
 func (l *logSet) forKey(p *config.Program, key string) *instLogs {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	outputs := [2]config.Output{p.Stdout, p.Stderr}
 	old := l.progs[key]
-	if old != nil && reflect.DeepEqual(old.outputs, outputs) {
+	if old != nil && old.outputs == outputsOf(p) {
 		return old
 	}
 	ring := l.rings[key]
@@ -140,9 +148,13 @@ func (l *logSet) forRun(p *config.Program, key string, first *instLogs) *instLog
 // newRouterLocked makes and records key's router for p on ring; old, the
 // one it replaces, closes in the background.
 func (l *logSet) newRouterLocked(p *config.Program, key string, ring *logs.Ring, old *instLogs) *instLogs {
-	outputs := [2]config.Output{p.Stdout, p.Stderr}
 	id := programIdent(p)
 	cfg := logs.ProgramConfig{Name: key, Console: l.console, Ring: ring, Stdout: output(p.Stdout, id), Stderr: output(p.Stderr, id), Files: l.files, Logger: l.log}
+	if p.StderrToStdout {
+		// The stderr of a process started before the streams were merged
+		// (one adopted across an upgrade) goes where stdout goes too.
+		cfg.Stderr = cfg.Stdout
+	}
 	prog, err := logs.NewProgram(cfg)
 	if err != nil {
 		// A log file that cannot be opened must not keep the program down:
@@ -156,8 +168,12 @@ func (l *logSet) newRouterLocked(p *config.Program, key string, ring *logs.Ring,
 		prog, _ = logs.NewProgram(cfg)
 	}
 	consoleOnly := func(o config.Output) bool { return o.Console && o.File == "" }
-	merged := l.oneStream && consoleOnly(p.Stdout) && consoleOnly(p.Stderr)
-	il := &instLogs{key: key, outputs: outputs, prog: prog, ring: ring, merged: merged, tty: merged && l.tty}
+	// A dev runner's console-only program gets one channel as well: its
+	// lines keep their order on the terminal, and --tty gives it a
+	// terminal (never to a program that writes a file).
+	devOne := l.oneStream && consoleOnly(p.Stdout) && (p.StderrToStdout || consoleOnly(p.Stderr))
+	merged := p.StderrToStdout || devOne
+	il := &instLogs{key: key, outputs: outputsOf(p), prog: prog, ring: ring, merged: merged, tty: devOne && l.tty}
 	l.progs[key] = il
 	if old != nil {
 		l.closing.Go(old.close)
