@@ -123,6 +123,9 @@ type fleetOpts struct {
 	n      int
 	settle time.Duration // after all run, before memory and idle are read
 	idle   time.Duration // 0: no idle measurement
+	// oneStream: each program's stderr into its stdout pipe, where the
+	// supervisor has the setting (supervise's stderr = "stdout").
+	oneStream bool
 }
 
 func (r *runner) fleet(p peer, o fleetOpts) ([]Row, error) {
@@ -133,7 +136,7 @@ func (r *runner) fleet(p peer, o fleetOpts) ([]Row, error) {
 	marker := r.marker()
 	progs := make([]program, o.n)
 	for i := range progs {
-		progs[i] = program{name: fmt.Sprintf("p%04d", i), argv: []string{r.sleep, marker}}
+		progs[i] = program{name: fmt.Sprintf("p%04d", i), argv: []string{r.sleep, marker}, oneStream: o.oneStream}
 	}
 	w, werr := watchExecs(marker)
 	if werr != nil {
