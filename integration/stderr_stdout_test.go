@@ -231,3 +231,39 @@ func isWhole(l string) bool {
 	n, _ := fmt.Sscanf(l, "%s %d", &s, &i)
 	return n == 2
 }
+
+// Turning stderr = "stdout" on in a reload gives the program a new
+// process with one pipe; turning it off, one with two again.
+func TestReloadStderrToStdout(t *testing.T) {
+	needRoot(t)
+	const apart = "[program.p]\ncommand = [\"sleep\", \"infinity\"]\n"
+	dir, file := writeConfig(t, apart)
+	d := startDaemon(t, dir, file)
+	sup := d.cmd.Process.Pid
+	pid := d.running("p")["p"]
+	if out, errp, held := outputPipes(t, sup, pid); out == errp || held != 2 {
+		t.Fatalf("before: stdout %s, stderr %s, %d descriptors held; want two pipes", out, errp, held)
+	}
+	for i, c := range []struct {
+		src    string
+		merged bool
+	}{{apart + "stderr = \"stdout\"\n", true}, {apart, false}} {
+		if err := os.WriteFile(file, []byte(c.src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, code := d.ctl("reload"); code != 0 {
+			t.Fatalf("reload %d: %s", i+1, out)
+		}
+		var next int
+		eventually(t, "a new process", 60*time.Second, func() bool {
+			st := d.status()["p"]
+			next = st.Pid
+			return st.State == "Running" && next != 0 && next != pid
+		})
+		pid = next
+		out, errp, held := outputPipes(t, sup, pid)
+		if c.merged && (out != errp || held != 1) || !c.merged && (out == errp || held != 2) {
+			t.Errorf("reload %d (merged %v): stdout %s, stderr %s, %d descriptors held", i+1, c.merged, out, errp, held)
+		}
+	}
+}
