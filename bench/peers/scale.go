@@ -115,8 +115,8 @@ func scaleSummary(w io.Writer, rows []Row, sizes []scaleSize) {
 		}
 		return "?"
 	}
-	fmt.Fprintln(w, "| impl | N | cold ms | cold µs/prog | stop-all ms | stop µs/prog | status ms | RSS MiB | PSS MiB | RSS KiB/prog added | load (1/5/15 min) |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+	fmt.Fprintln(w, "| impl | N | cold ms | cold µs/prog | stop-all ms | stop µs/prog | status ms | RSS MiB | PSS MiB | RSS KiB/prog added | fds (busiest process) | load (1/5/15 min) |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 	for _, impl := range []string{"supervise", baseLabel, "s6", "runit", "daemontools"} {
 		prevN, prevRSS := 0, math.NaN()
 		for _, s := range sizes {
@@ -133,8 +133,9 @@ func scaleSummary(w io.Writer, rows []Row, sizes []scaleSize) {
 			if prevN > 0 && !math.IsNaN(prevRSS) {
 				added = fmt.Sprintf("%.1f", (rss-prevRSS)*1024/float64(s.n-prevN))
 			}
-			fmt.Fprintf(w, "| %s | %d | %.0f | %.0f | %.0f | %.0f | %s | %.1f | %.1f | %s | %s |\n", impl, s.n,
-				cold, cold*1000/float64(s.n), stop, stop*1000/float64(s.n), fmtNaN(status, "%.1f"), rss, pss, added,
+			fds := val(impl, "descriptors of the busiest supervision process, "+nstr)
+			fmt.Fprintf(w, "| %s | %d | %.0f | %.0f | %.0f | %.0f | %s | %.1f | %.1f | %s | %s | %s |\n", impl, s.n,
+				cold, cold*1000/float64(s.n), stop, stop*1000/float64(s.n), fmtNaN(status, "%.1f"), rss, pss, added, fmtNaN(fds, "%.0f"),
 				load(impl, "cold start until all run, "+nstr))
 			prevN, prevRSS = s.n, rss
 		}
@@ -184,5 +185,5 @@ func (r *runner) scaleFleet(p peer, s scaleSize) ([]Row, error) {
 	if !s.runs(p) {
 		return nil, errSkip
 	}
-	return r.fleet(p, fleetOpts{n: s.n, settle: 3 * time.Second, oneStream: true})
+	return r.fleet(p, fleetOpts{n: s.n, settle: 3 * time.Second, oneStream: true, fds: true})
 }
