@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -101,6 +102,7 @@ stdout = { file = %q }
 
 [program.console]
 command = ["sh", "-c", "echo 'said on stderr' >&2; exec sleep infinity"]
+ready_log_line = "said on stderr"
 
 [program.apart]
 command = ["sleep", "infinity"]
@@ -136,6 +138,14 @@ stderr = { console = true }
 	if out, _ := d.ctl("logs", "--json", "console"); !strings.Contains(out, `"stream":"stdout"`) {
 		t.Errorf("a merged line is not logged as stdout:\n%s", out)
 	}
+	// ready_log_line sees it too.
+	eventually(t, "console ready on its stderr line", 30*time.Second, func() bool {
+		out, _ := d.ctl("status", "--json", "console")
+		var st []struct {
+			Ready bool `json:"ready"`
+		}
+		return json.Unmarshal([]byte(out), &st) == nil && len(st) == 1 && st[0].Ready
+	})
 }
 
 // Each program whose streams are merged costs supervise one descriptor:
