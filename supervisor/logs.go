@@ -51,6 +51,10 @@ type instLogs struct {
 	// borrowed: ring is another key's (a job's run beside its instance
 	// logs into the job's), which outlives this router.
 	borrowed bool
+	// adopted is closed once the pipes of the router this one replaced
+	// are in (at once when it replaced none): a router hands its pipes on,
+	// or closes, only after, so none is left behind in a closed one.
+	adopted chan struct{}
 }
 
 type programLogs = *instLogs
@@ -118,7 +122,7 @@ func programIdent(p *config.Program) *logs.Ident {
 
 // forKey returns the router of key for spec p: the current one when the
 // outputs did not change, else a new one on the same ring (the old one
-// drains its pipes and closes in the background).
+// hands its pipes over to it and closes in the background).
 func (l *logSet) forKey(p *config.Program, key string) *instLogs {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -146,7 +150,8 @@ func (l *logSet) forRun(p *config.Program, key string, first *instLogs) *instLog
 }
 
 // newRouterLocked makes and records key's router for p on ring; old, the
-// one it replaces, closes in the background.
+// one it replaces, hands its pipes over to it and closes, in the
+// background.
 func (l *logSet) newRouterLocked(p *config.Program, key string, ring *logs.Ring, old *instLogs) *instLogs {
 	id := programIdent(p)
 	cfg := logs.ProgramConfig{Name: key, Console: l.console, Ring: ring, Stdout: output(p.Stdout, id), Stderr: output(p.Stderr, id), Files: l.files, Logger: l.log}
@@ -173,12 +178,35 @@ func (l *logSet) newRouterLocked(p *config.Program, key string, ring *logs.Ring,
 	// terminal (never to a program that writes a file).
 	devOne := l.oneStream && consoleOnly(p.Stdout) && (p.StderrToStdout || consoleOnly(p.Stderr))
 	merged := p.StderrToStdout || devOne
-	il := &instLogs{key: key, outputs: outputsOf(p), prog: prog, ring: ring, merged: merged, tty: devOne && l.tty}
+	il := &instLogs{key: key, outputs: outputsOf(p), prog: prog, ring: ring, merged: merged, tty: devOne && l.tty, adopted: make(chan struct{})}
 	l.progs[key] = il
 	if old != nil {
-		l.closing.Go(old.close)
+		l.closing.Go(func() { old.handOver(il, l.log) })
+	} else {
+		close(il.adopted)
 	}
 	return il
+}
+
+// handOver moves the pipes of il still open, a running process's, to to
+// (their lines go where to says from the next read on, the start of a
+// line read already included), then closes il. Closing them instead would
+// end the process at its next write, with SIGPIPE.
+func (il *instLogs) handOver(to *instLogs, log *slog.Logger) {
+	<-il.adopted
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ds, err := il.prog.Detach(ctx)
+	cancel()
+	if err != nil {
+		// A pump stuck on a sink: close drains it a while longer, then
+		// gives up on its pipe.
+		log.Warn("moving a process's output to its new log settings", "program", il.key, "err", err)
+	}
+	for _, d := range ds {
+		to.prog.Adopt(d.Stream, d.File, d.Pending)
+	}
+	close(to.adopted)
+	il.close()
 }
 
 // pipes makes the stdout and stderr pipes of a process about to start:
@@ -209,6 +237,7 @@ func (il *instLogs) hookWriter(phase string) io.WriteCloser { return il.prog.Wri
 // close drains the pipes (bounded: a daemonized child holding a pipe must
 // not hold the supervisor) and closes the files.
 func (il *instLogs) close() {
+	<-il.adopted
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = il.prog.Close(ctx)
