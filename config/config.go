@@ -208,7 +208,13 @@ type Program struct {
 	Sandbox      Sandbox `reload:"new-process"`
 	Hooks        Hooks
 	Stdout       Output
-	Stderr       Output
+	// Stderr is where the program's stderr goes; the zero Output when
+	// StderrToStdout.
+	Stderr Output
+	// StderrToStdout (stderr = "stdout"): the process's descriptor 2 is
+	// its stdout pipe, so both streams are one, in the order written,
+	// going where Stdout goes, and the supervisor holds one pipe for it.
+	StderrToStdout bool `reload:"new-process"`
 	// Watch, when set, restarts the program (or sends it Watch.Signal)
 	// when files it watches change; nil watches nothing. It never needs a
 	// new process by itself: a reload that only changes it keeps the pid.

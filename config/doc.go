@@ -18,8 +18,8 @@
 //   - [defaults] holds any program key and applies under every program:
 //     program values replace scalars and arrays, tables merge key by key (a
 //     hook's command and http are one choice: a program that sets either
-//     drops both from defaults). An error in a default names defaults.KEY,
-//     once.
+//     drops both from defaults; stderr = "stdout" and a stderr table replace
+//     each other). An error in a default names defaults.KEY, once.
 //   - A string command is split like a shell (SplitCommand) but no shell
 //     runs; an unquoted operator or $ is an error that suggests
 //     ["sh", "-c", "…"]. An array command is taken as is.

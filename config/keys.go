@@ -177,7 +177,7 @@ var programKeys = []key[*programDecoding]{
 	{"sandbox", func(d *decoder, p *programDecoding, v *node) { p.Sandbox = d.sandbox(v, p.isDefaults) }},
 	{"hooks", func(d *decoder, p *programDecoding, v *node) { p.Hooks = d.hooks(v, p.isDefaults) }},
 	{"stdout", func(d *decoder, p *programDecoding, v *node) { p.Stdout = d.output(v) }},
-	{"stderr", func(d *decoder, p *programDecoding, v *node) { p.Stderr = d.output(v) }},
+	{"stderr", func(d *decoder, p *programDecoding, v *node) { p.Stderr, p.StderrToStdout = d.stderr(v) }},
 	{"watch", func(d *decoder, p *programDecoding, v *node) { p.Watch = d.watch(v, p.Dir) }},
 	{"rollout", func(d *decoder, p *programDecoding, v *node) { p.Rollout = d.rollout(v) }},
 	// Socket activation (listen.go).

@@ -44,6 +44,21 @@ func (d *decoder) output(n *node) Output {
 	return o
 }
 
+// stderr reads a program's stderr: its table, or "stdout", which makes
+// descriptor 2 the stdout pipe (the shell's 2>&1): one pipe, the lines in
+// the order written, where stdout goes. Merged, stderr has no destination
+// of its own.
+func (d *decoder) stderr(n *node) (o Output, toStdout bool) {
+	if _, ok := n.v.(map[string]*node); ok {
+		return d.output(n), false
+	}
+	if s, ok := n.v.(string); !ok || s != "stdout" {
+		d.errorf(n.path, `must be "stdout" or a table like { console = true, file = "web.err.log" } (got %s)`, describe(n.v))
+		return defaultOutput(), false
+	}
+	return Output{}, true
+}
+
 // IsConsolePath reports whether a log file path means supervise's own
 // stdout or stderr.
 func IsConsolePath(p string) bool { return consolepath.FD(p) != 0 }

@@ -94,15 +94,20 @@ func (ws *warnings) ownSettings(s config.Supervisor, target string) {
 	}
 }
 
-// outputSettings are a program's stdout and stderr by key.
+// outputSettings are a program's stdout and stderr by key; stderr has
+// none of its own when it goes into stdout.
 func outputSettings(p *config.Program) []struct {
 	key string
 	o   config.Output
 } {
-	return []struct {
+	out := []struct {
 		key string
 		o   config.Output
 	}{{"stdout", p.Stdout}, {"stderr", p.Stderr}}
+	if p.StderrToStdout {
+		out = out[:1]
+	}
+	return out
 }
 
 func sortedKeys[V any](m map[string]V) []string {

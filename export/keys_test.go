@@ -185,8 +185,11 @@ func keyCases() map[string]keyCase {
 // a warning for systemd, which never runs a unit twice at once.
 func moreCases() map[string][]keyCase {
 	const sched = "schedule = \"0 3 * * *\"\n"
+	const file = "stdout.file = \"/var/log/p.log\"\n"
 	return map[string][]keyCase{
 		"program.*.concurrency": {{base: sched, set: sched + "concurrency = \"allow\"\n"}},
+		// stderr into stdout's pipe, to the console and to a file.
+		"program.*.stderr": {{set: "stderr = \"stdout\"\n"}, {base: file, set: file + "stderr = \"stdout\"\n"}},
 	}
 }
 

@@ -554,6 +554,9 @@ var (
 		{"rollout", "not exported: set the Deployment's strategy.rollingUpdate.maxUnavailable and progressDeadlineSeconds by hand", func(k *kubeWriter) bool {
 			return k.p.Rollout != (config.Rollout{})
 		}},
+		{"stderr", `"stdout": the container log has both streams anyway, but the runtime reads them apart, each line tagged with its own; for one stream in the order written, run the command under sh -c 'exec "$@" 2>&1' by hand`, func(k *kubeWriter) bool {
+			return k.p.StderrToStdout
+		}},
 	}
 	kubeUnmappedRunning = []kubeUnmappedRow{
 		{"restart_rules", "not exported: container restartPolicyRules need Kubernetes 1.34 or later; add them by hand", func(k *kubeWriter) bool {

@@ -858,10 +858,10 @@ func (w *prog) logLocation(k pcKV) error {
 	if err != nil {
 		return err
 	}
-	// process-compose writes both streams to the file
-	o := "{ file = " + tomlQuote(s) + rot + " }"
-	w.set("stdout", o)
-	w.set("stderr", o)
+	// process-compose writes both streams to the file: one pipe for both
+	// keeps them in the order written
+	w.set("stdout", "{ file = "+tomlQuote(s)+rot+" }")
+	w.set("stderr", `"stdout"`)
 	return nil
 }
 

@@ -279,7 +279,7 @@ func TestImportProcessComposeKeys(t *testing.T) {
 		{"log_location and rotation", "p:\n  command: a\n  log_location: logs/p.log\n  log_configuration:\n    rotation: {max_size_mb: 3, max_backups: 2, compress: true}\n    add_timestamp: true\n    no_color: true\n", func(c *config.Config) string {
 			p := program(c, "p")
 			f := filepath.Join(c.Dir, "logs/p.log")
-			return want([]any{p.Stdout.File, p.Stderr.File, p.Stdout.MaxSize, p.Stdout.MaxFiles, p.Stdout.Timestamps}, []any{f, f, int64(3 << 20), 2, true})
+			return want([]any{p.Stdout.File, p.StderrToStdout, p.Stdout.MaxSize, p.Stdout.MaxFiles, p.Stdout.Timestamps}, []any{f, true, int64(3 << 20), 2, true})
 		}, "log_configuration.rotation.compress: not imported"},
 		{"log_configuration alone", "p:\n  command: a\n  log_configuration: {add_timestamp: true}\n", nil, "log_configuration: not imported: without log_location"},
 		{"namespace", "p:\n  command: a\n  namespace: ns\n", nil, "namespace: not imported"},

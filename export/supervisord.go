@@ -1113,17 +1113,28 @@ func (p *supervisordProgram) writeLogs(b *strings.Builder, done map[string]bool)
 	if err != nil {
 		return err
 	}
-	errf, err := logFile("stderr")
-	if err != nil {
+	// redirect_stderr is the program's 2>&1, as stderr = "stdout" is;
+	// supervisord writes stderr_logfile "unless redirect_stderr is true".
+	redirect := truthy(k["redirect_stderr"])
+	done["redirect_stderr"] = true
+	errf := ""
+	if redirect {
+		for _, key := range []string{"stderr_logfile", "stderr_logfile_maxbytes", "stderr_logfile_backups"} {
+			if _, ok := k[key]; ok {
+				p.warn(key, "not imported: redirect_stderr=true sends stderr where stdout goes, as supervisord does")
+			}
+			done[key] = true
+		}
+	} else if errf, err = logFile("stderr"); err != nil {
 		return err
-	}
-	if truthy(k["redirect_stderr"]) {
-		done["redirect_stderr"] = true
-		errf = out // both streams into one file, as supervisord's redirect
 	}
 	for _, x := range []struct{ stream, file string }{{"stdout", out}, {"stderr", errf}} {
 		size, backups := x.stream+"_logfile_maxbytes", x.stream+"_logfile_backups"
 		done[size], done[backups] = true, true
+		if x.stream == "stderr" && redirect {
+			b.WriteString("stderr = \"stdout\"\n")
+			continue
+		}
 		if x.file == "" {
 			continue
 		}

@@ -66,8 +66,19 @@ func TestImportSupervisordKeys(t *testing.T) {
 			return a(c).Stdout.File == "" && a(c).Stdout.Console && a(c).Stderr.File == "" && a(c).Stderr.Console
 		}, ""},
 		{"redirect_stderr", prog("stdout_logfile=/var/log/a.log\nredirect_stderr=true\n"), func(c *config.Config) bool {
-			return a(c).Stderr.File == "/var/log/a.log"
+			return a(c).StderrToStdout && a(c).Stdout.File == "/var/log/a.log"
 		}, ""},
+		{"redirect_stderr to the console", prog("redirect_stderr=true\n"), func(c *config.Config) bool {
+			return a(c).StderrToStdout && a(c).Stdout.Console && a(c).Stdout.File == ""
+		}, ""},
+		{"redirect_stderr=false", prog("stdout_logfile=/var/log/a.log\nredirect_stderr=false\n"), func(c *config.Config) bool {
+			return !a(c).StderrToStdout && a(c).Stderr.Console && a(c).Stderr.File == ""
+		}, ""},
+		// supervisord: "Put process stderr output in this file unless
+		// redirect_stderr is true."
+		{"redirect_stderr over stderr_logfile", prog("stdout_logfile=/var/log/a.log\nstderr_logfile=/var/log/a.err\nstderr_logfile_backups=3\nredirect_stderr=true\n"), func(c *config.Config) bool {
+			return a(c).StderrToStdout && a(c).Stdout.File == "/var/log/a.log"
+		}, "stderr_logfile"},
 		{"%(here)s and %(program_name)s", "[program:a]\ncommand=/bin/echo %(program_name)s\ndirectory=%(here)s\n", func(c *config.Config) bool {
 			return a(c).Dir == here && slices.Equal(a(c).Command, []string{"/bin/echo", "a"})
 		}, ""},

@@ -37,7 +37,7 @@ func TestImportSupervisord(t *testing.T) {
 		web.Instances != 2 || web.Restart != config.RestartAlways || len(web.SuccessExitCodes) != 2 || web.SuccessExitCodes[1] != 2 ||
 		web.StopSignal != syscall.SIGQUIT || web.StopTimeout != 20*time.Second ||
 		web.Env["APP_ENV"] != "production" || web.Env["GREETING"] != "hello, world" || web.Env["HOME_DIR"] != "/home/test/web" ||
-		web.Stdout.File != "/var/log/web.out.log" || web.Stderr.File != "/var/log/web.out.log" || web.Stdout.MaxSize != 50<<20 || web.Stdout.MaxFiles != 11 {
+		web.Stdout.File != "/var/log/web.out.log" || !web.StderrToStdout || web.Stdout.MaxSize != 50<<20 || web.Stdout.MaxFiles != 11 {
 		t.Errorf("web: %+v\n%s", web, out)
 	}
 	if worker.Restart != config.RestartOnFailure || worker.Sandbox.Umask != 0o22 || worker.Stdout.File != "" || worker.Stderr.File != "" {

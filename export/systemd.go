@@ -475,6 +475,15 @@ func (e *unitWriter) outputs() {
 		e.s(x.directive, x.key+".file", join("", lit("append:"), plain(x.o.File)))
 		e.warn(x.key+".max_size", "systemd does not rotate %q: rotate it with logrotate, or use the journal", x.o.File)
 	}
+	// StandardError= defaults to inherit, a copy of standard output's
+	// descriptor: the merge stderr = "stdout" asks for, and a StandardOutput=
+	// file's to a stderr that must stay on its console otherwise.
+	switch {
+	case e.p.StderrToStdout:
+		e.s("StandardError", "stderr", lit("inherit"))
+	case e.p.Stdout.File != "" && e.p.Stderr.File == "":
+		e.s("StandardError", "stderr.console", lit("journal"))
+	}
 }
 
 // unmapped warns about the keys systemd has no place for.

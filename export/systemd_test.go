@@ -313,3 +313,39 @@ sleep = "1.5s"
 		t.Errorf("no warning that SUPERVISE_EXIT_* are $EXIT_CODE/$EXIT_STATUS under systemd: %v", warns)
 	}
 }
+
+// systemd's StandardError= defaults to inherit: the descriptor of
+// standard output, a StandardOutput= file included. A program whose
+// stderr stays apart gets the journal for it (its console), one with
+// stderr = "stdout" gets inherit, which is the same merge.
+func TestSystemdStderr(t *testing.T) {
+	for _, c := range []struct {
+		name, src string
+		want      []string
+	}{
+		{"stdout to a file, stderr apart", "stdout = { file = \"/tmp/p.log\" }\n",
+			[]string{"StandardOutput=append:/tmp/p.log", "StandardError=journal"}},
+		{"stdout to a file, stderr into it", "stdout = { file = \"/tmp/p.log\" }\nstderr = \"stdout\"\n",
+			[]string{"StandardOutput=append:/tmp/p.log", "StandardError=inherit"}},
+		{"both to the journal, merged", "stderr = \"stdout\"\n", []string{"StandardError=inherit"}},
+		{"each to a file", "stdout = { file = \"/tmp/p.log\" }\nstderr = { file = \"/tmp/p.err\" }\n",
+			[]string{"StandardOutput=append:/tmp/p.log", "StandardError=append:/tmp/p.err"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			files, _, err := Systemd(parse(t, "[program.p]\ncommand = \"sleep 1\"\n"+c.src), SystemdOptions{Prefix: "app"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			verify(t, files)
+			u := unit(t, files, "app-p.service")
+			for _, w := range c.want {
+				if !strings.Contains(u, w+"\n") {
+					t.Errorf("the unit lacks %q:\n%s", w, u)
+				}
+			}
+			if n := strings.Count(u, "StandardError="); n != 1 {
+				t.Errorf("%d StandardError= lines:\n%s", n, u)
+			}
+		})
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"os/user"
-	"reflect"
 	"sort"
 	"strconv"
 	"sync"
@@ -44,17 +43,31 @@ type logSet struct {
 // instLogs is the output routing of one instance.
 type instLogs struct {
 	key     string
-	outputs [2]config.Output
+	outputs outputs
 	prog    *logs.Program
 	ring    *logs.Ring
-	merged  bool // one pipe for stdout and stderr
+	merged  bool // one pipe for stdout and stderr (stderr = "stdout", or Options.OneStream)
 	tty     bool // a pseudo-terminal for both
 	// borrowed: ring is another key's (a job's run beside its instance
 	// logs into the job's), which outlives this router.
 	borrowed bool
+	// adopted is closed once the pipes of the router this one replaced
+	// are in (at once when it replaced none): a router hands its pipes on,
+	// or closes, only after, so none is left behind in a closed one.
+	adopted chan struct{}
 }
 
 type programLogs = *instLogs
+
+// outputs are what a router is made from: a change makes a new one.
+type outputs struct {
+	stdout, stderr config.Output
+	toStdout       bool
+}
+
+func outputsOf(p *config.Program) outputs {
+	return outputs{p.Stdout, p.Stderr, p.StderrToStdout}
+}
 
 func newLogSet(w io.Writer, color, terminal, timestamps bool, log *slog.Logger, programs []*config.Program) *logSet {
 	mode := logs.ColorNever
@@ -109,13 +122,12 @@ func programIdent(p *config.Program) *logs.Ident {
 
 // forKey returns the router of key for spec p: the current one when the
 // outputs did not change, else a new one on the same ring (the old one
-// drains its pipes and closes in the background).
+// hands its pipes over to it and closes in the background).
 func (l *logSet) forKey(p *config.Program, key string) *instLogs {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	outputs := [2]config.Output{p.Stdout, p.Stderr}
 	old := l.progs[key]
-	if old != nil && reflect.DeepEqual(old.outputs, outputs) {
+	if old != nil && old.outputs == outputsOf(p) {
 		return old
 	}
 	ring := l.rings[key]
@@ -138,11 +150,16 @@ func (l *logSet) forRun(p *config.Program, key string, first *instLogs) *instLog
 }
 
 // newRouterLocked makes and records key's router for p on ring; old, the
-// one it replaces, closes in the background.
+// one it replaces, hands its pipes over to it and closes, in the
+// background.
 func (l *logSet) newRouterLocked(p *config.Program, key string, ring *logs.Ring, old *instLogs) *instLogs {
-	outputs := [2]config.Output{p.Stdout, p.Stderr}
 	id := programIdent(p)
 	cfg := logs.ProgramConfig{Name: key, Console: l.console, Ring: ring, Stdout: output(p.Stdout, id), Stderr: output(p.Stderr, id), Files: l.files, Logger: l.log}
+	if p.StderrToStdout {
+		// The stderr of a process started before the streams were merged
+		// (one adopted across an upgrade) goes where stdout goes too.
+		cfg.Stderr = cfg.Stdout
+	}
 	prog, err := logs.NewProgram(cfg)
 	if err != nil {
 		// A log file that cannot be opened must not keep the program down:
@@ -156,13 +173,40 @@ func (l *logSet) newRouterLocked(p *config.Program, key string, ring *logs.Ring,
 		prog, _ = logs.NewProgram(cfg)
 	}
 	consoleOnly := func(o config.Output) bool { return o.Console && o.File == "" }
-	merged := l.oneStream && consoleOnly(p.Stdout) && consoleOnly(p.Stderr)
-	il := &instLogs{key: key, outputs: outputs, prog: prog, ring: ring, merged: merged, tty: merged && l.tty}
+	// A dev runner's console-only program gets one channel as well: its
+	// lines keep their order on the terminal, and --tty gives it a
+	// terminal (never to a program that writes a file).
+	devOne := l.oneStream && consoleOnly(p.Stdout) && (p.StderrToStdout || consoleOnly(p.Stderr))
+	merged := p.StderrToStdout || devOne
+	il := &instLogs{key: key, outputs: outputsOf(p), prog: prog, ring: ring, merged: merged, tty: devOne && l.tty, adopted: make(chan struct{})}
 	l.progs[key] = il
 	if old != nil {
-		l.closing.Go(old.close)
+		l.closing.Go(func() { old.handOver(il, l.log) })
+	} else {
+		close(il.adopted)
 	}
 	return il
+}
+
+// handOver moves the pipes of il still open, a running process's, to to
+// (their lines go where to says from the next read on, the start of a
+// line read already included), then closes il. Closing them instead would
+// end the process at its next write, with SIGPIPE.
+func (il *instLogs) handOver(to *instLogs, log *slog.Logger) {
+	<-il.adopted
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ds, err := il.prog.Detach(ctx)
+	cancel()
+	if err != nil {
+		// A pump stuck on a sink: close drains it a while longer, then
+		// gives up on its pipe.
+		log.Warn("moving a process's output to its new log settings", "program", il.key, "err", err)
+	}
+	for _, d := range ds {
+		to.prog.Adopt(d.Stream, d.File, d.Pending)
+	}
+	close(to.adopted)
+	il.close()
 }
 
 // pipes makes the stdout and stderr pipes of a process about to start:
@@ -193,6 +237,7 @@ func (il *instLogs) hookWriter(phase string) io.WriteCloser { return il.prog.Wri
 // close drains the pipes (bounded: a daemonized child holding a pipe must
 // not hold the supervisor) and closes the files.
 func (il *instLogs) close() {
+	<-il.adopted
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = il.prog.Close(ctx)

@@ -83,7 +83,8 @@ type Options struct {
 	// console and to no file one pipe for both, as foreman does, so its
 	// lines keep the order it wrote them in; they are all logged as
 	// stdout. Two pipes cannot keep that order: each has its own reader.
-	// The dev runner's; a service keeps its streams apart.
+	// The dev runner's; a service keeps its streams apart unless a
+	// program asks for one pipe itself (stderr = "stdout").
 	OneStream bool
 	// Tty, with OneStream, gives such a program a pseudo-terminal instead
 	// of the pipe, as overmind does: it sees a terminal and prints its

@@ -166,6 +166,13 @@ func (s *Supervisor) Freeze(ctx context.Context) (*Frozen, error) {
 	for i := range st.Instances {
 		ih := &st.Instances[i]
 		il := progs[ih.Key]
+		// A router that new log settings just replaced may still be
+		// handing its pipes to this one: they must be in first.
+		select {
+		case <-il.adopted:
+		case <-ctx.Done():
+			return fail(fmt.Errorf("program %s: its pipes are moving to new log settings: %w", ih.Key, ctx.Err()))
+		}
 		ds, err := il.prog.Detach(ctx)
 		resume = append(resume, func() { il.prog.Resume(ds) })
 		if err != nil {

@@ -123,6 +123,11 @@ type fleetOpts struct {
 	n      int
 	settle time.Duration // after all run, before memory and idle are read
 	idle   time.Duration // 0: no idle measurement
+	// oneStream: each program's stderr into its stdout pipe, where the
+	// supervisor has the setting (supervise's stderr = "stdout").
+	oneStream bool
+	// fds: also count the supervision's open descriptors.
+	fds bool
 }
 
 func (r *runner) fleet(p peer, o fleetOpts) ([]Row, error) {
@@ -133,7 +138,7 @@ func (r *runner) fleet(p peer, o fleetOpts) ([]Row, error) {
 	marker := r.marker()
 	progs := make([]program, o.n)
 	for i := range progs {
-		progs[i] = program{name: fmt.Sprintf("p%04d", i), argv: []string{r.sleep, marker}}
+		progs[i] = program{name: fmt.Sprintf("p%04d", i), argv: []string{r.sleep, marker}, oneStream: o.oneStream}
 	}
 	w, werr := watchExecs(marker)
 	if werr != nil {
@@ -179,6 +184,13 @@ func (r *runner) fleet(p peer, o fleetOpts) ([]Row, error) {
 	rows = append(rows,
 		Row{Bench: "memory", Metric: "memory RSS, " + nstr, Value: float64(rss) / 1024, Unit: "MiB", Better: "lower", Samples: 1, Note: pnote},
 		Row{Bench: "memory", Metric: "memory PSS, " + nstr, Value: float64(pss) / 1024, Unit: "MiB", Better: "lower", Samples: 1, Note: pnote})
+	if o.fds {
+		most, err := mostDescriptors(sup)
+		if err != nil {
+			return rows, err
+		}
+		rows = append(rows, Row{Bench: "fds", Metric: "descriptors of the busiest supervision process, " + nstr, Value: float64(most), Unit: "fds", Better: "lower", Samples: 1, Note: pnote})
+	}
 	if row, err := r.status(p, t, progs, nstr); err != nil {
 		return rows, err
 	} else if row != nil {

@@ -24,6 +24,9 @@ type program struct {
 	// console too; readyLine (supervise only): a ready_log_line pattern.
 	console   bool
 	readyLine string
+	// oneStream (supervise only): stderr = "stdout", one pipe for both
+	// streams, so supervise holds one descriptor per program.
+	oneStream bool
 }
 
 // logFileSize is where every log pipeline rotates: multilog's largest

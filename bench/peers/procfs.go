@@ -119,6 +119,20 @@ func split(tree []procEntry, marker string) (supervision, programs []procEntry) 
 	return supervision, programs
 }
 
+// mostDescriptors is the most open descriptors one of procs holds: what
+// a descriptor limit, which is per process, is measured against.
+func mostDescriptors(procs []procEntry) (int, error) {
+	most := 0
+	for _, p := range procs {
+		ents, err := os.ReadDir("/proc/" + strconv.Itoa(p.Pid) + "/fd")
+		if err != nil {
+			return 0, fmt.Errorf("descriptors of %s (%d): %w", p.Comm, p.Pid, err)
+		}
+		most = max(most, len(ents))
+	}
+	return most, nil
+}
+
 // memory sums Rss and Pss (KiB) of smaps_rollup over procs.
 func memory(procs []procEntry) (rssKiB, pssKiB int64, err error) {
 	for _, p := range procs {

@@ -28,10 +28,11 @@ var errSkip = errors.New("not measured at this size")
 
 // scaleSizes are the fleet sizes of a scale run, and which peers besides
 // supervise run at each.
-// The largest size is 10,000, or the largest thousand whose pipes (two
-// per program) fit the descriptor limit when it cannot be raised (a
-// container without CAP_SYS_RESOURCE).
-func scaleSizes(quick bool, nofile uint64) []scaleSize {
+// The largest size is 10,000, or the largest thousand whose pipes (pipes
+// per program: 1 with stderr = "stdout", the scale run's setting) fit the
+// descriptor limit when it cannot be raised (a container without
+// CAP_SYS_RESOURCE).
+func scaleSizes(quick bool, nofile uint64, pipes int) []scaleSize {
 	if quick {
 		return []scaleSize{
 			{n: 1000, peers: []string{"s6", "runit"}},
@@ -42,7 +43,7 @@ func scaleSizes(quick bool, nofile uint64) []scaleSize {
 		{n: 1000, peers: []string{"s6", "runit"}},
 		{n: 2000},
 		{n: 4000, peers: []string{"s6"}},
-		{n: largestFitting(10000, nofile)},
+		{n: largestFitting(10000, nofile, pipes)},
 	}
 }
 
@@ -55,9 +56,9 @@ func peersAt(n int) []string {
 	return []string{"s6"}
 }
 
-func largestFitting(n int, nofile uint64) int {
+func largestFitting(n int, nofile uint64, pipes int) int {
 	const fixed = 256 // the daemon's own descriptors, with room
-	for n > 1000 && uint64(2*n+fixed) > nofile {
+	for n > 1000 && uint64(pipes*n+fixed) > nofile {
 		n -= 1000
 	}
 	return n
@@ -114,8 +115,8 @@ func scaleSummary(w io.Writer, rows []Row, sizes []scaleSize) {
 		}
 		return "?"
 	}
-	fmt.Fprintln(w, "| impl | N | cold ms | cold µs/prog | stop-all ms | stop µs/prog | status ms | RSS MiB | PSS MiB | RSS KiB/prog added | load (1/5/15 min) |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+	fmt.Fprintln(w, "| impl | N | cold ms | cold µs/prog | stop-all ms | stop µs/prog | status ms | RSS MiB | PSS MiB | RSS KiB/prog added | fds (busiest process) | load (1/5/15 min) |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 	for _, impl := range []string{"supervise", baseLabel, "s6", "runit", "daemontools"} {
 		prevN, prevRSS := 0, math.NaN()
 		for _, s := range sizes {
@@ -132,8 +133,9 @@ func scaleSummary(w io.Writer, rows []Row, sizes []scaleSize) {
 			if prevN > 0 && !math.IsNaN(prevRSS) {
 				added = fmt.Sprintf("%.1f", (rss-prevRSS)*1024/float64(s.n-prevN))
 			}
-			fmt.Fprintf(w, "| %s | %d | %.0f | %.0f | %.0f | %.0f | %s | %.1f | %.1f | %s | %s |\n", impl, s.n,
-				cold, cold*1000/float64(s.n), stop, stop*1000/float64(s.n), fmtNaN(status, "%.1f"), rss, pss, added,
+			fds := val(impl, "descriptors of the busiest supervision process, "+nstr)
+			fmt.Fprintf(w, "| %s | %d | %.0f | %.0f | %.0f | %.0f | %s | %.1f | %.1f | %s | %s | %s |\n", impl, s.n,
+				cold, cold*1000/float64(s.n), stop, stop*1000/float64(s.n), fmtNaN(status, "%.1f"), rss, pss, added, fmtNaN(fds, "%.0f"),
 				load(impl, "cold start until all run, "+nstr))
 			prevN, prevRSS = s.n, rss
 		}
@@ -183,5 +185,5 @@ func (r *runner) scaleFleet(p peer, s scaleSize) ([]Row, error) {
 	if !s.runs(p) {
 		return nil, errSkip
 	}
-	return r.fleet(p, fleetOpts{n: s.n, settle: 3 * time.Second})
+	return r.fleet(p, fleetOpts{n: s.n, settle: 3 * time.Second, oneStream: true, fds: true})
 }

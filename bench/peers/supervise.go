@@ -5,6 +5,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,7 +16,27 @@ import (
 // supervisePeer is the supervisor under test: `supervise run -c FILE`.
 // label names another build measured beside it (-base in the scale run,
 // -before otherwise); "" is the one under test.
-type supervisePeer struct{ bin, label string }
+type supervisePeer struct {
+	bin, label string
+	// twoPipes: a build without stderr = "stdout" (an older one), whose
+	// programs always get two pipes.
+	twoPipes bool
+}
+
+// mergesStreams reports whether the supervise at bin takes stderr =
+// "stdout": `supervise check` of a config that sets it passes.
+func mergesStreams(bin string) bool {
+	dir, err := os.MkdirTemp("", "peers-check-")
+	if err != nil {
+		return false
+	}
+	defer os.RemoveAll(dir)
+	conf := filepath.Join(dir, "supervise.toml")
+	if err := os.WriteFile(conf, []byte("[program.p]\ncommand = [\"/bin/true\"]\nstderr = \"stdout\"\n"), 0o644); err != nil {
+		return false
+	}
+	return exec.Command(bin, "check", "-c", conf).Run() == nil
+}
 
 func (s supervisePeer) name() string {
 	if s.label != "" {
@@ -41,6 +62,9 @@ func (s supervisePeer) setup(dir string, progs []program) ([]string, error) {
 		if p.logDir != "" {
 			fmt.Fprintf(&b, "stdout = { console = %v, file = %s, max_size = %d, max_files = %d }\n",
 				p.console, strconv.Quote(filepath.Join(p.logDir, p.name+".log")), logFileSize, logFilesKept)
+		}
+		if p.oneStream && !s.twoPipes {
+			b.WriteString("stderr = \"stdout\"\n")
 		}
 		if p.readyLine != "" {
 			fmt.Fprintf(&b, "ready_log_line = %s\n", strconv.Quote(p.readyLine))
