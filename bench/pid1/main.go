@@ -11,7 +11,7 @@
 // hits them alike. It prints medians, p90s and ratios against tini.
 //
 //	go run ./bench/pid1 [-n 300] [-supervise path/to/supervise] [-init supervise-init]
-//	    [-floor floor] [-floor-linked floor-linked] [-tsv FILE]
+//	    [-init-before supervise-init] [-floor floor] [-floor-linked floor-linked] [-tsv FILE]
 //
 // With -tsv it also appends its figures to FILE in the columns of
 // bench/peers (bench/run merges them into bench/results).
@@ -48,11 +48,12 @@ func main() {
 	n := flag.Int("n", 300, "runs per case")
 	sup := flag.String("supervise", "", "supervise binary (default: build ./cmd/supervise with CGO_ENABLED=0)")
 	initBin := flag.String("init", "", "supervise-init binary, measured too when given")
+	initBefore := flag.String("init-before", "", "another supervise-init build (a change's before), measured beside -init as supervise-init-before")
 	floor := flag.String("floor", "", "bench/pid1/floor binary: the Go floor, measured too when given")
 	linked := flag.String("floor-linked", "", "bench/pid1/floor built with -tags floorlinked (it links supervise-init's packages), measured too when given")
 	tsv := flag.String("tsv", "", "also append the figures to this TSV file (bench/peers columns)")
 	flag.Parse()
-	if err := run(*n, *sup, *initBin, *floor, *linked, *tsv); err != nil {
+	if err := run(*n, *sup, *initBin, *initBefore, *floor, *linked, *tsv); err != nil {
 		fmt.Fprintln(os.Stderr, "pid1 bench:", err)
 		os.Exit(1)
 	}
@@ -66,7 +67,7 @@ type initCase struct {
 	wallOnly bool
 }
 
-func run(n int, sup, initBin, floor, linked, tsv string) error {
+func run(n int, sup, initBin, initBefore, floor, linked, tsv string) error {
 	if sup == "" {
 		var cleanup func()
 		var err error
@@ -82,6 +83,9 @@ func run(n int, sup, initBin, floor, linked, tsv string) error {
 	cases := []initCase{{name: "none (command alone)", impl: "none"}, {name: "supervise exec", impl: "supervise", argv: []string{sup, "exec", "--"}}}
 	if initBin != "" {
 		cases = append(cases, initCase{name: "supervise-init", impl: "supervise-init", argv: []string{initBin, "--"}})
+	}
+	if initBefore != "" {
+		cases = append(cases, initCase{name: "supervise-init (before)", impl: "supervise-init-before", argv: []string{initBefore, "--"}})
 	}
 	if floor != "" {
 		cases = append(cases,
@@ -130,7 +134,7 @@ func run(n int, sup, initBin, floor, linked, tsv string) error {
 	for range n {
 		for i, c := range sigCases {
 			argv := slices.Clone(c.argv)
-			if c.impl == "supervise" || c.impl == "supervise-init" {
+			if c.impl == "supervise" || strings.HasPrefix(c.impl, "supervise-init") {
 				// The child reports on descriptor 3; supervise passes on
 				// only what it is told to (tini and dumb-init pass all).
 				argv = slices.Insert(argv, len(argv)-1, "--preserve-fds", "1")
