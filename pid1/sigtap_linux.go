@@ -421,7 +421,13 @@ func readTapOnce() error {
 	if err != nil {
 		return err
 	}
-	data := append(tap.carry, tap.buf[:n]...)
+	// Parsed in place unless a partial record is carried over (a read
+	// takes whole writes, so it never is): the record of the command's
+	// exit is read between that exit and our own, with nothing allocated.
+	data := tap.buf[:n]
+	if len(tap.carry) > 0 {
+		data = append(tap.carry, data...)
+	}
 	tap.mu.Lock()
 	defer tap.mu.Unlock()
 	for ; len(data) >= siginfoSize; data = data[siginfoSize:] {
