@@ -7,8 +7,9 @@
 //     starts the command, reaps it, exits, we reap the init), and
 //   - the delay from a SIGTERM sent to the init until the command has it.
 //
-// The cases run interleaved round-robin in the same run, so machine load
-// hits them alike. It prints medians, p90s and ratios against tini.
+// The cases run interleaved in the same run, each round in a new order,
+// so machine load and what one case leaves behind for the next hit them
+// alike. It prints medians, p90s and ratios against tini.
 //
 //	go run ./bench/pid1 [-n 300] [-supervise path/to/supervise] [-init supervise-init]
 //	    [-init-before supervise-init] [-floor floor] [-floor-linked floor-linked] [-tsv FILE]
@@ -26,6 +27,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -116,8 +118,10 @@ func run(n int, sup, initBin, initBefore, floor, linked, tsv string) error {
 	date := time.Now().UTC().Format(time.RFC3339)
 	load0 := loadavg()
 	wall := make([][]time.Duration, len(cases))
+	order := rand.New(rand.NewPCG(1, 2))
 	for range n {
-		for i, c := range cases {
+		for _, i := range roundOrder(order, len(cases)) {
+			c := cases[i]
 			d, err := timeRun(append(slices.Clone(c.argv), trueBin))
 			if err != nil {
 				return fmt.Errorf("%s: %w", c.name, err)
@@ -132,7 +136,8 @@ func run(n int, sup, initBin, initBefore, floor, linked, tsv string) error {
 	sigCases := slices.DeleteFunc(slices.Clone(cases), func(c initCase) bool { return c.wallOnly })
 	delay := make([][]time.Duration, len(sigCases))
 	for range n {
-		for i, c := range sigCases {
+		for _, i := range roundOrder(order, len(sigCases)) {
+			c := sigCases[i]
 			argv := slices.Clone(c.argv)
 			if c.impl == "supervise" || strings.HasPrefix(c.impl, "supervise-init") {
 				// The child reports on descriptor 3; supervise passes on
@@ -157,6 +162,14 @@ func run(n int, sup, initBin, initBefore, floor, linked, tsv string) error {
 		{"init: SIGTERM to the child", sigCases, delay, load1, load2},
 	})
 }
+
+// roundOrder is the order of one round's cases: a new shuffle every
+// round. A run leaves work behind it for the kernel (its exit's tail, the
+// release of its session's scheduling group), which slows whatever starts
+// next; in a fixed order (or a rotation of one) a case would always follow
+// the same one, the heaviest being supervise exec's 19 MB, and pay for it
+// in every round. The seed is fixed: two runs take the same orders.
+func roundOrder(r *rand.Rand, n int) []int { return r.Perm(n) }
 
 type tsvPhase struct {
 	metric             string
