@@ -47,7 +47,7 @@ func restartWanted(p Restart, code int) bool {
 // from each exit: the first restart is immediate, then 10s, 20s, … 5m, and
 // a run longer than ResetAfter starts the curve over.
 func loop(ctx context.Context, cfg *Config, inc incarnations) (int, error) {
-	crash := backoff.NewCrash(cfg.Backoff)
+	var crash *backoff.Crash // made at the first restart: most runs have none
 	clock := cfg.Backoff.Clock
 	for restarts := 0; ; restarts++ {
 		ex, err := inc.runOnce(ctx)
@@ -60,6 +60,9 @@ func loop(ctx context.Context, cfg *Config, inc incarnations) (int, error) {
 		if inc.stopRequested() || !restartWanted(cfg.Restart, ex.code) {
 			cfg.Logger.Debug("done", "exit_code", ex.code, "restarts", restarts)
 			return ex.code, nil
+		}
+		if crash == nil {
+			crash = backoff.NewCrash(cfg.Backoff)
 		}
 		for wait := crash.Decide(backoffKey, ex.at); wait > 0; wait = crash.Decide(backoffKey, ex.at) {
 			cfg.Logger.Info("restarting after the crash backoff", "exit_code", ex.code, "delay", wait, "attempt", restarts+1)

@@ -130,11 +130,7 @@ func (d *direct) close() {
 // (SIGCHLD wakes the reaper), SIGURG included (catchSignals tells the
 // scheduler's own from one another process sent).
 func handledSignals(except ...syscall.Signal) []syscall.Signal {
-	var sigs []syscall.Signal
-	for _, s := range unixsig.Catchable(except...) {
-		sigs = append(sigs, s.(syscall.Signal))
-	}
-	return append(sigs, unix.SIGURG)
+	return append(unixsig.CatchableNums(except...), unix.SIGURG)
 }
 
 // forwardable: SIGTTIN and SIGTTOU are about our own use of the

@@ -196,6 +196,8 @@ var tap struct {
 
 	// The pipe's read end, and the state of whoever reads it
 	// (readTapOnce): the tap's holder, until the reader goroutine starts.
+	// r wraps rfd from the first read on (see readTapOnce).
+	rfd        int
 	r          *os.File
 	buf, carry []byte
 	reader     sync.Once
@@ -371,9 +373,7 @@ func openTap() error {
 	if err := unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
 		return fmt.Errorf("signal tap: pipe: %w", err)
 	}
-	tapFD = int32(p[1])
-	tap.r = os.NewFile(uintptr(p[0]), "signal tap")
-	tap.buf = make([]byte, 32*siginfoSize)
+	tapFD, tap.rfd = int32(p[1]), p[0]
 	return nil
 }
 
@@ -409,11 +409,25 @@ func readTap() {
 // it on. One goroutine at a time: the holder's until tapStartReader, then
 // readTap's.
 func readTapOnce() error {
+	if tap.r == nil {
+		// Not with the pipe: an *os.File of a non-blocking descriptor
+		// starts the runtime's poller (an epoll instance, an eventfd),
+		// and an init's first read comes after it started the command,
+		// so that this runs while the command does, not before it.
+		tap.r = os.NewFile(uintptr(tap.rfd), "signal tap")
+		tap.buf = make([]byte, 32*siginfoSize)
+	}
 	n, err := tap.r.Read(tap.buf)
 	if err != nil {
 		return err
 	}
-	data := append(tap.carry, tap.buf[:n]...)
+	// Parsed in place unless a partial record is carried over (a read
+	// takes whole writes, so it never is): the record of the command's
+	// exit is read between that exit and our own, with nothing allocated.
+	data := tap.buf[:n]
+	if len(tap.carry) > 0 {
+		data = append(tap.carry, data...)
+	}
 	tap.mu.Lock()
 	defer tap.mu.Unlock()
 	for ; len(data) >= siginfoSize; data = data[siginfoSize:] {

@@ -49,10 +49,11 @@ func startError(file string, err error) *StartError {
 // (Config.PreserveFDs); with socket activation the command is started
 // through the shim that sets LISTEN_PID.
 func (d *direct) spawn(path string) (int, error) {
+	sys := d.tty.sysProcAttr(d.cfg.Stdin)
 	attr := &syscall.ProcAttr{
 		Env:   d.cfg.Env,
 		Files: []uintptr{d.cfg.Stdin.Fd(), d.cfg.Stdout.Fd(), d.cfg.Stderr.Fd()},
-		Sys:   d.tty.sysProcAttr(d.cfg.Stdin),
+		Sys:   &sys,
 	}
 	exe, argv := path, d.cfg.Args
 	if d.cfg.ListenFDs > 0 {
@@ -67,7 +68,7 @@ func (d *direct) spawn(path string) (int, error) {
 	if err != nil && d.tty != ttyNone && ttyError(err) {
 		d.log.Warn("cannot hand the terminal to the command; running it without one", "err", err)
 		d.tty = ttyNone
-		attr.Sys = d.tty.sysProcAttr(d.cfg.Stdin)
+		sys = d.tty.sysProcAttr(d.cfg.Stdin)
 		pid, err = syscall.ForkExec(exe, argv, attr)
 	}
 	if err != nil {

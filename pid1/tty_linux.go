@@ -37,16 +37,17 @@ func (m ttyMode) String() string {
 
 // sysProcAttr places the command in its own session or group, with the
 // terminal as m says. Files[0] of the child is stdin.
-func (m ttyMode) sysProcAttr(stdin *os.File) *syscall.SysProcAttr {
+// A value, not a pointer: the caller's stays on its stack.
+func (m ttyMode) sysProcAttr(stdin *os.File) syscall.SysProcAttr {
 	switch m {
 	case ttySession:
 		// TIOCSCTTY on the child's fd 0 (the terminal has no session now).
-		return &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+		return syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
 	case ttyForeground:
 		// Unlike Setctty, Foreground takes the parent's descriptor.
-		return &syscall.SysProcAttr{Setpgid: true, Foreground: true, Ctty: int(stdin.Fd())}
+		return syscall.SysProcAttr{Setpgid: true, Foreground: true, Ctty: int(stdin.Fd())}
 	}
-	return &syscall.SysProcAttr{Setsid: true}
+	return syscall.SysProcAttr{Setsid: true}
 }
 
 // takeTTY decides how the command gets the terminal, and as a session

@@ -13,14 +13,30 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-var knownNamespaces = map[Namespace]uintptr{
-	NamespacePID: unix.CLONE_NEWPID, NamespaceMount: unix.CLONE_NEWNS, NamespaceUTS: unix.CLONE_NEWUTS,
-	NamespaceIPC: unix.CLONE_NEWIPC, NamespaceNet: unix.CLONE_NEWNET, NamespaceUser: unix.CLONE_NEWUSER,
+// namespaceFlag is ns's clone flag; ok is false for an unknown one. A
+// switch, not a map: a package-level map is built at every start of every
+// binary that links proc, supervise-init's included.
+func namespaceFlag(ns Namespace) (flag uintptr, ok bool) {
+	switch ns {
+	case NamespacePID:
+		return unix.CLONE_NEWPID, true
+	case NamespaceMount:
+		return unix.CLONE_NEWNS, true
+	case NamespaceUTS:
+		return unix.CLONE_NEWUTS, true
+	case NamespaceIPC:
+		return unix.CLONE_NEWIPC, true
+	case NamespaceNet:
+		return unix.CLONE_NEWNET, true
+	case NamespaceUser:
+		return unix.CLONE_NEWUSER, true
+	}
+	return 0, false
 }
 
 func validateSandbox(cfg SandboxConfig) error {
 	for _, ns := range cfg.Namespaces {
-		if _, ok := knownNamespaces[ns]; !ok {
+		if _, ok := namespaceFlag(ns); !ok {
 			return fmt.Errorf("unknown namespace %q (want pid, mount, uts, ipc, net or user)", ns)
 		}
 	}
@@ -182,7 +198,8 @@ func (r *Runtime) startInit(ctx context.Context, sb *sandbox) (in *initClient, r
 	cfg := sb.cfg
 	sys := &syscall.SysProcAttr{Setsid: true}
 	for _, ns := range cfg.Namespaces {
-		sys.Cloneflags |= knownNamespaces[ns]
+		f, _ := namespaceFlag(ns)
+		sys.Cloneflags |= f
 	}
 	if cfg.has(NamespaceUser) {
 		sys.UidMappings = idMaps(cfg.UIDMappings, os.Geteuid())

@@ -57,20 +57,52 @@ func (s *spawnSpec) needsShim() bool {
 	return s.ForceShim || s.ListenPID || len(s.Rlimits) > 0 || s.NoNewPrivs || s.Umask >= 0
 }
 
-var rlimitNames = map[string]int{
-	"as": unix.RLIMIT_AS, "core": unix.RLIMIT_CORE, "cpu": unix.RLIMIT_CPU,
-	"data": unix.RLIMIT_DATA, "fsize": unix.RLIMIT_FSIZE, "locks": unix.RLIMIT_LOCKS,
-	"memlock": unix.RLIMIT_MEMLOCK, "msgqueue": unix.RLIMIT_MSGQUEUE, "nice": unix.RLIMIT_NICE,
-	"nofile": unix.RLIMIT_NOFILE, "nproc": unix.RLIMIT_NPROC, "rss": unix.RLIMIT_RSS,
-	"rtprio": unix.RLIMIT_RTPRIO, "rttime": unix.RLIMIT_RTTIME,
-	"sigpending": unix.RLIMIT_SIGPENDING, "stack": unix.RLIMIT_STACK,
+// rlimitResource is the RLIMIT_ constant of a lower-case resource name
+// ("nofile"); ok is false for an unknown one. A switch, not a map built
+// at every start of every binary that links proc.
+func rlimitResource(name string) (res int, ok bool) {
+	switch name {
+	case "as":
+		return unix.RLIMIT_AS, true
+	case "core":
+		return unix.RLIMIT_CORE, true
+	case "cpu":
+		return unix.RLIMIT_CPU, true
+	case "data":
+		return unix.RLIMIT_DATA, true
+	case "fsize":
+		return unix.RLIMIT_FSIZE, true
+	case "locks":
+		return unix.RLIMIT_LOCKS, true
+	case "memlock":
+		return unix.RLIMIT_MEMLOCK, true
+	case "msgqueue":
+		return unix.RLIMIT_MSGQUEUE, true
+	case "nice":
+		return unix.RLIMIT_NICE, true
+	case "nofile":
+		return unix.RLIMIT_NOFILE, true
+	case "nproc":
+		return unix.RLIMIT_NPROC, true
+	case "rss":
+		return unix.RLIMIT_RSS, true
+	case "rtprio":
+		return unix.RLIMIT_RTPRIO, true
+	case "rttime":
+		return unix.RLIMIT_RTTIME, true
+	case "sigpending":
+		return unix.RLIMIT_SIGPENDING, true
+	case "stack":
+		return unix.RLIMIT_STACK, true
+	}
+	return 0, false
 }
 
 func resolveRlimits(rls []Rlimit) ([]rlimitSpec, error) {
 	var out []rlimitSpec
 	for _, rl := range rls {
 		name := strings.TrimPrefix(strings.ToLower(rl.Name), "rlimit_")
-		res, ok := rlimitNames[name]
+		res, ok := rlimitResource(name)
 		if !ok {
 			return nil, fmt.Errorf("rlimit %q: unknown resource", rl.Name)
 		}

@@ -7,11 +7,12 @@
 //     starts the command, reaps it, exits, we reap the init), and
 //   - the delay from a SIGTERM sent to the init until the command has it.
 //
-// The cases run interleaved round-robin in the same run, so machine load
-// hits them alike. It prints medians, p90s and ratios against tini.
+// The cases run interleaved in the same run, each round in a new order,
+// so machine load and what one case leaves behind for the next hit them
+// alike. It prints medians, p90s and ratios against tini.
 //
 //	go run ./bench/pid1 [-n 300] [-supervise path/to/supervise] [-init supervise-init]
-//	    [-floor floor] [-floor-linked floor-linked] [-tsv FILE]
+//	    [-init-before supervise-init] [-floor floor] [-floor-linked floor-linked] [-tsv FILE]
 //
 // With -tsv it also appends its figures to FILE in the columns of
 // bench/peers (bench/run merges them into bench/results).
@@ -26,6 +27,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -48,11 +50,12 @@ func main() {
 	n := flag.Int("n", 300, "runs per case")
 	sup := flag.String("supervise", "", "supervise binary (default: build ./cmd/supervise with CGO_ENABLED=0)")
 	initBin := flag.String("init", "", "supervise-init binary, measured too when given")
+	initBefore := flag.String("init-before", "", "another supervise-init build (a change's before), measured beside -init as supervise-init-before")
 	floor := flag.String("floor", "", "bench/pid1/floor binary: the Go floor, measured too when given")
 	linked := flag.String("floor-linked", "", "bench/pid1/floor built with -tags floorlinked (it links supervise-init's packages), measured too when given")
 	tsv := flag.String("tsv", "", "also append the figures to this TSV file (bench/peers columns)")
 	flag.Parse()
-	if err := run(*n, *sup, *initBin, *floor, *linked, *tsv); err != nil {
+	if err := run(*n, *sup, *initBin, *initBefore, *floor, *linked, *tsv); err != nil {
 		fmt.Fprintln(os.Stderr, "pid1 bench:", err)
 		os.Exit(1)
 	}
@@ -66,7 +69,7 @@ type initCase struct {
 	wallOnly bool
 }
 
-func run(n int, sup, initBin, floor, linked, tsv string) error {
+func run(n int, sup, initBin, initBefore, floor, linked, tsv string) error {
 	if sup == "" {
 		var cleanup func()
 		var err error
@@ -82,6 +85,9 @@ func run(n int, sup, initBin, floor, linked, tsv string) error {
 	cases := []initCase{{name: "none (command alone)", impl: "none"}, {name: "supervise exec", impl: "supervise", argv: []string{sup, "exec", "--"}}}
 	if initBin != "" {
 		cases = append(cases, initCase{name: "supervise-init", impl: "supervise-init", argv: []string{initBin, "--"}})
+	}
+	if initBefore != "" {
+		cases = append(cases, initCase{name: "supervise-init (before)", impl: "supervise-init-before", argv: []string{initBefore, "--"}})
 	}
 	if floor != "" {
 		cases = append(cases,
@@ -112,8 +118,10 @@ func run(n int, sup, initBin, floor, linked, tsv string) error {
 	date := time.Now().UTC().Format(time.RFC3339)
 	load0 := loadavg()
 	wall := make([][]time.Duration, len(cases))
+	order := rand.New(rand.NewPCG(1, 2))
 	for range n {
-		for i, c := range cases {
+		for _, i := range roundOrder(order, len(cases)) {
+			c := cases[i]
 			d, err := timeRun(append(slices.Clone(c.argv), trueBin))
 			if err != nil {
 				return fmt.Errorf("%s: %w", c.name, err)
@@ -128,9 +136,10 @@ func run(n int, sup, initBin, floor, linked, tsv string) error {
 	sigCases := slices.DeleteFunc(slices.Clone(cases), func(c initCase) bool { return c.wallOnly })
 	delay := make([][]time.Duration, len(sigCases))
 	for range n {
-		for i, c := range sigCases {
+		for _, i := range roundOrder(order, len(sigCases)) {
+			c := sigCases[i]
 			argv := slices.Clone(c.argv)
-			if c.impl == "supervise" || c.impl == "supervise-init" {
+			if c.impl == "supervise" || strings.HasPrefix(c.impl, "supervise-init") {
 				// The child reports on descriptor 3; supervise passes on
 				// only what it is told to (tini and dumb-init pass all).
 				argv = slices.Insert(argv, len(argv)-1, "--preserve-fds", "1")
@@ -153,6 +162,14 @@ func run(n int, sup, initBin, floor, linked, tsv string) error {
 		{"init: SIGTERM to the child", sigCases, delay, load1, load2},
 	})
 }
+
+// roundOrder is the order of one round's cases: a new shuffle every
+// round. A run leaves work behind it for the kernel (its exit's tail, the
+// release of its session's scheduling group), which slows whatever starts
+// next; in a fixed order (or a rotation of one) a case would always follow
+// the same one, the heaviest being supervise exec's 19 MB, and pay for it
+// in every round. The seed is fixed: two runs take the same orders.
+func roundOrder(r *rand.Rand, n int) []int { return r.Perm(n) }
 
 type tsvPhase struct {
 	metric             string

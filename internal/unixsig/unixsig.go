@@ -27,8 +27,13 @@ func Parse(s string) (syscall.Signal, error) {
 	if !strings.HasPrefix(t, "SIG") {
 		t = "SIG" + t
 	}
-	if sig := unix.SignalNum(t); sig != 0 {
-		return sig, nil
+	// unix.SignalNum would build a map of every name on its first call,
+	// at every start of an init that parses its stop signal; the names
+	// are a sorted table SignalName searches without allocating.
+	for sig := syscall.Signal(1); sig <= 64; sig++ {
+		if unix.SignalName(sig) == t {
+			return sig, nil
+		}
 	}
 	return 0, fmt.Errorf("unknown signal %q (want a name like TERM, INT, QUIT, HUP, USR1, or a number 1-64)", s)
 }
@@ -53,7 +58,20 @@ func Name(sig syscall.Signal) string {
 // another process they are just signals. Callers take out what is theirs
 // to keep (the reaper's CHLD).
 func Catchable(except ...syscall.Signal) []os.Signal {
-	var sigs []os.Signal
+	nums := CatchableNums(except...)
+	sigs := make([]os.Signal, len(nums))
+	for i, s := range nums {
+		sigs[i] = s
+	}
+	return sigs
+}
+
+// CatchableNums is Catchable as signal numbers, in one allocation with
+// room for one more: an init takes them at every start, and a slice grown
+// one append at a time touches a fresh page for each size it passes
+// through.
+func CatchableNums(except ...syscall.Signal) []syscall.Signal {
+	sigs := make([]syscall.Signal, 0, 64)
 	for s := syscall.Signal(1); s <= 64; s++ {
 		switch s {
 		case unix.SIGKILL, unix.SIGSTOP, unix.SIGURG, 32, 33:

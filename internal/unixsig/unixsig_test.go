@@ -6,6 +6,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestParse(t *testing.T) {
@@ -63,5 +65,40 @@ func TestCatchable(t *testing.T) {
 	less := Catchable(syscall.SIGCHLD, syscall.SIGPIPE)
 	if len(less) != len(all)-2 || slices.Contains(less, os.Signal(syscall.SIGCHLD)) {
 		t.Errorf("Catchable(CHLD, PIPE) kept them: %d signals", len(less))
+	}
+}
+
+// CatchableNums is Catchable as numbers, and an init appends its SIGURG
+// without the slice growing.
+func TestCatchableNums(t *testing.T) {
+	for _, except := range [][]syscall.Signal{nil, {syscall.SIGCHLD}, {syscall.SIGCHLD, syscall.SIGPIPE}} {
+		nums, sigs := CatchableNums(except...), Catchable(except...)
+		if len(nums) != len(sigs) {
+			t.Fatalf("except %v: %d numbers, %d signals", except, len(nums), len(sigs))
+		}
+		for i := range nums {
+			if os.Signal(nums[i]) != sigs[i] {
+				t.Errorf("except %v: [%d] = %v, Catchable has %v", except, i, nums[i], sigs[i])
+			}
+		}
+		if cap(nums) <= len(nums) {
+			t.Errorf("except %v: no room for one more (len %d, cap %d)", except, len(nums), cap(nums))
+		}
+	}
+}
+
+// Parse knows every name the system's table has, as unix.SignalNum does.
+func TestParseEveryName(t *testing.T) {
+	for s := syscall.Signal(1); s <= 64; s++ {
+		name := unix.SignalName(s)
+		if name == "" {
+			continue
+		}
+		if got, err := Parse(name); err != nil || got != unix.SignalNum(name) {
+			t.Errorf("Parse(%q) = %v, %v; unix.SignalNum says %v", name, got, err, unix.SignalNum(name))
+		}
+	}
+	if _, err := Parse("SIGNOPE"); err == nil {
+		t.Error("Parse(SIGNOPE) took it")
 	}
 }
