@@ -56,10 +56,14 @@ type InstanceHandover struct {
 }
 
 // PipeHandover is the read end of one output pipe and the start of a line
-// read from it before the exec.
+// read from it before the exec. Tty says it is the master of a
+// pseudo-terminal (the dev runner's --tty): read as a pipe, it is checked
+// as what it is, and its terminal settings and window size live on in the
+// kernel with it.
 type PipeHandover struct {
 	Stream  string `json:"stream"`
 	FD      int    `json:"fd"`
+	Tty     bool   `json:"tty,omitempty"`
 	Pending []byte `json:"pending,omitempty"`
 }
 
@@ -81,8 +85,8 @@ type Frozen struct {
 
 // Freeze pauses the supervisor for an upgrade. It waits (until ctx ends)
 // for the workers to finish what they do, and refuses while an instance
-// cannot be handed over: a start or stop under way, a pseudo-terminal,
-// or a readiness notification socket or descriptor (not passed on).
+// cannot be handed over: a start or stop under way, or a readiness
+// notification socket or descriptor (not passed on).
 func (s *Supervisor) Freeze(ctx context.Context) (*Frozen, error) {
 	for !s.gate.TryLock() {
 		select {
@@ -124,9 +128,6 @@ func (s *Supervisor) Freeze(ctx context.Context) (*Frozen, error) {
 		case in.state == Starting || in.state == Stopping || in.startingID != "":
 			s.mu.Unlock()
 			return fail(fmt.Errorf("program %s is %s", key, in.state))
-		case in.logs.tty:
-			s.mu.Unlock()
-			return fail(fmt.Errorf("program %s writes to a pseudo-terminal, which cannot be handed over", key))
 		case in.health != nil && (in.health.sock != nil || in.health.fd != nil):
 			s.mu.Unlock()
 			return fail(fmt.Errorf("program %s has a readiness notification socket, which cannot be handed over", key))
@@ -167,7 +168,7 @@ func (s *Supervisor) Freeze(ctx context.Context) (*Frozen, error) {
 			if err != nil {
 				return fail(err)
 			}
-			ih.Pipes = append(ih.Pipes, PipeHandover{Stream: d.Stream, FD: fd, Pending: d.Pending})
+			ih.Pipes = append(ih.Pipes, PipeHandover{Stream: d.Stream, FD: fd, Tty: il.tty, Pending: d.Pending})
 			files = append(files, d.File)
 		}
 		ih.Lines = il.ring.Last(-1)
