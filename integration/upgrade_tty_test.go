@@ -167,3 +167,70 @@ done
 		t.Errorf("%d lines about the upgrade done, want 4:\n%s", n, tail(console, 40))
 	}
 }
+
+// TestUpgradeThenStopRemovesTheCgroups: the cgroups the first binary made
+// are the new one's to remove: stopped after upgrades, supervise leaves
+// no cgroup of its subtree and no process of any program, a daemonized
+// grandchild included.
+func TestUpgradeThenStopRemovesTheCgroups(t *testing.T) {
+	needRoot(t)
+	cgs := testCgroups(t)
+	dir := t.TempDir()
+	grandchild := filepath.Join(dir, "grandchild.pid")
+	toml := fmt.Sprintf(`
+[program.app]
+command = ["sleep", "100000"]
+sandbox = { pids_max = 16 }
+
+[program.forker]
+command = ["bash", "-c", "setsid sleep 100001 & echo $! > %s; exec sleep 100002"]
+sandbox = { pids_max = 16 }
+`, grandchild)
+	file := filepath.Join(dir, "supervise.toml")
+	must(t, os.WriteFile(file, []byte(toml), 0o644))
+	exe := filepath.Join(dir, "bin", "supervise")
+	must(t, os.MkdirAll(filepath.Dir(exe), 0o755))
+	installBinary(t, upgradeBuild(t, "v1"), exe, 0o755)
+	// Started in cgroups of the test's own, so that the subtree checked is
+	// this supervisor's alone.
+	wrapper := []string{"sh", "-c", `for d in ` + strings.Join(cgs, " ") + `; do echo $$ > "$d/cgroup.procs" || exit 97; done; exec "$@"`, "sh"}
+	d := startDaemonUnder(t, wrapper, exe, dir, file)
+	eventually(t, "both programs running and the grandchild started", 60*time.Second, func() bool {
+		st := d.status()
+		return st["app"].State == "Running" && st["forker"].State == "Running" && readPid(grandchild) > 0
+	})
+	pids := []int{d.status()["app"].Pid, d.status()["forker"].Pid, readPid(grandchild)}
+	for _, cg := range cgs {
+		if ents, _ := os.ReadDir(filepath.Join(cg, "supervise")); len(ents) == 0 {
+			t.Fatalf("%s/supervise holds no cgroup: the test cannot see what it checks", cg)
+		}
+	}
+	for u, next := range []string{"v2", "v1"} {
+		installBinary(t, upgradeBuild(t, next), exe, 0o755)
+		if out, code := d.ctl("upgrade"); code != 0 {
+			t.Fatalf("upgrade %d: exit %d: %s", u+1, code, out)
+		}
+	}
+	d.signal(syscall.SIGTERM)
+	if code := d.wait(60 * time.Second); code != 0 {
+		t.Errorf("supervise exited %d", code)
+	}
+	for _, cg := range cgs {
+		if _, err := os.Stat(filepath.Join(cg, "supervise")); !os.IsNotExist(err) {
+			var left []string
+			filepath.WalkDir(filepath.Join(cg, "supervise"), func(p string, e os.DirEntry, _ error) error {
+				if e != nil && e.IsDir() {
+					left = append(left, p)
+				}
+				return nil
+			})
+			t.Errorf("%s/supervise left behind after the upgrades: %v", cg, left)
+		}
+	}
+	for _, pid := range pids {
+		if alive(pid) {
+			t.Errorf("process %d of a program outlived supervise", pid)
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
