@@ -71,6 +71,14 @@ type Server struct {
 	draining bool              // guarded by mu; no new handler may start
 	handlers sync.WaitGroup    // Add only under mu while !draining
 
+	// The commands under way, which an upgrade in place ends first
+	// (resume.go): upCtx ends with it, with ErrUpgrading as cause.
+	upgrading bool                    // guarded by mu; commands are refused
+	upCtx     context.Context         // guarded by mu
+	upCancel  context.CancelCauseFunc // guarded by mu
+	inflight  int                     // guarded by mu; commands under way
+	drained   chan struct{}           // guarded by mu; closed when inflight drops to 0
+
 	followers     atomic.Int64 // following streams being served
 	followRefused atomic.Int64 // streams refused since the limit was last reached
 }
@@ -429,9 +437,23 @@ func (s *Server) verb(v *verbDef) http.Handler {
 			}
 			defer release()
 		}
-		ctx, cancel := context.WithCancel(r.Context())
-		defer cancel()
+		ctx, cancel := context.WithCancelCause(r.Context())
+		defer cancel(nil)
+		// The upgrade's own command stays: it execs the new binary.
+		if v.name != "upgrade" {
+			up, ok := s.enterCommand()
+			if !ok {
+				s.reply(w, upgradingReply)
+				return
+			}
+			defer s.leaveCommand()
+			defer context.AfterFunc(up, func() { cancel(context.Cause(up)) })()
+		}
 		if err := v.serve.run(s, ctx, w, a); err != nil {
+			if errors.Is(err, ErrUpgrading) || errors.Is(context.Cause(ctx), ErrUpgrading) {
+				s.reply(w, upgradingError(err))
+				return
+			}
 			s.reply(w, s.backendError(r.Context(), v.name, a.programs(), err))
 		}
 	})
@@ -469,11 +491,17 @@ func streamItems[T any](s *Server, ctx context.Context, w http.ResponseWriter,
 	// Whatever ends the stream, the backend is told (cancel) and its channel
 	// emptied until it closes it, so its sending goroutine can exit.
 	defer func() {
+		// Cut short for an upgrade in place: the trailer says so, and the
+		// client follows on with the new binary (a plain end is the end).
+		if errors.Is(context.Cause(ctx), ErrUpgrading) {
+			w.Header().Set(upgradeTrailer, "1")
+		}
 		cancel()
 		for range ch {
 		}
 	}()
 	rc := http.NewResponseController(w)
+	w.Header().Set("Trailer", upgradeTrailer)
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
@@ -523,7 +551,7 @@ func (s *Server) reply(w http.ResponseWriter, e *apiError) {
 	if e.Status == http.StatusMethodNotAllowed {
 		w.Header().Set("Allow", http.MethodGet+", "+http.MethodPost)
 	}
-	s.writeJSON(w, e.Status, errorReply{Error: e.Msg, Code: e.Code})
+	s.writeJSON(w, e.Status, errorReply{Error: e.Msg, Code: e.Code, Resume: e.Resume})
 }
 
 // writeStatus replies with the status array. A CPU figure that JSON cannot

@@ -188,8 +188,9 @@ func (s *Supervisor) Freeze(ctx context.Context) (*Frozen, error) {
 	return &Frozen{State: st, Files: files, Thaw: thaw}, nil
 }
 
-// errUpgrading refuses what would change the state being handed over.
-var errUpgrading = errors.New("an upgrade in place is under way; try again")
+// errUpgrading refuses what would change the state being handed over:
+// the client sends it again to the new binary.
+var errUpgrading = ctl.ErrUpgrading
 
 // rawFD is f's descriptor, without os.File.Fd's switch to blocking mode:
 // the new binary's poller needs the pipe non-blocking.

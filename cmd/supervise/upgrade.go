@@ -55,6 +55,9 @@ const (
 	probeTimeout      = 30 * time.Second
 	freezeTimeout     = 30 * time.Second
 	maxUpgradeRecords = 20
+	// commandsEndWait bounds the wait for the commands under way to
+	// write their last reply before the exec.
+	commandsEndWait = 5 * time.Second
 )
 
 // upgradeState is what crosses the exec.
@@ -312,9 +315,13 @@ func (u *upgrader) prepare(ctx context.Context) (ctl.UpgradeStarted, func(), err
 		u.log.Info("upgrading: executing the new binary", "path", path, "from", version.Version, "to", pr.version, "generation", st.Generation)
 		env := append(withoutEnv(os.Environ(), upgradeEnv, upgradeFailedEnv),
 			fmt.Sprintf("%s=%d,%d", upgradeEnv, mem.Fd(), oldExe.Fd()))
+		// The commands under way end saying why, so that their clients
+		// go on with the new binary instead of losing the connection.
+		u.srv.EndCommandsForUpgrade(commandsEndWait)
 		u.flushQueuedLog()
 		err := execFrom(startDir, path, os.Args, env, fdsOf(inherit))
 		// Still here: the exec failed and nothing was replaced.
+		u.srv.ResumeCommands()
 		undoAll()
 		u.generation = st.Generation
 		msg := fmt.Sprintf("executing the new binary %s: %v", path, err)
