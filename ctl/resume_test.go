@@ -3,7 +3,11 @@ package ctl
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
+	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -109,5 +113,35 @@ func TestCommandsGoOnThroughAnUpgrade(t *testing.T) {
 	cancel()
 	if err := <-followed; !errors.Is(err, context.Canceled) {
 		t.Errorf("logs -f ended with %v, want its context's end", err)
+	}
+}
+
+// Without the upgrade's word, a stream that breaks is an error and one
+// that ends is the end, as before: neither is followed on.
+func TestStreamEndWithoutTheUpgradeNotice(t *testing.T) {
+	path := t.TempDir() + "/s.sock"
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int64
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		io.WriteString(w, `{"program":"web","stream":"stdout","time":"2026-11-26T03:00:00Z","text":"1"}`+"\n")
+		w.(http.Flusher).Flush()
+		if r.URL.Query().Get("name") == "breaks" {
+			panic(http.ErrAbortHandler) // the connection drops mid-stream
+		}
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	c := newClient(t, path)
+	for name, wantErr := range map[string]bool{"breaks": true, "ends": false} {
+		calls.Store(0)
+		err := c.Logs(t.Context(), []string{name}, -1, true, func(logs.Line) error { return nil })
+		if (err != nil) != wantErr || calls.Load() != 1 {
+			t.Errorf("a stream that %s: %v after %d requests, want an error %v after one", name, err, calls.Load(), wantErr)
+		}
 	}
 }
