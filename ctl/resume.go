@@ -3,6 +3,7 @@ package ctl
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -51,28 +52,54 @@ type RestartResume struct {
 
 // EndCommandsForUpgrade ends every command under way (but the upgrade
 // itself) with ErrUpgrading as cause, answers later ones "upgrading",
-// and waits, up to wait, for their replies to be written: the exec comes
-// next. ResumeCommands undoes it when the exec did not happen.
+// and waits, up to wait, until their replies have left: the handlers have
+// returned, and on the socket every connection but the upgrade's has
+// finished its response (net/http writes a stream's trailer after the
+// handler returns). The exec comes next. ResumeCommands undoes it when
+// the exec did not happen.
 func (s *Server) EndCommandsForUpgrade(wait time.Duration) {
 	s.mu.Lock()
 	s.upgrading = true
 	cancel := s.upCancel
-	var drained chan struct{}
-	if s.inflight > 0 {
-		drained = make(chan struct{})
-		s.drained = drained
-	}
 	s.mu.Unlock()
 	if cancel != nil {
 		cancel(ErrUpgrading)
 	}
-	if drained == nil {
+	deadline := time.Now().Add(wait)
+	for {
+		s.mu.Lock()
+		busy := s.inflight
+		for c := range s.busy {
+			if c != s.upgradeConn {
+				busy++
+			}
+		}
+		s.mu.Unlock()
+		if busy == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			s.log.Warn("control socket: commands did not end before the upgrade; their connections drop", "wait", wait, "left", busy)
+			return
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// connState tracks the socket's connections with a request under way.
+func (s *Server) connState(c net.Conn, st http.ConnState) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st == http.StateActive {
+		if s.busy == nil {
+			s.busy = map[net.Conn]bool{}
+		}
+		s.busy[c] = true
 		return
 	}
-	select {
-	case <-drained:
-	case <-time.After(wait):
-		s.log.Warn("control socket: commands did not end before the upgrade; their connections drop", "wait", wait)
+	delete(s.busy, c)
+	if c == s.upgradeConn {
+		s.upgradeConn = nil
 	}
 }
 
@@ -104,10 +131,6 @@ func (s *Server) leaveCommand() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.inflight--
-	if s.inflight == 0 && s.drained != nil {
-		close(s.drained)
-		s.drained = nil
-	}
 }
 
 var upgradingReply = &apiError{Status: http.StatusServiceUnavailable, Code: codeUpgrading, Msg: ErrUpgrading.Error()}

@@ -77,7 +77,10 @@ type Server struct {
 	upCtx     context.Context         // guarded by mu
 	upCancel  context.CancelCauseFunc // guarded by mu
 	inflight  int                     // guarded by mu; commands under way
-	drained   chan struct{}           // guarded by mu; closed when inflight drops to 0
+	// The socket's connections with a request under way, and the
+	// upgrade's own (which stays busy through the exec).
+	busy        map[net.Conn]bool // guarded by mu
+	upgradeConn net.Conn          // guarded by mu
 
 	followers     atomic.Int64 // following streams being served
 	followRefused atomic.Int64 // streams refused since the limit was last reached
@@ -228,7 +231,9 @@ func (s *Server) Serve(ctx context.Context) error {
 		IdleTimeout:       s.cfg.IdleTimeout,
 		MaxHeaderBytes:    64 << 10,
 		BaseContext:       func(net.Listener) context.Context { return base },
+		ConnState: s.connState,
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			ctx = context.WithValue(ctx, connKey{}, c) // as ConnState names it
 			if lc, ok := c.(interface{ NetConn() net.Conn }); ok {
 				c = lc.NetConn()
 			}
@@ -321,6 +326,8 @@ type peer struct {
 }
 
 type peerKey struct{}
+
+type connKey struct{}
 
 // admit decides whether p may use the socket.
 func (s *Server) admit(p peer) error {
@@ -440,10 +447,16 @@ func (s *Server) verb(v *verbDef) http.Handler {
 		ctx, cancel := context.WithCancelCause(r.Context())
 		defer cancel(nil)
 		// The upgrade's own command stays: it execs the new binary.
-		if v.name != "upgrade" {
+		if v.name == "upgrade" {
+			if c, ok := r.Context().Value(connKey{}).(net.Conn); ok {
+				s.mu.Lock()
+				s.upgradeConn = c
+				s.mu.Unlock()
+			}
+		} else {
 			up, ok := s.enterCommand()
 			if !ok {
-				s.reply(w, upgradingReply)
+				s.replyNow(w, upgradingReply)
 				return
 			}
 			defer s.leaveCommand()
@@ -451,7 +464,7 @@ func (s *Server) verb(v *verbDef) http.Handler {
 		}
 		if err := v.serve.run(s, ctx, w, a); err != nil {
 			if errors.Is(err, ErrUpgrading) || errors.Is(context.Cause(ctx), ErrUpgrading) {
-				s.reply(w, upgradingError(err))
+				s.replyNow(w, upgradingError(err))
 				return
 			}
 			s.reply(w, s.backendError(r.Context(), v.name, a.programs(), err))
@@ -552,6 +565,13 @@ func (s *Server) reply(w http.ResponseWriter, e *apiError) {
 		w.Header().Set("Allow", http.MethodGet+", "+http.MethodPost)
 	}
 	s.writeJSON(w, e.Status, errorReply{Error: e.Msg, Code: e.Code, Resume: e.Resume})
+}
+
+// replyNow is reply, flushed to the connection before the handler
+// returns: the exec of an upgrade may follow at once.
+func (s *Server) replyNow(w http.ResponseWriter, e *apiError) {
+	s.reply(w, e)
+	_ = http.NewResponseController(w).Flush()
 }
 
 // writeStatus replies with the status array. A CPU figure that JSON cannot

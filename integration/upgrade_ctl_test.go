@@ -76,7 +76,8 @@ func (b *bgCtl) wait(t *testing.T, timeout time.Duration) int {
 	return b.code
 }
 
-// TestUpgradeKeepsCommandsUnderWay: `logs -f` and `restart` (which waits) of a
+// TestUpgradeKeepsCommandsUnderWay: `logs -f`, `events -f` and `restart`
+// (which waits) of a
 // slow starter run while supervise upgrades; the restart completes once
 // the new process is ready, and the follower goes on with every line
 // once.
@@ -102,6 +103,7 @@ ready_log_line = "^ready$"
 		return state == "Running" && ready
 	})
 	follow := d.ctlBackground("logs", "-f", "talker")
+	events := d.ctlBackground("events", "-f", "--json")
 	restart := d.ctlBackground("restart", "slow") // it waits for the new process to be ready
 	eventually(t, "the new process of slow running, not ready yet", 60*time.Second, func() bool {
 		pid, state, ready := d.readyOf("slow")
@@ -128,6 +130,23 @@ ready_log_line = "^ready$"
 	})
 	_ = follow.cmd.Process.Signal(syscall.SIGINT)
 	follow.wait(t, 30*time.Second)
+	// The events follower goes on too: the upgrade's own event once, and
+	// no event twice (each has its time to the nanosecond).
+	eventually(t, "the upgrade's event followed", 60*time.Second, func() bool {
+		return strings.Contains(events.out.String(), "upgraded supervise")
+	})
+	_ = events.cmd.Process.Signal(syscall.SIGINT)
+	events.wait(t, 30*time.Second)
+	seen := map[string]bool{}
+	for _, l := range strings.Split(strings.TrimSpace(events.out.String()), "\n") {
+		if seen[l] {
+			t.Errorf("event followed twice: %s", l)
+		}
+		seen[l] = true
+	}
+	if n := strings.Count(events.out.String(), "upgraded supervise"); n != 1 {
+		t.Errorf("the upgrade's event followed %d times, want once", n)
+	}
 	want := 0
 	for i, l := range strings.Split(strings.TrimSpace(follow.out.String()), "\n") {
 		text := l[strings.LastIndex(l, " ")+1:]
