@@ -231,7 +231,7 @@ func (s *Server) Serve(ctx context.Context) error {
 		IdleTimeout:       s.cfg.IdleTimeout,
 		MaxHeaderBytes:    64 << 10,
 		BaseContext:       func(net.Listener) context.Context { return base },
-		ConnState: s.connState,
+		ConnState:         s.connState,
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
 			ctx = context.WithValue(ctx, connKey{}, c) // as ConnState names it
 			if lc, ok := c.(interface{ NetConn() net.Conn }); ok {
