@@ -54,11 +54,10 @@ func devPids(t *testing.T, dir string, env []string) map[string]int {
 	return m
 }
 
-// countedOnConsole checks the console lines "name | N-x" of a counter program: 1,
-// 2, 3 … with no gap and no duplicate; only the last may be unfinished.
+// countedOnConsole checks the console lines "name | N-x" of a counter
+// program as checkCounted does a log file.
 func countedOnConsole(t *testing.T, console, name string) int {
 	t.Helper()
-	want := 1
 	var lines []string
 	for _, l := range strings.Split(console, "\n") {
 		// The runner's own lines about the program ("started (pid 7)",
@@ -67,20 +66,7 @@ func countedOnConsole(t *testing.T, console, name string) int {
 			lines = append(lines, rest)
 		}
 	}
-	for i, l := range lines {
-		m := lineRE.FindStringSubmatch(l)
-		if m == nil {
-			if i == len(lines)-1 && strings.HasSuffix(l, "-") {
-				break
-			}
-			t.Fatalf("%s: line %d is %q, want %d-x", name, i+1, l, want)
-		}
-		if n, _ := strconv.Atoi(m[1]); n != want {
-			t.Fatalf("%s: line %d is %q, want %d-x (a gap or a duplicate)", name, i+1, l, want)
-		}
-		want++
-	}
-	return want - 1
+	return checkCountedLines(t, name, lines)
 }
 
 // TestUpgradeDevRunnerTty: programs on pseudo-terminals (--tty) writing

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -15,16 +14,7 @@ import (
 // A terminal in the state must be a pseudo-terminal's master: a pipe, a
 // character device such as /dev/null, or the slave side are refused.
 func TestReadStateChecksATerminal(t *testing.T) {
-	ln, err := net.Listen("unix", t.TempDir()+"/s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	lf, err := ln.(*net.UnixListener).File()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lf.Close()
+	lf := listenerFile(t)
 	open := func(path string, flags int) int {
 		fd, err := unix.Open(path, flags|unix.O_CLOEXEC, 0)
 		if err != nil {
