@@ -145,3 +145,32 @@ func TestStreamEndWithoutTheUpgradeNotice(t *testing.T) {
 		}
 	}
 }
+
+// The exec follows EndCommandsForUpgrade at once: by its return, a
+// follower's stream must have ended whole, its trailer sent, however the
+// server's goroutines are scheduled. The connections are cut right after,
+// as the exec cuts them.
+func TestEndCommandsWaitsForTheTrailer(t *testing.T) {
+	for i := range 30 {
+		b := newMemBackend("web")
+		ts := startServer(t, b, "", nil)
+		c := Dial(ts.path)
+		got := make(chan error, 1)
+		go func() {
+			got <- stream(c, t.Context(), "events", &eventsArgs{Follow: true}, func(Event) error { return nil })
+		}()
+		waitFollowers(t, b, 1)
+		ts.EndCommandsForUpgrade(30 * time.Second)
+		ts.Close() // the exec: every connection cut
+		select {
+		case err := <-got:
+			if !errors.Is(err, errStreamUpgrading) {
+				t.Fatalf("round %d: the stream ended with %v, want the upgrade's word", i, err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("round %d: the stream did not end", i)
+		}
+		c.Close()
+		ts.stop()
+	}
+}

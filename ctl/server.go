@@ -495,6 +495,7 @@ func (s *Server) follow(w http.ResponseWriter, verb string, p peer) (release fun
 // away or a write times out.
 func streamItems[T any](s *Server, ctx context.Context, w http.ResponseWriter,
 	verb string, ch <-chan T, wire func(T) any) {
+	reqCtx := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	if ch == nil { // a backend with nothing to say: an empty stream
 		c := make(chan T)
@@ -506,7 +507,9 @@ func streamItems[T any](s *Server, ctx context.Context, w http.ResponseWriter,
 	defer func() {
 		// Cut short for an upgrade in place: the trailer says so, and the
 		// client follows on with the new binary (a plain end is the end).
-		if errors.Is(context.Cause(ctx), ErrUpgrading) {
+		// The request's context, not the stream's own: the backend sees
+		// it end (and closes ch) before its children are cancelled.
+		if errors.Is(context.Cause(reqCtx), ErrUpgrading) {
 			w.Header().Set(upgradeTrailer, "1")
 		}
 		cancel()
