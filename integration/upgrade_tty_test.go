@@ -126,6 +126,17 @@ done
 		n := strings.Count(r.out.String(), "a | ")
 		eventually(t, "lines after the upgrade", 60*time.Second, func() bool { return strings.Count(r.out.String(), "a | ") > n+3 })
 	}
+	// A binary that refuses the take-over: the old one takes the
+	// terminals back, checked the same way, and nothing is lost.
+	installBinary(t, upgradeBuild(t, "refuses"), exe, 0o755)
+	if out, errOut, code := devCtl(t, dir, env, "upgrade"); code != 1 || !strings.Contains(out+errOut, "refusing the take-over") {
+		t.Fatalf("upgrade to a binary that refuses: exit %d: %s%s", code, out, errOut)
+	}
+	if got := devPids(t, dir, env); !mapsEqual(got, before) {
+		t.Fatalf("after the fall-back: pids changed:\nbefore %v\nafter  %v", before, got)
+	}
+	n := strings.Count(r.out.String(), "a | ")
+	eventually(t, "lines after the fall-back", 60*time.Second, func() bool { return strings.Count(r.out.String(), "a | ") > n+3 })
 	v, _, _ := devCtl(t, dir, env, "version")
 	if !strings.Contains(v, current) || !strings.Contains(v, "pid "+strconv.Itoa(r.cmd.Process.Pid)) {
 		t.Errorf("version after the upgrades: %s", v)
@@ -146,8 +157,8 @@ done
 	if n := strings.Count(console, "talks to it"); n != 1 {
 		t.Errorf("the start-up banner %d times, want once:\n%s", n, tail(console, 40))
 	}
-	if n := strings.Count(console, "executing the new binary"); n != 4 {
-		t.Errorf("%d lines about executing the new binary, want 4:\n%s", n, tail(console, 40))
+	if n := strings.Count(console, "executing the new binary"); n != 5 {
+		t.Errorf("%d lines about executing the new binary, want 5:\n%s", n, tail(console, 40))
 	}
 	if n := strings.Count(console, "upgraded in place"); n != 4 {
 		t.Errorf("%d lines about the upgrade done, want 4:\n%s", n, tail(console, 40))
