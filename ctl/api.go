@@ -185,6 +185,10 @@ type RestartOptions struct {
 	// first, and brings it back once they run again. By default a
 	// dependent keeps running, as through a crash of its dependency.
 	WithDependents bool
+	// Resume names instances whose restart was asked for already, by a
+	// command an upgrade in place ended, with the process each had then:
+	// they are only waited for (a process other than that one, ready).
+	Resume map[string]string
 }
 
 // StopOptions say how a stop goes.

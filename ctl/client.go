@@ -36,6 +36,7 @@ type ServerError struct {
 	Status  int    // the HTTP status
 	Code    string // the protocol's category: "unknown_program", "bad_request" …
 	Message string
+	Resume  *RestartResume // with Code "upgrading": how far a restart got
 }
 
 func (e *ServerError) Error() string { return e.Message }
@@ -157,11 +158,28 @@ func (c *Client) do(ctx context.Context, verb string, a args) (*http.Response, e
 	if err := json.Unmarshal(body, &er); err != nil || er.Error == "" {
 		er = errorReply{Error: fmt.Sprintf("%s: %s", resp.Status, body), Code: codeFailed}
 	}
-	return nil, &ServerError{Status: resp.StatusCode, Code: er.Code, Message: er.Error}
+	return nil, &ServerError{Status: resp.StatusCode, Code: er.Code, Message: er.Error, Resume: er.Resume}
 }
 
 // call sends verb's request and decodes the reply into out (nil: {"ok": true}).
+// A command ended or refused for an upgrade in place is sent again once a
+// supervisor answers: every verb but restart (see Restart) and upgrade
+// does the same the second time.
 func (c *Client) call(ctx context.Context, verb string, a args, out any) error {
+	for range maxResumes {
+		err := c.callOnce(ctx, verb, a, out)
+		if verb == "upgrade" || !isUpgrading(err) {
+			return err
+		}
+		if err := c.awaitUpgrade(ctx); err != nil {
+			return err
+		}
+	}
+	return c.callOnce(ctx, verb, a, out)
+}
+
+// callOnce is call without the resume.
+func (c *Client) callOnce(ctx context.Context, verb string, a args, out any) error {
 	resp, err := c.do(ctx, verb, a)
 	if err != nil {
 		return err
@@ -187,7 +205,12 @@ func stream[T any](c *Client, ctx context.Context, verb string, a args, fn func(
 		var v T
 		if err := dec.Decode(&v); err != nil {
 			if err == io.EOF {
-				return nil // the server ended the stream
+				// The server ended the stream: for good, or until the new
+				// binary of an upgrade in place serves it on.
+				if resp.Trailer.Get(upgradeTrailer) != "" {
+					return errStreamUpgrading
+				}
+				return nil
 			}
 			return c.transportError(ctx, fmt.Errorf("reading %s: %w", verb, err))
 		}

@@ -39,7 +39,7 @@
 //	GET  /v1/why?name=web                → [Why, …]             (no name: every program)
 //	POST /v1/start    {"names": ["web"], "wait": true, "timeout_ms": 0} → {"ok": true}
 //	POST /v1/stop     {"names": ["web"], "with_dependents": false} → {"ok": true}
-//	POST /v1/restart  {"names": ["web"], "all_at_once": false, "wait": true, "timeout_ms": 0, "with_dependents": false} → {"ok": true}
+//	POST /v1/restart  {"names": ["web"], "all_at_once": false, "wait": true, "timeout_ms": 0, "with_dependents": false, "resume": {}} → {"ok": true}
 //	POST /v1/scale    {"counts": {"web": 3}, "wait": true, "timeout_ms": 0} → {"ok": true}
 //	POST /v1/signal   {"signal": "HUP", "names": ["web"]} → {"ok": true}
 //	GET  /v1/logs?name=web&n=20&follow=1 → stream of {"program","stream","time","text","partial"}
@@ -55,6 +55,17 @@
 // with_dependents takes what depends on the programs down first (and, for
 // restart, brings it back after). Another verb's field at its zero value
 // is let through; any other value is refused with why.
+//
+// An upgrade in place (the upgrade verb) ends every command under way
+// before the exec, saying so: a 503 reply of code "upgrading", or for a
+// stream its end with the trailer Supervise-Upgrading: 1. The client waits
+// until a supervisor answers version again and goes on: a command is sent
+// again (they do the same twice), but a restart, whose reply carries
+// "resume": {"asked": {"web": "PROC"}, "remaining": ["web.2"]} and which
+// is sent again with the instances it asked a new process of in "resume",
+// to be waited for and not restarted twice; a stream asks for its history
+// again and passes over what it showed (the latest time it saw, per
+// program). A connection that just breaks stays an error.
 //
 // The verbs are one table, verbTable in verbs.go: a row gives a verb's
 // method, its arguments type (the body or the query above) and the

@@ -71,6 +71,17 @@ type Server struct {
 	draining bool              // guarded by mu; no new handler may start
 	handlers sync.WaitGroup    // Add only under mu while !draining
 
+	// The commands under way, which an upgrade in place ends first
+	// (resume.go): upCtx ends with it, with ErrUpgrading as cause.
+	upgrading bool                    // guarded by mu; commands are refused
+	upCtx     context.Context         // guarded by mu
+	upCancel  context.CancelCauseFunc // guarded by mu
+	inflight  int                     // guarded by mu; commands under way
+	// The socket's connections with a request under way, and the
+	// upgrade's own (which stays busy through the exec).
+	busy        map[net.Conn]bool // guarded by mu
+	upgradeConn net.Conn          // guarded by mu
+
 	followers     atomic.Int64 // following streams being served
 	followRefused atomic.Int64 // streams refused since the limit was last reached
 }
@@ -220,7 +231,9 @@ func (s *Server) Serve(ctx context.Context) error {
 		IdleTimeout:       s.cfg.IdleTimeout,
 		MaxHeaderBytes:    64 << 10,
 		BaseContext:       func(net.Listener) context.Context { return base },
+		ConnState:         s.connState,
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			ctx = context.WithValue(ctx, connKey{}, c) // as ConnState names it
 			if lc, ok := c.(interface{ NetConn() net.Conn }); ok {
 				c = lc.NetConn()
 			}
@@ -313,6 +326,8 @@ type peer struct {
 }
 
 type peerKey struct{}
+
+type connKey struct{}
 
 // admit decides whether p may use the socket.
 func (s *Server) admit(p peer) error {
@@ -429,9 +444,29 @@ func (s *Server) verb(v *verbDef) http.Handler {
 			}
 			defer release()
 		}
-		ctx, cancel := context.WithCancel(r.Context())
-		defer cancel()
+		ctx, cancel := context.WithCancelCause(r.Context())
+		defer cancel(nil)
+		// The upgrade's own command stays: it execs the new binary.
+		if v.name == "upgrade" {
+			if c, ok := r.Context().Value(connKey{}).(net.Conn); ok {
+				s.mu.Lock()
+				s.upgradeConn = c
+				s.mu.Unlock()
+			}
+		} else {
+			up, ok := s.enterCommand()
+			if !ok {
+				s.replyNow(w, upgradingReply)
+				return
+			}
+			defer s.leaveCommand()
+			defer context.AfterFunc(up, func() { cancel(context.Cause(up)) })()
+		}
 		if err := v.serve.run(s, ctx, w, a); err != nil {
+			if errors.Is(err, ErrUpgrading) || errors.Is(context.Cause(ctx), ErrUpgrading) {
+				s.replyNow(w, upgradingError(err))
+				return
+			}
 			s.reply(w, s.backendError(r.Context(), v.name, a.programs(), err))
 		}
 	})
@@ -460,6 +495,7 @@ func (s *Server) follow(w http.ResponseWriter, verb string, p peer) (release fun
 // away or a write times out.
 func streamItems[T any](s *Server, ctx context.Context, w http.ResponseWriter,
 	verb string, ch <-chan T, wire func(T) any) {
+	reqCtx := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	if ch == nil { // a backend with nothing to say: an empty stream
 		c := make(chan T)
@@ -469,11 +505,19 @@ func streamItems[T any](s *Server, ctx context.Context, w http.ResponseWriter,
 	// Whatever ends the stream, the backend is told (cancel) and its channel
 	// emptied until it closes it, so its sending goroutine can exit.
 	defer func() {
+		// Cut short for an upgrade in place: the trailer says so, and the
+		// client follows on with the new binary (a plain end is the end).
+		// The request's context, not the stream's own: the backend sees
+		// it end (and closes ch) before its children are cancelled.
+		if errors.Is(context.Cause(reqCtx), ErrUpgrading) {
+			w.Header().Set(upgradeTrailer, "1")
+		}
 		cancel()
 		for range ch {
 		}
 	}()
 	rc := http.NewResponseController(w)
+	w.Header().Set("Trailer", upgradeTrailer)
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
@@ -523,7 +567,14 @@ func (s *Server) reply(w http.ResponseWriter, e *apiError) {
 	if e.Status == http.StatusMethodNotAllowed {
 		w.Header().Set("Allow", http.MethodGet+", "+http.MethodPost)
 	}
-	s.writeJSON(w, e.Status, errorReply{Error: e.Msg, Code: e.Code})
+	s.writeJSON(w, e.Status, errorReply{Error: e.Msg, Code: e.Code, Resume: e.Resume})
+}
+
+// replyNow is reply, flushed to the connection before the handler
+// returns: the exec of an upgrade may follow at once.
+func (s *Server) replyNow(w http.ResponseWriter, e *apiError) {
+	s.reply(w, e)
+	_ = http.NewResponseController(w).Flush()
 }
 
 // writeStatus replies with the status array. A CPU figure that JSON cannot

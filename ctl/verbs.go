@@ -2,6 +2,7 @@ package ctl
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"net/http"
 	"net/url"
@@ -181,23 +182,60 @@ type restartArgs struct {
 	// WithDependents takes what depends on the programs down first and
 	// brings it back after.
 	WithDependents bool `json:"with_dependents,omitempty"`
+	// Resume: the instances among names whose restart was asked for before
+	// an upgrade in place ended the command, with the process each had
+	// then; they are only waited for.
+	Resume map[string]string `json:"resume,omitempty"`
 }
 
-func (a *restartArgs) check(verb string) *apiError { return a.waitArgs.check(verb) }
+func (a *restartArgs) check(verb string) *apiError {
+	if len(a.Resume) > maxNames {
+		return badRequest("restart: resume names more than %d instances", maxNames)
+	}
+	for k, p := range a.Resume {
+		if len(k) > maxNameBytes || len(p) > maxNameBytes {
+			return badRequest("restart: resume: an instance or process id longer than %d bytes", maxNameBytes)
+		}
+	}
+	return a.waitArgs.check(verb)
+}
 
 func (a *restartArgs) options() RestartOptions {
 	w := a.waitArgs.options()
-	return RestartOptions{AllAtOnce: a.AllAtOnce, NoWait: w.NoWait, Timeout: w.Timeout, WithDependents: a.WithDependents}
+	return RestartOptions{AllAtOnce: a.AllAtOnce, NoWait: w.NoWait, Timeout: w.Timeout, WithDependents: a.WithDependents, Resume: a.Resume}
 }
 
-// Restart restarts the named programs, clearing their crash backoff.
+// Restart restarts the named programs, clearing their crash backoff. Ended
+// by an upgrade in place, it goes on with the new binary from where it
+// was: what it asked for already is waited for, not restarted again.
 func (c *Client) Restart(ctx context.Context, names []string, opts RestartOptions) error {
-	return c.call(ctx, "restart", &restartArgs{
+	a := &restartArgs{
 		programNames:   programNames{names},
 		AllAtOnce:      opts.AllAtOnce,
 		waitArgs:       waitArgsOf(WaitOptions{NoWait: opts.NoWait, Timeout: opts.Timeout}),
 		WithDependents: opts.WithDependents,
-	}, nil)
+		Resume:         opts.Resume,
+	}
+	for range maxResumes {
+		err := c.callOnce(ctx, "restart", a, nil)
+		if !isUpgrading(err) {
+			return err
+		}
+		var se *ServerError
+		if errors.As(err, &se) && se.Resume != nil {
+			// A restart refused before it asked anything has no resume:
+			// it is sent again as it was.
+			a.Names = append(slices.Clone(se.Resume.Remaining), slices.Sorted(maps.Keys(se.Resume.Asked))...)
+			a.Resume = se.Resume.Asked
+			if len(a.Names) == 0 {
+				return nil
+			}
+		}
+		if err := c.awaitUpgrade(ctx); err != nil {
+			return err
+		}
+	}
+	return c.callOnce(ctx, "restart", a, nil)
 }
 
 // scale: POST /v1/scale {"counts": {"web": 3}, "wait": true, "timeout_ms": 0}.
@@ -280,9 +318,29 @@ func (a *logsArgs) following() bool { return a.Follow }
 // Logs calls fn with the last n lines (all when n < 0) of the named
 // programs, then with follow every new line until ctx ends (it then
 // returns ctx.Err()). An error from fn stops the stream and is returned.
+//
+// An upgrade in place does not end it: it goes on with the new binary,
+// each line once (see cursor).
 func (c *Client) Logs(ctx context.Context, names []string, n int, follow bool, fn func(logs.Line) error) error {
-	return stream(c, ctx, "logs", &logsArgs{programNames{names}, max(n, -1), follow},
-		func(l logLine) error { return fn(l.line()) })
+	a := &logsArgs{programNames{names}, max(n, -1), follow}
+	cur, since := newCursor(), time.Now()
+	return followOn(c, ctx, func() error {
+		return stream(c, ctx, "logs", a, func(l logLine) error {
+			if !cur.pass(l.Program, l.Time) {
+				return nil
+			}
+			return fn(l.line())
+		})
+	}, func() {
+		// Lines of a program not seen yet came after the first request,
+		// unless that asked for the whole history.
+		floor := since
+		if a.N != 0 {
+			floor = time.Time{}
+		}
+		cur.resume(floor)
+		a.N = -1
+	})
 }
 
 // events: GET /v1/events?follow=1, a stream of Event.
@@ -304,8 +362,17 @@ func (a *eventsArgs) following() bool { return a.Follow }
 
 // Events calls fn with the recent state changes, then with follow every new
 // one until ctx ends (it then returns ctx.Err()).
+// Like Logs, it goes on through an upgrade in place, each event once.
 func (c *Client) Events(ctx context.Context, follow bool, fn func(Event) error) error {
-	return stream(c, ctx, "events", &eventsArgs{Follow: follow}, fn)
+	cur := newCursor()
+	return followOn(c, ctx, func() error {
+		return stream(c, ctx, "events", &eventsArgs{Follow: follow}, func(ev Event) error {
+			if !cur.pass("", ev.Time) {
+				return nil
+			}
+			return fn(ev)
+		})
+	}, func() { cur.resume(time.Time{}) })
 }
 
 // reload and shutdown: POST with no body, or {}.

@@ -38,6 +38,7 @@ const (
 	codeForbidden        = "forbidden"
 	codeUnknownProgram   = "unknown_program"
 	codeUnavailable      = "unavailable"
+	codeUpgrading        = "upgrading" // ended or refused for an upgrade in place: try again
 	codeFailed           = "failed"
 )
 
@@ -138,6 +139,8 @@ type okReply struct {
 type errorReply struct {
 	Error string `json:"error"`
 	Code  string `json:"code"`
+	// Resume, with code upgrading, is how far a restart got.
+	Resume *RestartResume `json:"resume,omitempty"`
 }
 
 // logLine is logs.Line on the wire.
@@ -162,6 +165,7 @@ type apiError struct {
 	Status int
 	Code   string
 	Msg    string
+	Resume *RestartResume
 }
 
 func (e *apiError) Error() string { return e.Msg }

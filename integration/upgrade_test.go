@@ -150,7 +150,12 @@ var lineRE = regexp.MustCompile(`^(\d+)-x$`)
 // program was killed between its two writes).
 func checkCounted(t *testing.T, file string) int {
 	t.Helper()
-	lines := readLines(t, file)
+	return checkCountedLines(t, file, readLines(t, file))
+}
+
+// checkCountedLines is checkCounted of the lines of what.
+func checkCountedLines(t *testing.T, what string, lines []string) int {
+	t.Helper()
 	want := 1
 	for i, l := range lines {
 		m := lineRE.FindStringSubmatch(l)
@@ -158,10 +163,10 @@ func checkCounted(t *testing.T, file string) int {
 			if i == len(lines)-1 && strings.HasSuffix(l, "-") {
 				break
 			}
-			t.Fatalf("%s: line %d is %q, want %d-x", file, i+1, l, want)
+			t.Fatalf("%s: line %d is %q, want %d-x", what, i+1, l, want)
 		}
 		if n, _ := strconv.Atoi(m[1]); n != want {
-			t.Fatalf("%s: line %d is %q, want %d-x (a gap or a duplicate)", file, i+1, l, want)
+			t.Fatalf("%s: line %d is %q, want %d-x (a gap or a duplicate)", what, i+1, l, want)
 		}
 		want++
 	}

@@ -79,3 +79,21 @@ func controlFd(file *os.File, f func(fd int) error) error {
 	}
 	return ferr
 }
+
+// CheckPtyMaster checks that fd is the master of a pseudo-terminal, as a
+// new binary must before it reads an inherited descriptor as one: only a
+// master answers TIOCGPTN (its slave, a terminal or any other character
+// device refuses it).
+func CheckPtyMaster(fd int) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFCHR {
+		return fmt.Errorf("descriptor %d is not a character device", fd)
+	}
+	if _, err := unix.IoctlGetInt(fd, unix.TIOCGPTN); err != nil {
+		return fmt.Errorf("descriptor %d is not a pseudo-terminal master: %w", fd, err)
+	}
+	return nil
+}

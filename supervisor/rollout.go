@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -42,6 +44,53 @@ func (s *Supervisor) Restart(ctx context.Context, names []string, opts ctl.Resta
 	if err != nil {
 		return err
 	}
+	// What a restart ended by an upgrade in place had asked for already:
+	// waited for here, not restarted twice. asked grows as this one asks.
+	asked := map[string]string{}
+	for k, proc := range opts.Resume {
+		if slices.Contains(keys, k) {
+			asked[k] = proc
+		}
+	}
+	resumed := maps.Clone(asked)
+	keys = slices.DeleteFunc(keys, func(k string) bool { _, ok := resumed[k]; return ok })
+	err = s.restart(ctx, keys, programs, opts, asked)
+	var errs []error
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if !opts.NoWait {
+		for _, k := range slices.Sorted(maps.Keys(resumed)) {
+			if err := s.waitReady(ctx, k, resumed[k], s.restartTimeout(k, opts.Timeout)); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	joined := errors.Join(errs...)
+	if joined != nil && (errors.Is(context.Cause(ctx), ctl.ErrUpgrading) || errors.Is(joined, ctl.ErrUpgrading)) {
+		// Ended (or refused half-way) by an upgrade: the client goes on
+		// with the new binary from here.
+		r := &ctl.RestartResume{Asked: asked}
+		for _, k := range keys {
+			if _, ok := asked[k]; !ok {
+				r.Remaining = append(r.Remaining, k)
+			}
+		}
+		return &ctl.UpgradeInterrupted{Restart: r}
+	}
+	return joined
+}
+
+func (s *Supervisor) restartTimeout(key string, timeout time.Duration) time.Duration {
+	if timeout > 0 {
+		return timeout
+	}
+	return s.rolloutTimeout(key)
+}
+
+// restart is Restart of keys, recording in asked each instance it asked
+// a new process of, with the process it had.
+func (s *Supervisor) restart(ctx context.Context, keys, programs []string, opts ctl.RestartOptions, asked map[string]string) error {
 	var together []string
 	var rolling []rolloutPlan
 	s.mu.Lock()
@@ -74,6 +123,7 @@ func (s *Supervisor) Restart(ctx context.Context, names []string, opts ctl.Resta
 	if err != nil {
 		return err
 	}
+	maps.Copy(asked, before)
 	if opts.NoWait {
 		for _, r := range rolling {
 			s.startRollout(r)
@@ -82,15 +132,12 @@ func (s *Supervisor) Restart(ctx context.Context, names []string, opts ctl.Resta
 	}
 	var errs []error
 	for _, k := range together {
-		timeout := opts.Timeout
-		if timeout <= 0 {
-			timeout = s.rolloutTimeout(k)
-		}
-		if err := s.waitReady(ctx, k, before[k], timeout); err != nil {
+		if err := s.waitReady(ctx, k, before[k], s.restartTimeout(k, opts.Timeout)); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	for _, r := range rolling {
+		r.asked = asked
 		if err := s.rollOut(ctx, r); err != nil {
 			errs = append(errs, err)
 		}
@@ -104,6 +151,9 @@ type rolloutPlan struct {
 	keys    []string      // in order
 	batch   int           // instances replaced at once
 	timeout time.Duration // for each successor to be ready
+	// asked, when set, records each instance asked a new process of, with
+	// the process it had (a restart's, for its resume after an upgrade).
+	asked map[string]string
 }
 
 // planLocked is the rollout of keys, instances of prog, by its
@@ -167,6 +217,9 @@ func (s *Supervisor) rollOut(ctx context.Context, r rolloutPlan) error {
 		before, err := s.requestRestart(batch)
 		if err != nil {
 			return err
+		}
+		if r.asked != nil {
+			maps.Copy(r.asked, before)
 		}
 		var errs []error
 		for _, k := range batch {

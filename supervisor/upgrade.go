@@ -59,10 +59,14 @@ type InstanceHandover struct {
 }
 
 // PipeHandover is the read end of one output pipe and the start of a line
-// read from it before the exec.
+// read from it before the exec. Tty says it is the master of a
+// pseudo-terminal (the dev runner's --tty): read as a pipe, it is checked
+// as what it is, and its terminal settings and window size live on in the
+// kernel with it.
 type PipeHandover struct {
 	Stream  string `json:"stream"`
 	FD      int    `json:"fd"`
+	Tty     bool   `json:"tty,omitempty"`
 	Pending []byte `json:"pending,omitempty"`
 }
 
@@ -84,7 +88,7 @@ type Frozen struct {
 
 // Freeze pauses the supervisor for an upgrade. It waits (until ctx ends)
 // for the workers to finish what they do, and refuses while an instance
-// cannot be handed over: a start or stop under way, or a pseudo-terminal.
+// cannot be handed over: a start or stop under way.
 func (s *Supervisor) Freeze(ctx context.Context) (*Frozen, error) {
 	for !s.gate.TryLock() {
 		select {
@@ -126,9 +130,6 @@ func (s *Supervisor) Freeze(ctx context.Context) (*Frozen, error) {
 		case in.state == Starting || in.state == Stopping || in.startingID != "":
 			s.mu.Unlock()
 			return fail(fmt.Errorf("program %s is %s", key, in.state))
-		case in.logs.tty:
-			s.mu.Unlock()
-			return fail(fmt.Errorf("program %s writes to a pseudo-terminal, which cannot be handed over", key))
 		}
 		ih := InstanceHandover{
 			Key: key, State: in.state, Message: in.message, Goal: int(in.goal),
@@ -183,7 +184,7 @@ func (s *Supervisor) Freeze(ctx context.Context) (*Frozen, error) {
 			if err != nil {
 				return fail(err)
 			}
-			ih.Pipes = append(ih.Pipes, PipeHandover{Stream: d.Stream, FD: fd, Pending: d.Pending})
+			ih.Pipes = append(ih.Pipes, PipeHandover{Stream: d.Stream, FD: fd, Tty: il.tty, Pending: d.Pending})
 			files = append(files, d.File)
 		}
 		ih.Lines = il.ring.Last(-1)
@@ -212,8 +213,9 @@ func (s *Supervisor) Freeze(ctx context.Context) (*Frozen, error) {
 	return &Frozen{State: st, Files: files, Thaw: thaw}, nil
 }
 
-// errUpgrading refuses what would change the state being handed over.
-var errUpgrading = errors.New("an upgrade in place is under way; try again")
+// errUpgrading refuses what would change the state being handed over:
+// the client sends it again to the new binary.
+var errUpgrading = ctl.ErrUpgrading
 
 // rawFD is f's descriptor, without os.File.Fd's switch to blocking mode:
 // the new binary's poller needs the pipe non-blocking.

@@ -93,11 +93,18 @@ func humanText(r slog.Record, a map[string]string, rest []string) (name, text st
 	case "state":
 		return name, stateText(a)
 	case "supervise running":
+		if a["after_upgrade"] == "true" {
+			return name, "" // the upgrade's own line said it
+		}
 		n := a["programs"] + " programs"
 		if n == "1 programs" {
 			n = "1 program"
 		}
 		return "supervise", fmt.Sprintf("running %s from %s; supervisectl in this folder talks to it", n, a["config"])
+	case "upgrading: executing the new binary":
+		return "supervise", "upgrading in place: executing the new binary " + a["path"]
+	case "upgraded in place":
+		return "supervise", fmt.Sprintf("upgraded in place from %s to %s (pid %s); every program kept", a["from"], a["to"], a["pid"])
 	case "exit_on program ended; stopping everything":
 		return "supervise", a["program"] + " ended; stopping all"
 	case "stopping everything":

@@ -32,3 +32,18 @@ func TestHumanHandler(t *testing.T) {
 		t.Errorf("the warning is not there, escaped:\n%s", got)
 	}
 }
+
+// An upgrade in place is said on both sides of the exec, and the new
+// binary does not greet as a new start.
+func TestHumanHandlerUpgrade(t *testing.T) {
+	var b bytes.Buffer
+	log := slog.New(newHumanHandler(&b, []string{"web"}, false))
+	log.Info("upgrading: executing the new binary", "path", "/usr/bin/supervise", "from", "v1", "to", "v2", "generation", 1)
+	log.Info("upgraded in place", "from", "v1", "to", "v2", "pid", 7)
+	log.Info("supervise running", "config", "Procfile", "programs", 1, "after_upgrade", true)
+	want := "supervise | upgrading in place: executing the new binary /usr/bin/supervise\n" +
+		"supervise | upgraded in place from v1 to v2 (pid 7); every program kept\n"
+	if got := b.String(); got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+}

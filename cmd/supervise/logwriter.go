@@ -20,6 +20,7 @@ type queuedWriter struct {
 	changed *sync.Cond // data queued, queue drained, or closed
 	queue   []byte
 	spare   []byte
+	writing bool // a batch taken from the queue is being written
 	closed  bool
 	done    chan struct{}
 }
@@ -61,16 +62,28 @@ func (q *queuedWriter) run() {
 		}
 		batch := q.queue
 		q.queue, q.spare = q.spare[:0], nil
+		q.writing = true
 		// The queue has room again: writers held back by a full one go on
 		// while this batch is written, not only after.
 		q.changed.Broadcast()
 		q.mu.Unlock()
 		_, _ = q.w.Write(batch)
 		q.mu.Lock()
+		q.writing = false
 		if cap(batch) <= 4*q.max { // one huge record must not stay allocated
 			q.spare = batch
 		}
 		q.changed.Broadcast()
+	}
+}
+
+// Flush returns once what was queued before it is written: before an
+// upgrade's exec, which would drop a queue in memory.
+func (q *queuedWriter) Flush() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for (len(q.queue) > 0 || q.writing) && !q.closed {
+		q.changed.Wait()
 	}
 }
 

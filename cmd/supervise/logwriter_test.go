@@ -77,3 +77,31 @@ func TestQueuedWriterKeepsEverythingInOrder(t *testing.T) {
 		t.Fatalf("write after close: %v", err)
 	}
 }
+
+// Flush returns only once everything queued before it has been written,
+// the batch being written included: the exec of an upgrade comes next.
+func TestQueuedWriterFlushWritesTheQueue(t *testing.T) {
+	bw := &blockingWriter{release: make(chan struct{})}
+	q := newQueuedWriter(bw, 1<<20)
+	defer q.Close()
+	for i := range 100 {
+		fmt.Fprintf(q, "line %d\n", i)
+	}
+	flushed := make(chan struct{})
+	go func() {
+		q.Flush()
+		close(flushed)
+	}()
+	select {
+	case <-flushed:
+		t.Fatal("Flush returned while the writer held every write")
+	default:
+	}
+	close(bw.release)
+	<-flushed
+	bw.mu.Lock()
+	defer bw.mu.Unlock()
+	if got := bytes.Count(bw.buf.Bytes(), []byte("\n")); got != 100 {
+		t.Errorf("%d lines written when Flush returned, want 100", got)
+	}
+}

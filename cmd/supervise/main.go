@@ -345,7 +345,7 @@ func runPrograms(c *cli.Context, only []string) int {
 		r.sup.Note(sw.Program, fmt.Sprintf("swept the leftovers of a dead supervisor: cgroup %s, %d process(es) killed", sw.Cgroup, sw.Killed))
 	}
 
-	r.up = &upgrader{rt: rt, sup: r.sup, log: log}
+	r.up = &upgrader{rt: rt, sup: r.sup, log: log, flushLog: r.flushLog}
 	socket := r.socketPath(c)
 	srv := ctl.NewServer(ctl.ServerConfig{Path: socket, Group: r.cfg.Supervisor.SocketGroup, Backend: backend{r.sup, r.up}, Logger: log,
 		MaxConns: r.cfg.Supervisor.MaxConnections, MaxFollowers: r.cfg.Supervisor.MaxFollowers})
@@ -373,7 +373,11 @@ func runPrograms(c *cli.Context, only []string) int {
 
 	code := exitFailed
 	g := r.actors(srv, ms, &code)
-	log.Info("supervise running", "config", r.file, "socket", socket, "http", httpAddr, "programs", len(r.cfg.Programs), "pid", os.Getpid())
+	running := []any{"config", r.file, "socket", socket, "http", httpAddr, "programs", len(r.cfg.Programs), "pid", os.Getpid()}
+	if inherited != nil {
+		running = append(running, "after_upgrade", true) // a dev runner does not greet again
+	}
+	log.Info("supervise running", running...)
 	_ = g.Run() // no actor ends with an error: the supervisor's code says it all
 	return code
 }
@@ -385,6 +389,7 @@ type run struct {
 	load      func(path string) (*config.Config, error)
 	devRunner bool
 	log       *slog.Logger
+	flushLog  func() // writes what the log has queued
 	sup       *supervisor.Supervisor
 	up        *upgrader
 
@@ -437,6 +442,7 @@ func (r *run) openLog(c *cli.Context) (close func()) {
 	level := cmp.Or(c.String("log-level"), r.cfg.Supervisor.LogLevel)
 	stderr := newQueuedWriter(os.Stderr, 1<<20)
 	r.log = newLogger(stderr, format, level)
+	r.flushLog = stderr.Flush
 	// A dev runner speaks in short human lines among the programs'
 	// output, unless a log format was asked for.
 	if !r.devRunner || c.String("log-format") != "" {
@@ -448,6 +454,10 @@ func (r *run) openLog(c *cli.Context) (close func()) {
 		names = append(names, supervisor.InstanceKeys(p)...)
 	}
 	r.log = slog.New(newHumanHandler(stdout, names, c.Bool("timestamps")))
+	r.flushLog = func() {
+		stdout.Flush()
+		stderr.Flush()
+	}
 	return func() {
 		stdout.Close()
 		stderr.Close()

@@ -20,6 +20,7 @@ import (
 
 	"github.com/supervise-dev/supervise/ctl"
 	"github.com/supervise-dev/supervise/internal/version"
+	"github.com/supervise-dev/supervise/logs"
 	"github.com/supervise-dev/supervise/metrics"
 	"github.com/supervise-dev/supervise/proc"
 	"github.com/supervise-dev/supervise/supervisor"
@@ -54,6 +55,9 @@ const (
 	probeTimeout      = 30 * time.Second
 	freezeTimeout     = 30 * time.Second
 	maxUpgradeRecords = 20
+	// commandsEndWait bounds the wait for the commands under way to
+	// write their last reply before the exec.
+	commandsEndWait = 5 * time.Second
 )
 
 // upgradeState is what crosses the exec.
@@ -123,6 +127,8 @@ type upgrader struct {
 	srv *ctl.Server
 	ms  *metrics.Server
 	log *slog.Logger
+	// flushLog writes what the log has queued: the exec would drop it.
+	flushLog func()
 
 	mu         sync.Mutex // one upgrade at a time; guards the fields below
 	generation int
@@ -309,8 +315,13 @@ func (u *upgrader) prepare(ctx context.Context) (ctl.UpgradeStarted, func(), err
 		u.log.Info("upgrading: executing the new binary", "path", path, "from", version.Version, "to", pr.version, "generation", st.Generation)
 		env := append(withoutEnv(os.Environ(), upgradeEnv, upgradeFailedEnv),
 			fmt.Sprintf("%s=%d,%d", upgradeEnv, mem.Fd(), oldExe.Fd()))
+		// The commands under way end saying why, so that their clients
+		// go on with the new binary instead of losing the connection.
+		u.srv.EndCommandsForUpgrade(commandsEndWait)
+		u.flushQueuedLog()
 		err := execFrom(startDir, path, os.Args, env, fdsOf(inherit))
 		// Still here: the exec failed and nothing was replaced.
+		u.srv.ResumeCommands()
 		undoAll()
 		u.generation = st.Generation
 		msg := fmt.Sprintf("executing the new binary %s: %v", path, err)
@@ -319,6 +330,27 @@ func (u *upgrader) prepare(ctx context.Context) (ctl.UpgradeStarted, func(), err
 		u.sup.Note("", "upgrade failed, the old binary carries on: "+msg)
 	}
 	return started, commit, nil
+}
+
+// logFlushWait bounds the wait for the log's queue before the exec: a
+// reader of supervise's output that has stopped reading must not hold an
+// upgrade up (its lines are then lost, as they would be anyway).
+const logFlushWait = 5 * time.Second
+
+// flushQueuedLog writes the log's queue (bounded by logFlushWait).
+func (u *upgrader) flushQueuedLog() {
+	if u.flushLog == nil {
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		u.flushLog()
+	}()
+	select {
+	case <-done:
+	case <-time.After(logFlushWait):
+	}
 }
 
 // fdsOf lists the descriptors of files, without os.File.Fd's switch to
@@ -486,8 +518,19 @@ func readState(f *os.File, st *upgradeState) error {
 	}
 	for _, in := range st.Supervisor.Instances {
 		for _, p := range in.Pipes {
-			if err := want(p.FD, unix.S_IFIFO, "output pipe of "+in.Key); err != nil {
+			if !p.Tty {
+				if err := want(p.FD, unix.S_IFIFO, "output pipe of "+in.Key); err != nil {
+					return err
+				}
+				continue
+			}
+			// A pseudo-terminal's master: a character device, and of all
+			// of them only a master answers as one.
+			if err := want(p.FD, unix.S_IFCHR, "terminal of "+in.Key); err != nil {
 				return err
+			}
+			if err := logs.CheckPtyMaster(p.FD); err != nil {
+				return fmt.Errorf("terminal of %s: %w", in.Key, err)
 			}
 		}
 		if n := in.Notify; n != nil {

@@ -36,21 +36,28 @@ func stateFile(t *testing.T, v any) *os.File {
 	return f
 }
 
-// The state is another binary's output: readState refuses what is not a
-// state of this format, descriptors out of range, named twice, or of the
-// wrong kind, before anything uses them.
-func TestReadStateRefusesBadInput(t *testing.T) {
+// listenerFile is a listening unix socket's descriptor, as the control
+// socket crosses an upgrade.
+func listenerFile(t *testing.T) *os.File {
+	t.Helper()
 	ln, err := net.Listen("unix", t.TempDir()+"/s")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
+	t.Cleanup(func() { ln.Close() })
 	lf, err := ln.(*net.UnixListener).File()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer lf.Close()
-	sock := int(lf.Fd())
+	t.Cleanup(func() { lf.Close() })
+	return lf
+}
+
+// The state is another binary's output: readState refuses what is not a
+// state of this format, descriptors out of range, named twice, or of the
+// wrong kind, before anything uses them.
+func TestReadStateRefusesBadInput(t *testing.T) {
+	sock := int(listenerFile(t).Fd())
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)

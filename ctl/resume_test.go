@@ -1,0 +1,176 @@
+package ctl
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/supervise-dev/supervise/logs"
+)
+
+// The cursor passes over, in a replayed history, exactly what was shown
+// before: by time, and by count among items of the same time.
+func TestCursorPassesOverWhatWasSeen(t *testing.T) {
+	t0 := time.Date(2026, 11, 26, 3, 0, 0, 0, time.UTC)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	c := newCursor()
+	for _, s := range []int{1, 2, 2} { // two lines of one read share a time
+		if !c.pass("web", at(s)) {
+			t.Fatalf("a first pass refused %d", s)
+		}
+	}
+	c.resume(at(0))
+	var got []string
+	for _, it := range []struct {
+		src string
+		s   int
+	}{{"web", 1}, {"web", 2}, {"web", 2}, {"web", 2}, {"web", 3}, {"db", -1}, {"db", 4}} {
+		if c.pass(it.src, at(it.s)) {
+			got = append(got, it.src+"@"+time.Duration(it.s*int(time.Second)).String())
+		}
+	}
+	// The third line at 2s is new (two were seen); db's line before the
+	// floor is history that was not asked for.
+	want := "web@2s web@3s db@4s"
+	if strings.Join(got, " ") != want {
+		t.Errorf("passed %v, want %s", got, want)
+	}
+}
+
+// An upgrade in place ends a waiting command and a followed stream saying
+// so; the client waits for the server to answer again and goes on: the
+// command sent again, the stream with every line once.
+func TestCommandsGoOnThroughAnUpgrade(t *testing.T) {
+	b := newMemBackend("web")
+	b.restartGap = make(chan struct{})
+	ts := startServer(t, b, "", nil)
+	c := newClient(t, ts.path)
+	for _, l := range []string{"1", "2", "3"} {
+		b.appendLog("web", logs.Stdout, l)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	lines := make(chan string, 16)
+	followed := make(chan error, 1)
+	go func() {
+		followed <- c.Logs(ctx, []string{"web"}, -1, true, func(l logs.Line) error { lines <- l.Text; return nil })
+	}()
+	restarted := make(chan error, 1)
+	go func() { restarted <- c.Restart(ctx, []string{"web"}, RestartOptions{}) }()
+	waitFollowers(t, b, 1)
+	for range 3 {
+		<-lines
+	}
+	// The restart waits in the backend (restartGap): it is under way.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ts.mu.Lock()
+		n := ts.inflight
+		ts.mu.Unlock()
+		if n == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d commands under way, want 2", n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	ts.EndCommandsForUpgrade(30 * time.Second)
+	waitFollowers(t, b, 0)
+	// While the upgrade is under way, nothing is answered but "upgrading".
+	if err := c.callOnce(ctx, "status", &statusArgs{}, &[]ProgramStatus{}); !isUpgrading(err) {
+		t.Fatalf("status during the upgrade: %v, want the upgrading reply", err)
+	}
+	ts.ResumeCommands() // the exec failed, or the new binary serves: the same to a client
+	waitFollowers(t, b, 1)
+	b.appendLog("web", logs.Stdout, "4")
+	select {
+	case l := <-lines:
+		if l != "4" {
+			t.Fatalf("after the upgrade the follower got %q, want 4 (a line shown twice)", l)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no line followed after the upgrade")
+	}
+	b.restartGap <- struct{}{}
+	select {
+	case err := <-restarted:
+		if err != nil {
+			t.Fatalf("restart through the upgrade: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("restart did not go on after the upgrade")
+	}
+	if n := b.restarts("web"); n != 1 {
+		t.Errorf("web restarted %d times, want 1", n)
+	}
+	cancel()
+	if err := <-followed; !errors.Is(err, context.Canceled) {
+		t.Errorf("logs -f ended with %v, want its context's end", err)
+	}
+}
+
+// Without the upgrade's word, a stream that breaks is an error and one
+// that ends is the end, as before: neither is followed on.
+func TestStreamEndWithoutTheUpgradeNotice(t *testing.T) {
+	path := t.TempDir() + "/s.sock"
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int64
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		io.WriteString(w, `{"program":"web","stream":"stdout","time":"2026-11-26T03:00:00Z","text":"1"}`+"\n")
+		w.(http.Flusher).Flush()
+		if r.URL.Query().Get("name") == "breaks" {
+			panic(http.ErrAbortHandler) // the connection drops mid-stream
+		}
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	c := newClient(t, path)
+	for name, wantErr := range map[string]bool{"breaks": true, "ends": false} {
+		calls.Store(0)
+		err := c.Logs(t.Context(), []string{name}, -1, true, func(logs.Line) error { return nil })
+		if (err != nil) != wantErr || calls.Load() != 1 {
+			t.Errorf("a stream that %s: %v after %d requests, want an error %v after one", name, err, calls.Load(), wantErr)
+		}
+	}
+}
+
+// The exec follows EndCommandsForUpgrade at once: by its return, a
+// follower's stream must have ended whole, its trailer sent, however the
+// server's goroutines are scheduled. The connections are cut right after,
+// as the exec cuts them.
+func TestEndCommandsWaitsForTheTrailer(t *testing.T) {
+	for i := range 30 {
+		b := newMemBackend("web")
+		ts := startServer(t, b, "", nil)
+		c := Dial(ts.path)
+		got := make(chan error, 1)
+		go func() {
+			got <- stream(c, t.Context(), "events", &eventsArgs{Follow: true}, func(Event) error { return nil })
+		}()
+		waitFollowers(t, b, 1)
+		ts.EndCommandsForUpgrade(30 * time.Second)
+		ts.Close() // the exec: every connection cut
+		select {
+		case err := <-got:
+			if !errors.Is(err, errStreamUpgrading) {
+				t.Fatalf("round %d: the stream ended with %v, want the upgrade's word", i, err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("round %d: the stream did not end", i)
+		}
+		c.Close()
+		ts.stop()
+	}
+}
