@@ -126,8 +126,7 @@ func (s *Supervisor) Freeze(ctx context.Context) (*Frozen, error) {
 	st.Scaled = s.scaled
 	for _, key := range s.sortedKeysLocked() {
 		in := s.instances[key]
-		switch {
-		case in.state == Starting || in.state == Stopping || in.startingID != "":
+		if in.state == Starting || in.state == Stopping || in.startingID != "" {
 			s.mu.Unlock()
 			return fail(fmt.Errorf("program %s is %s", key, in.state))
 		}
