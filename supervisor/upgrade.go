@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/supervise-dev/supervise/backoff"
+	"github.com/supervise-dev/supervise/config"
 	"github.com/supervise-dev/supervise/ctl"
 	"github.com/supervise-dev/supervise/internal/sockets"
 	"github.com/supervise-dev/supervise/logs"
@@ -22,6 +23,9 @@ import (
 // Handover is the supervisor's state across an upgrade. The descriptors
 // it names are inherited: the caller clears their close-on-exec flag.
 type Handover struct {
+	// Config is the config the programs run under: the new binary takes
+	// them over under it, and reads the file only then, as a reload.
+	Config    *config.Config     `json:"config,omitempty"`
 	Instances []InstanceHandover `json:"instances"`
 	Sockets   []SocketHandover   `json:"sockets"`
 	Scaled    map[string]int     `json:"scaled,omitempty"`
@@ -117,7 +121,7 @@ func (s *Supervisor) Freeze(ctx context.Context) (*Frozen, error) {
 	}
 	s.frozen = true
 	var st Handover
-	st.Scaled = s.scaled
+	st.Config, st.Scaled = s.cfg, s.scaled
 	for _, key := range s.sortedKeysLocked() {
 		in := s.instances[key]
 		switch {
@@ -290,7 +294,7 @@ func (s *Supervisor) checkHandoverLocked(ih *InstanceHandover, fds map[int]*os.F
 	in := s.instances[ih.Key]
 	if in == nil {
 		if ih.ProcID != "" {
-			return fmt.Errorf("instance %s runs but is not in the config any more (reload before an upgrade)", ih.Key)
+			return fmt.Errorf("instance %s runs but is not in the config it was handed over with", ih.Key)
 		}
 		return nil
 	}
@@ -342,43 +346,6 @@ func (l *listenSet) adopt(socks []SocketHandover, fds map[int]*os.File) error {
 		}
 		delete(fds, sh.FD)
 		l.held[sh.Key] = sk
-	}
-	return nil
-}
-
-// CheckUpgrade reads the config file as the new binary will on its start,
-// and refuses an upgrade it would not take: a file with errors, or a
-// running instance the file no longer names (the new binary could not
-// adopt it, nor could the old one taking it back).
-func (s *Supervisor) CheckUpgrade() error {
-	s.mu.Lock()
-	file := s.cfg.File
-	s.mu.Unlock()
-	cfg, err := s.load(file)
-	if err != nil {
-		return fmt.Errorf("the config file has errors, which the new binary would meet on its start: %w", err)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	named := map[string]bool{}
-	for _, p := range cfg.Programs {
-		for _, k := range s.instanceKeysLocked(p) {
-			named[k] = true
-		}
-	}
-	for key, in := range s.instances {
-		if in.procID == "" {
-			continue
-		}
-		if !named[key] {
-			return fmt.Errorf("program %s runs but the config file no longer has it: reload first", key)
-		}
-		// The new binary takes the file as it is now: a running process
-		// started from another command line would go on as if it had this
-		// one. A reload restarts it; the upgrade waits for that.
-		if np := cfg.Program(in.spec.Name); np != nil && in.spec.NeedsNewProcess(np) {
-			return fmt.Errorf("program %s changed in the config file since it started (a reload restarts it): reload first", key)
-		}
 	}
 	return nil
 }
