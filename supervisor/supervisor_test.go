@@ -44,6 +44,9 @@ type harness struct {
 	sup   *Supervisor
 	stop  context.CancelFunc
 	code  chan int
+	// abandoned: the supervisor was frozen and handed over (handOver);
+	// it is left as the exec leaves it.
+	abandoned bool
 }
 
 func newHarness(t *testing.T, programs ...*config.Program) *harness {
@@ -74,6 +77,9 @@ func newHarnessWorkers(t *testing.T, n int, setup func(*fakeRuntime), programs .
 	h := &harness{t: t, clock: clock, rt: rt, sup: sup, stop: cancel, code: make(chan int, 1)}
 	go func() { h.code <- sup.Run(ctx) }()
 	t.Cleanup(func() {
+		if h.abandoned {
+			return
+		}
 		cancel()
 		select {
 		case <-h.code:

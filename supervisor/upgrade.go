@@ -12,6 +12,7 @@ import (
 	"github.com/supervise-dev/supervise/ctl"
 	"github.com/supervise-dev/supervise/internal/sockets"
 	"github.com/supervise-dev/supervise/logs"
+	"github.com/supervise-dev/supervise/probe"
 )
 
 // The supervisor's part of an upgrade in place (an execve of a new
@@ -40,23 +41,26 @@ type InstanceHandover struct {
 	Message string `json:"message,omitempty"`
 	Goal    int    `json:"goal"`
 	// The asks not yet taken by a reconcile (see askStartLocked).
-	RestartRequested bool           `json:"restart_requested,omitempty"`
-	StartAsked       bool           `json:"start_asked,omitempty"`
-	WaiveBackoff     bool           `json:"waive_backoff,omitempty"`
-	StoppedFor       string         `json:"stopped_for,omitempty"`
-	ProcID           string         `json:"proc_id,omitempty"`
-	Pid              int            `json:"pid,omitempty"`
-	StartedAt        time.Time      `json:"started_at"`
-	SandboxID        string         `json:"sandbox_id,omitempty"`
-	Ready            bool           `json:"ready,omitempty"`
-	Restarts         int            `json:"restarts"`
-	OOMKills         int            `json:"oom_kills,omitempty"`
-	Settled          bool           `json:"settled,omitempty"`
-	AfterExit        bool           `json:"after_exit,omitempty"`
-	LastExit         *exitInfo      `json:"last_exit,omitempty"`
-	Backoff          *backoff.Step  `json:"backoff,omitempty"`
-	Pipes            []PipeHandover `json:"pipes,omitempty"`
-	Lines            []logs.Line    `json:"lines,omitempty"`
+	RestartRequested bool          `json:"restart_requested,omitempty"`
+	StartAsked       bool          `json:"start_asked,omitempty"`
+	WaiveBackoff     bool          `json:"waive_backoff,omitempty"`
+	StoppedFor       string        `json:"stopped_for,omitempty"`
+	ProcID           string        `json:"proc_id,omitempty"`
+	Pid              int           `json:"pid,omitempty"`
+	StartedAt        time.Time     `json:"started_at"`
+	SandboxID        string        `json:"sandbox_id,omitempty"`
+	Ready            bool          `json:"ready,omitempty"`
+	Restarts         int           `json:"restarts"`
+	OOMKills         int           `json:"oom_kills,omitempty"`
+	Settled          bool          `json:"settled,omitempty"`
+	AfterExit        bool          `json:"after_exit,omitempty"`
+	LastExit         *exitInfo     `json:"last_exit,omitempty"`
+	Backoff          *backoff.Step `json:"backoff,omitempty"`
+	// Probes is where the run's probes stand: their counts toward the
+	// thresholds, verdicts, last results and next times.
+	Probes *probe.State   `json:"probes,omitempty"`
+	Pipes  []PipeHandover `json:"pipes,omitempty"`
+	Lines  []logs.Line    `json:"lines,omitempty"`
 }
 
 // PipeHandover is the read end of one output pipe and the start of a line
@@ -145,6 +149,10 @@ func (s *Supervisor) Freeze(ctx context.Context) (*Frozen, error) {
 		}
 		if step, ok := in.backoff.Entry(key); ok {
 			ih.Backoff = &step
+		}
+		if in.health != nil && in.health.probes != nil {
+			ps := in.health.probes.State()
+			ih.Probes = &ps
 		}
 		st.Instances = append(st.Instances, ih)
 	}
@@ -270,7 +278,7 @@ func (s *Supervisor) adopt(h *Handover, fds map[int]*os.File) error {
 			in.logs.prog.Adopt(p.Stream, f, p.Pending)
 		}
 		if in.procID != "" && in.state == Running {
-			hl := &health{since: s.clock.Now(), adoptedReady: ih.Ready}
+			hl := &health{since: s.clock.Now(), adoptedReady: ih.Ready, resume: ih.Probes}
 			in.health = hl
 			s.startHealth(in, hl, in.sandboxID, programEnv(in.spec, in, in.lastExit))
 			in.ready = readyLocked(in)
@@ -309,6 +317,11 @@ func (s *Supervisor) checkHandoverLocked(ih *InstanceHandover, fds map[int]*os.F
 	}
 	if ih.StoppedFor != "" && s.cfg.Program(ih.StoppedFor) == nil {
 		ih.StoppedFor = "" // a dependency gone from the config binds nothing
+	}
+	if ih.Probes != nil {
+		if err := ih.Probes.Check(); err != nil {
+			return fmt.Errorf("instance %s: %w", ih.Key, err)
+		}
 	}
 	if len(ih.Pipes) > 2 {
 		return fmt.Errorf("instance %s: %d pipes", ih.Key, len(ih.Pipes))
