@@ -56,6 +56,8 @@ type InstanceHandover struct {
 	AfterExit        bool          `json:"after_exit,omitempty"`
 	LastExit         *exitInfo     `json:"last_exit,omitempty"`
 	Backoff          *backoff.Step `json:"backoff,omitempty"`
+	// Job is a scheduled program's schedule state; nil for a daemon.
+	Job *JobHandover `json:"job,omitempty"`
 	// Probes is where the run's probes stand: their counts toward the
 	// thresholds, verdicts, last results and next times.
 	Probes *probe.State   `json:"probes,omitempty"`
@@ -154,6 +156,7 @@ func (s *Supervisor) Freeze(ctx context.Context) (*Frozen, error) {
 			ps := in.health.probes.State()
 			ih.Probes = &ps
 		}
+		ih.Job = jobHandoverLocked(in)
 		st.Instances = append(st.Instances, ih)
 	}
 	progs := map[string]*instLogs{}
@@ -247,8 +250,12 @@ func (s *Supervisor) adopt(h *Handover, fds map[int]*os.File) error {
 			return fmt.Errorf("scale of %s: %d", n, c)
 		}
 	}
-	// Every check first: a hand-over refused here leaves nothing begun,
-	// and the old binary takes its programs back.
+	// The runs beside a job's instance first, then every check: a
+	// hand-over refused here leaves nothing begun (New fails whole), and
+	// the old binary takes its programs back.
+	if err := s.adoptBesideLocked(h); err != nil {
+		return err
+	}
 	for i := range h.Instances {
 		if err := s.checkHandoverLocked(&h.Instances[i], fds); err != nil {
 			return err
@@ -270,8 +277,11 @@ func (s *Supervisor) adopt(h *Handover, fds map[int]*os.File) error {
 		if ih.SandboxID != "" {
 			in.run.sandboxCfg = sandboxConfig(in.spec, in.key)
 		}
-		for _, l := range ih.Lines {
-			_ = in.logs.ring.WriteLine(l)
+		s.adoptJobLocked(in, ih.Job)
+		if !besideLocked(in) { // a run beside writes to its job's ring, which has its lines
+			for _, l := range ih.Lines {
+				_ = in.logs.ring.WriteLine(l)
+			}
 		}
 		for _, p := range ih.Pipes {
 			f, _ := take(p.FD)
@@ -317,6 +327,9 @@ func (s *Supervisor) checkHandoverLocked(ih *InstanceHandover, fds map[int]*os.F
 	}
 	if ih.StoppedFor != "" && s.cfg.Program(ih.StoppedFor) == nil {
 		ih.StoppedFor = "" // a dependency gone from the config binds nothing
+	}
+	if err := checkJobHandover(ih); err != nil {
+		return err
 	}
 	if ih.Probes != nil {
 		if err := ih.Probes.Check(); err != nil {

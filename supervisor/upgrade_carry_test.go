@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,8 +23,9 @@ import (
 // clock are the same. The old supervisor is abandoned frozen, as the exec
 // abandons it (its workers wait on the gate for ever; its probes are
 // stopped, and its exit watcher reads a channel the runtime no longer
-// sends on). The returned harness runs the new one.
-func (h *harness) handOver() *harness {
+// sends on). during, when set, runs between the two, as the time the
+// exec takes. The returned harness runs the new one.
+func (h *harness) handOver(during func()) *harness {
 	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -39,6 +41,9 @@ func (h *harness) handOver() *harness {
 	h.rt.mu.Lock()
 	h.rt.events = make(chan proc.ExitEvent, 1024)
 	h.rt.mu.Unlock()
+	if during != nil {
+		during()
+	}
 	data, err := json.Marshal(&fr.State)
 	if err != nil {
 		h.t.Fatal(err)
@@ -122,7 +127,7 @@ func TestUpgradeKeepsProbeCounts(t *testing.T) {
 	h.rt.setExecFail("ready-check", true)
 	h.probeStep(time.Second, both) // live: 2 failures; ready: 1
 
-	n := h.handOver()
+	n := h.handOver(nil)
 	n.sup.mu.Lock()
 	wasReady := n.sup.instances["ready"].ready
 	n.sup.mu.Unlock()
@@ -147,5 +152,73 @@ func TestUpgradeKeepsProbeCounts(t *testing.T) {
 	n.probeStep(time.Second, map[string]string{"ready": probe.Readiness}) // ready: 3
 	if err := n.sup.waitFor(ctx, func() bool { return !n.sup.instances["ready"].ready }); err != nil {
 		t.Fatalf("ready still ready after three readiness failures: %s", n.sup.statusSummary())
+	}
+}
+
+// A job's times cross an upgrade: the time that came while the exec ran
+// runs (once) after it, status shows the last run as before, and the
+// next times follow.
+func TestUpgradeKeepsJobTimes(t *testing.T) {
+	h := newHarness(t, job("job", "*/30 * * * * *"))
+	h.stepWhenArmed(30 * time.Second)
+	h.waitState("job", Running)
+	h.exit("job", 0)
+	h.waitState("job", Completed)
+	h.clock.Step(29 * time.Second) // 59 s: the next time is at 60 s
+	n := h.handOver(func() { h.clock.Step(2 * time.Second) })
+	if st := n.statusOf("job"); st.LastRun == nil || st.LastRun.Result != "succeeded" || !st.LastRun.StartedAt.Equal(t0.Add(30*time.Second)) {
+		t.Fatalf("after the upgrade, status says the last run was %+v, want the success of 30s", st.LastRun)
+	}
+	n.waitState("job", Running) // the time of 60 s, come during the exec
+	n.wantStarts("job", 30*time.Second, 61*time.Second)
+	n.exit("job", 0)
+	n.waitState("job", Completed)
+	n.stepWhenArmed(29 * time.Second) // 90 s
+	n.waitState("job", Running)
+	n.wantStarts("job", 30*time.Second, 61*time.Second, 90*time.Second)
+	if st := n.statusOf("job"); st.NextRun == nil || !st.NextRun.Equal(t0.Add(120*time.Second)) {
+		t.Fatalf("next run %v, want 120s", st.NextRun)
+	}
+}
+
+// A run under way keeps its max_runtime, counted from its start, not
+// from the upgrade.
+func TestUpgradeKeepsAJobsMaxRuntime(t *testing.T) {
+	h := newHarness(t, job("job", "*/30 * * * * *", func(p *config.Program) { p.Schedule.MaxRuntime = 20 * time.Second }))
+	h.stepWhenArmed(30 * time.Second)
+	h.waitState("job", Running)
+	h.clock.Step(10 * time.Second) // 40 s
+	n := h.handOver(nil)
+	n.clock.Step(10 * time.Second) // 50 s: 20 s since its start
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := n.sup.waitFor(ctx, func() bool {
+		in := n.sup.instances["job"]
+		return in.lastExit != nil && in.lastExit.Reason == ReasonMaxRuntime
+	}); err != nil {
+		t.Fatalf("the run was not stopped at its max_runtime: %s", n.sup.statusSummary())
+	}
+	if st := n.statusOf("job"); st.LastRun == nil || !strings.HasPrefix(st.LastRun.Result, "failed: max_runtime") {
+		t.Fatalf("last run %+v", st.LastRun)
+	}
+}
+
+// A run beside the job's instance (concurrency = "allow") is taken over
+// too, as the run of its job it is.
+func TestUpgradeKeepsARunBeside(t *testing.T) {
+	h := newHarness(t, allowJob())
+	h.stepWhenArmed(30 * time.Second)
+	h.waitState("job", Running)
+	h.stepWhenArmed(30 * time.Second) // 60 s: a run beside the first
+	h.waitState("job#1", Running)
+	beside := h.procOf("job#1")
+	n := h.handOver(nil)
+	if got := n.procOf("job#1"); got != beside {
+		t.Fatalf("job#1 runs %q after the upgrade, want %q", got, beside)
+	}
+	n.exitKey("job#1", 0)
+	n.waitGone("job#1")
+	if st := n.statusOf("job"); st.LastRun == nil || st.LastRun.Result != "succeeded" {
+		t.Fatalf("the job's last run %+v, want job#1's success", st.LastRun)
 	}
 }
