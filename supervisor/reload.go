@@ -71,17 +71,7 @@ func (s *Supervisor) applyLocked(cfg *config.Config) {
 			}
 			s.queue.Add(key)
 		}
-		// Several running instances are rolled, as a restart does; the
-		// others (not running: their next start takes the new spec) get
-		// their new process at once.
-		rolled := s.rollLocked(p.Name, renew)
-		for _, key := range renew {
-			if !slices.Contains(rolled, key) {
-				in := s.instances[key]
-				in.restartRequested = true
-				askStartLocked(in, false)
-			}
-		}
+		s.renewLocked(p.Name, renew)
 	}
 	for key, in := range s.instances {
 		if !wanted[key] && !besideLocked(in) { // syncJobsLocked decides of those
@@ -90,6 +80,21 @@ func (s *Supervisor) applyLocked(cfg *config.Config) {
 		}
 	}
 	s.syncJobsLocked()
+}
+
+// renewLocked gives the instances keys of program name, meant to run,
+// new processes of their spec: several running ones are rolled, as a
+// restart does; the others (not running: their next start takes the new
+// spec) get theirs at once.
+func (s *Supervisor) renewLocked(name string, keys []string) {
+	rolled := s.rollLocked(name, keys)
+	for _, key := range keys {
+		if !slices.Contains(rolled, key) {
+			in := s.instances[key]
+			in.restartRequested = true
+			askStartLocked(in, false)
+		}
+	}
 }
 
 // ApplyConfig makes cfg the running config (a reload). The caller has

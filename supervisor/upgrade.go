@@ -56,6 +56,10 @@ type InstanceHandover struct {
 	AfterExit        bool          `json:"after_exit,omitempty"`
 	LastExit         *exitInfo     `json:"last_exit,omitempty"`
 	Backoff          *backoff.Step `json:"backoff,omitempty"`
+	// ProcSpec is the spec the process was started with, when the
+	// config's asks for another process (a reload's rollout had not
+	// replaced it yet); nil when it is the config's.
+	ProcSpec *config.Program `json:"proc_spec,omitempty"`
 	// Job is a scheduled program's schedule state; nil for a daemon.
 	Job *JobHandover `json:"job,omitempty"`
 	// Probes is where the run's probes stand: their counts toward the
@@ -157,6 +161,9 @@ func (s *Supervisor) Freeze(ctx context.Context) (*Frozen, error) {
 			ih.Probes = &ps
 		}
 		ih.Job = jobHandoverLocked(in)
+		if in.procID != "" && in.procSpec != nil && in.procSpec.NeedsNewProcess(in.spec) {
+			ih.ProcSpec = in.procSpec
+		}
 		st.Instances = append(st.Instances, ih)
 	}
 	progs := map[string]*instLogs{}
@@ -269,6 +276,13 @@ func (s *Supervisor) adopt(h *Handover, fds map[int]*os.File) error {
 		in.state, in.message, in.goal = ih.State, ih.Message, goal(ih.Goal)
 		in.restartRequested, in.startAsked, in.waiveBackoff, in.stoppedFor = ih.RestartRequested, ih.StartAsked, ih.WaiveBackoff, ih.StoppedFor
 		in.procID, in.pid, in.startedAt, in.sandboxID = ih.ProcID, ih.Pid, ih.StartedAt, ih.SandboxID
+		in.procSpec = nil
+		if in.procID != "" {
+			in.procSpec = in.spec
+			if ih.ProcSpec != nil {
+				in.procSpec = ih.ProcSpec
+			}
+		}
 		s.trackProcLocked(in.procID, in) // its exit finds it through the index
 		in.restarts, in.oomKills, in.settled, in.afterExit, in.lastExit = ih.Restarts, ih.OOMKills, ih.Settled, ih.AfterExit, ih.LastExit
 		if ih.Backoff != nil {
@@ -297,6 +311,7 @@ func (s *Supervisor) adopt(h *Handover, fds map[int]*os.File) error {
 	if h.Scaled != nil {
 		s.scaled = h.Scaled
 	}
+	s.renewOutdatedLocked(h)
 	// An instance stopped for a dependency comes back with it, as before
 	// the upgrade: the index of dependents learns the adopted stoppedFor.
 	s.indexDependentsLocked(s.cfg)
@@ -304,6 +319,29 @@ func (s *Supervisor) adopt(h *Handover, fds map[int]*os.File) error {
 		s.events.push(ev)
 	}
 	return nil
+}
+
+// renewOutdatedLocked goes on with the rollouts the exec cut short: the
+// running instances whose processes were started from a spec the config
+// has changed since get new ones, as the reload that changed it was
+// giving them.
+func (s *Supervisor) renewOutdatedLocked(h *Handover) {
+	outdated := map[string][]string{}
+	var names []string
+	for _, ih := range h.Instances {
+		in := s.instances[ih.Key]
+		if in == nil || ih.ProcSpec == nil || besideLocked(in) || in.goal != goalRun {
+			continue
+		}
+		if outdated[in.spec.Name] == nil {
+			names = append(names, in.spec.Name)
+		}
+		outdated[in.spec.Name] = append(outdated[in.spec.Name], ih.Key)
+	}
+	for _, name := range names {
+		s.log.Info("upgraded in the middle of a rollout: replacing the processes it had not replaced yet", "program", name, "instances", outdated[name])
+		s.renewLocked(name, outdated[name])
+	}
 }
 
 // checkHandoverLocked checks one instance of a hand-over against the
@@ -330,6 +368,9 @@ func (s *Supervisor) checkHandoverLocked(ih *InstanceHandover, fds map[int]*os.F
 	}
 	if err := checkJobHandover(ih); err != nil {
 		return err
+	}
+	if p := ih.ProcSpec; p != nil && (ih.ProcID == "" || p.Name != in.spec.Name || len(p.Command) == 0) {
+		return fmt.Errorf("instance %s: the spec of its process is not one of %s", ih.Key, in.spec.Name)
 	}
 	if ih.Probes != nil {
 		if err := ih.Probes.Check(); err != nil {

@@ -222,3 +222,44 @@ func TestUpgradeKeepsARunBeside(t *testing.T) {
 		t.Fatalf("the job's last run %+v, want job#1's success", st.LastRun)
 	}
 }
+
+// An upgrade in the middle of a rollout a reload began: the instances not
+// replaced yet run processes of the spec before the reload. The new
+// binary knows them by the spec they were started with, carried, and
+// replaces them as the rollout would have.
+func TestUpgradeFinishesARolloutOfAReload(t *testing.T) {
+	web := func(cmd string) *config.Program {
+		return program("web", func(p *config.Program) {
+			p.Command = []string{cmd}
+			p.Instances = 3
+			p.Probes.Readiness = commandProbe("web-ready", 1)
+		})
+	}
+	h := newHarness(t, web("web"))
+	for _, k := range []string{"web:0", "web:1", "web:2"} {
+		h.waitState(k, Running)
+	}
+	h.stepUntil("every web ready", time.Second, func() bool {
+		return h.sup.instances["web:0"].ready && h.sup.instances["web:1"].ready && h.sup.instances["web:2"].ready
+	})
+	// The reload: web:0 is replaced first, and its successor is not ready,
+	// so the rollout waits there.
+	h.rt.setExecFail("web-ready", true)
+	if err := h.sup.ApplyConfig(context.Background(), &config.Config{File: "test.toml", Supervisor: h.sup.cfg.Supervisor, Programs: []*config.Program{web("web-v2")}}); err != nil {
+		t.Fatal(err)
+	}
+	h.stepUntil("web:0 replaced", time.Second, func() bool {
+		return h.sup.instances["web:0"].state == Running && len(h.rt.startTimes("web-v2")) == 1
+	})
+	if n := len(h.rt.startTimes("web-v2")); n != 1 {
+		t.Fatalf("web-v2 started %d times before the upgrade, want once (the rollout waits for it)", n)
+	}
+	n := h.handOver(nil)
+	n.rt.setExecFail("web-ready", false)
+	n.stepUntil("web:1 and web:2 replaced", time.Second, func() bool {
+		return len(n.rt.startTimes("web-v2")) == 3 && n.sup.instances["web:1"].state == Running && n.sup.instances["web:2"].state == Running
+	})
+	if got := len(n.rt.startTimes("web")); got != 3 {
+		t.Fatalf("web (the old command) started %d times, want 3 (none after the reload)", got)
+	}
+}
