@@ -189,16 +189,17 @@ type instance struct {
 	startedAt  time.Time
 	sandboxID  string
 	health     *health // watchers of the current run; nil when none runs
+	ready      bool    // the current run passed its readiness check
+	lastExit   *exitInfo
+	afterExit  bool // the last run ended by itself: decideRun judges that exit
+	settled    bool // ended for good (Completed, Failed): see endedLocked
+	restarts   int
+	oomKills   int // runs ended by the OOM killer
+	nextStart  time.Time
+
 	// procSpec is the spec the running process was started with: a
-	// reload's rollout replaces in.spec before it replaces the process.
-	procSpec  *config.Program
-	ready     bool // the current run passed its readiness check
-	lastExit  *exitInfo
-	afterExit bool // the last run ended by itself: decideRun judges that exit
-	settled   bool // ended for good (Completed, Failed): see endedLocked
-	restarts  int
-	oomKills  int // runs ended by the OOM killer
-	nextStart time.Time
+	// reload's rollout replaces spec before it replaces the process.
+	procSpec *config.Program
 
 	run runState
 }
