@@ -41,21 +41,24 @@ type InstanceHandover struct {
 	Message string `json:"message,omitempty"`
 	Goal    int    `json:"goal"`
 	// The asks not yet taken by a reconcile (see askStartLocked).
-	RestartRequested bool          `json:"restart_requested,omitempty"`
-	StartAsked       bool          `json:"start_asked,omitempty"`
-	WaiveBackoff     bool          `json:"waive_backoff,omitempty"`
-	StoppedFor       string        `json:"stopped_for,omitempty"`
-	ProcID           string        `json:"proc_id,omitempty"`
-	Pid              int           `json:"pid,omitempty"`
-	StartedAt        time.Time     `json:"started_at"`
-	SandboxID        string        `json:"sandbox_id,omitempty"`
-	Ready            bool          `json:"ready,omitempty"`
-	Restarts         int           `json:"restarts"`
-	OOMKills         int           `json:"oom_kills,omitempty"`
-	Settled          bool          `json:"settled,omitempty"`
-	AfterExit        bool          `json:"after_exit,omitempty"`
-	LastExit         *exitInfo     `json:"last_exit,omitempty"`
-	Backoff          *backoff.Step `json:"backoff,omitempty"`
+	RestartRequested bool           `json:"restart_requested,omitempty"`
+	StartAsked       bool           `json:"start_asked,omitempty"`
+	WaiveBackoff     bool           `json:"waive_backoff,omitempty"`
+	StoppedFor       string         `json:"stopped_for,omitempty"`
+	ProcID           string         `json:"proc_id,omitempty"`
+	Pid              int            `json:"pid,omitempty"`
+	StartedAt        time.Time      `json:"started_at"`
+	SandboxID        string         `json:"sandbox_id,omitempty"`
+	Ready            bool           `json:"ready,omitempty"`
+	Restarts         int            `json:"restarts"`
+	OOMKills         int            `json:"oom_kills,omitempty"`
+	Settled          bool           `json:"settled,omitempty"`
+	AfterExit        bool           `json:"after_exit,omitempty"`
+	LastExit         *exitInfo      `json:"last_exit,omitempty"`
+	Backoff          *backoff.Step  `json:"backoff,omitempty"`
+	Pipes            []PipeHandover `json:"pipes,omitempty"`
+	Lines            []logs.Line    `json:"lines,omitempty"`
+
 	// ProcSpec is the spec the process was started with, when the
 	// config's asks for another process (a reload's rollout had not
 	// replaced it yet); nil when it is the config's.
@@ -64,9 +67,7 @@ type InstanceHandover struct {
 	Job *JobHandover `json:"job,omitempty"`
 	// Probes is where the run's probes stand: their counts toward the
 	// thresholds, verdicts, last results and next times.
-	Probes *probe.State   `json:"probes,omitempty"`
-	Pipes  []PipeHandover `json:"pipes,omitempty"`
-	Lines  []logs.Line    `json:"lines,omitempty"`
+	Probes *probe.State `json:"probes,omitempty"`
 }
 
 // PipeHandover is the read end of one output pipe and the start of a line
