@@ -1,8 +1,10 @@
 package integration
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -153,4 +155,66 @@ command = ["sleep", "10012"]
 		t.Fatalf("shutdown: %s", out)
 	}
 	d.wait(60 * time.Second)
+}
+
+// TestUpgradeKeepsAJobsLastRun: status shows a scheduled program's last
+// run and next time after an upgrade as before it.
+func TestUpgradeKeepsAJobsLastRun(t *testing.T) {
+	d, exe := upgradeDaemon(t, "[supervisor]\nwatch_config = false\n[program.job]\ncommand = [\"true\"]\nschedule = \"0 0 1 1 *\"\n")
+	eventually(t, "supervise up", 60*time.Second, func() bool { _, ok := d.status()["job"]; return ok })
+	if out, code := d.ctl("start", "job"); code != 0 {
+		t.Fatalf("start job: %s", out)
+	}
+	var before jobStatus
+	eventually(t, "the job's run recorded", 60*time.Second, func() bool {
+		before = d.jobStatus("job")
+		return before.LastRun != nil && before.LastRun.Result == "succeeded"
+	})
+	installBinary(t, upgradeBuild(t, "v2"), exe, 0o755)
+	if out, code := d.ctl("upgrade"); code != 0 {
+		t.Fatalf("upgrade: exit %d: %s", code, out)
+	}
+	after := d.jobStatus("job")
+	if after.LastRun == nil || after.LastRun.Result != "succeeded" || !after.LastRun.StartedAt.Equal(before.LastRun.StartedAt) {
+		t.Errorf("after the upgrade the last run is %+v, want %+v", after.LastRun, before.LastRun)
+	}
+	if after.NextRun == nil || before.NextRun == nil || !after.NextRun.Equal(*before.NextRun) {
+		t.Errorf("next run %v after the upgrade, %v before", after.NextRun, before.NextRun)
+	}
+}
+
+// TestUpgradeKeepsLivenessCounts: a liveness probe two failures into a
+// failure_threshold of three fails the program at its next failure, the
+// first after the upgrade. Each probe writes the pid of the run it probed.
+func TestUpgradeKeepsLivenessCounts(t *testing.T) {
+	dir := t.TempDir()
+	pidFile, probes := filepath.Join(dir, "pid"), filepath.Join(dir, "probes")
+	cfg := fmt.Sprintf(`[supervisor]
+watch_config = false
+[program.a]
+command = ["sh", "-c", "echo $$ > %s; exec sleep 10000"]
+[program.a.probes.liveness]
+command = ["sh", "-c", "cat %s >> %s; exit 1"]
+initial_delay = "1s"
+period = "3s"
+failure_threshold = 3
+`, pidFile, pidFile, probes)
+	d, exe := upgradeDaemon(t, cfg)
+	eventually(t, "two failed probes", 60*time.Second, func() bool {
+		b, _ := os.ReadFile(probes)
+		return strings.Count(string(b), "\n") == 2
+	})
+	first := d.status()["a"].Pid
+	installBinary(t, upgradeBuild(t, "v2"), exe, 0o755)
+	if out, code := d.ctl("upgrade"); code != 0 {
+		t.Fatalf("upgrade: exit %d: %s", code, out)
+	}
+	eventually(t, "a restarted for its liveness", 60*time.Second, func() bool {
+		st := d.status()["a"]
+		return st.Restarts >= 1 && st.Pid != first
+	})
+	b, _ := os.ReadFile(probes)
+	if n := strings.Count(string(b), strconv.Itoa(first)+"\n"); n != 3 {
+		t.Errorf("the first run was probed %d times before its restart, want 3 (two before the upgrade, one after):\n%s", n, b)
+	}
 }
