@@ -253,11 +253,6 @@ func (s *Supervisor) adopt(h *Handover, fds map[int]*os.File) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for n, c := range h.Scaled {
-		if c < 0 || c > 10000 {
-			return fmt.Errorf("scale of %s: %d", n, c)
-		}
-	}
 	// The runs beside a job's instance first, then every check: a
 	// hand-over refused here leaves nothing begun (New fails whole), and
 	// the old binary takes its programs back.
@@ -309,9 +304,6 @@ func (s *Supervisor) adopt(h *Handover, fds map[int]*os.File) error {
 			in.ready = readyLocked(in)
 		}
 	}
-	if h.Scaled != nil {
-		s.scaled = h.Scaled
-	}
 	s.renewOutdatedLocked(h)
 	// An instance stopped for a dependency comes back with it, as before
 	// the upgrade: the index of dependents learns the adopted stoppedFor.
@@ -343,6 +335,21 @@ func (s *Supervisor) renewOutdatedLocked(h *Handover) {
 		s.log.Info("upgraded in the middle of a rollout: replacing the processes it had not replaced yet", "program", name, "instances", outdated[name])
 		s.renewLocked(name, outdated[name])
 	}
+}
+
+// adoptScale takes the scales of the hand-over, before the config is
+// applied: the instances a scale made are made with the config's, and
+// have their processes to take back.
+func (s *Supervisor) adoptScale(scaled map[string]int) error {
+	for n, c := range scaled {
+		if c < 0 || c > 10000 {
+			return fmt.Errorf("scale of %s: %d", n, c)
+		}
+	}
+	if scaled != nil {
+		s.scaled = scaled
+	}
+	return nil
 }
 
 // checkHandoverLocked checks one instance of a hand-over against the

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/supervise-dev/supervise/config"
+	"github.com/supervise-dev/supervise/ctl"
 	"github.com/supervise-dev/supervise/probe"
 	"github.com/supervise-dev/supervise/proc"
 )
@@ -261,5 +262,29 @@ func TestUpgradeFinishesARolloutOfAReload(t *testing.T) {
 	})
 	if got := len(n.rt.startTimes("web")); got != 3 {
 		t.Fatalf("web (the old command) started %d times, want 3 (none after the reload)", got)
+	}
+}
+
+// A program scaled beyond its config's instances is taken over with all
+// of them: the scale crosses before the config's instances are made.
+func TestUpgradeKeepsAScaledProgram(t *testing.T) {
+	h := newHarness(t, program("web"))
+	h.waitState("web", Running)
+	if err := h.sup.Scale(context.Background(), map[string]int{"web": 3}, ctl.WaitOptions{NoWait: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"web:0", "web:1", "web:2"} {
+		h.waitState(k, Running)
+	}
+	h.waitGone("web") // renamed web:0: scaling numbers every instance
+	procs := map[string]string{}
+	for _, k := range []string{"web:0", "web:1", "web:2"} {
+		procs[k] = h.procOf(k)
+	}
+	n := h.handOver(nil)
+	for k, id := range procs {
+		if got := n.procOf(k); got != id {
+			t.Errorf("%s runs %q after the upgrade, want %q", k, got, id)
+		}
 	}
 }
