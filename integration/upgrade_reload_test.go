@@ -132,6 +132,9 @@ command = ["sleep", "10012"]
 	if got := d.pids(); !mapsEqual(got, pids) {
 		t.Fatalf("pids changed: before %v, after %v", pids, got)
 	}
+	if out, _ := d.ctl("status"); !strings.Contains(out, "upgraded from v1.0.0-test") || !strings.Contains(out, "config reload failed") {
+		t.Errorf("status does not say the reload after the upgrade failed:\n%s", tail(out, 3))
+	}
 	events, _ := d.ctl("events")
 	if !strings.Contains(events, "ReloadFailed") {
 		t.Errorf("no ReloadFailed event:\n%s", tail(events, 10))

@@ -685,7 +685,13 @@ func statusUpgradeLine(ctx context.Context, e *ctlEnv) error {
 	if r.Error != "" {
 		_, err = fmt.Fprintf(e.out, "supervise %s (pid %d); upgrade at %s failed, nothing changed: %s\n", v.Version, v.Pid, at, r.Error)
 	} else {
-		_, err = fmt.Fprintf(e.out, "supervise %s (pid %d), upgraded from %s at %s\n", v.Version, v.Pid, r.From, at)
+		// A reload that failed after it is worth a look: the file is not
+		// what runs.
+		failed := ""
+		if r.ReloadError != "" {
+			failed = reloadOutcome(r)
+		}
+		_, err = fmt.Fprintf(e.out, "supervise %s (pid %d), upgraded from %s at %s%s\n", v.Version, v.Pid, r.From, at, failed)
 	}
 	return err
 }
