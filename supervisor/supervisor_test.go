@@ -44,9 +44,9 @@ type harness struct {
 	sup   *Supervisor
 	stop  context.CancelFunc
 	code  chan int
-	// abandoned: the supervisor was frozen and handed over (handOver);
-	// it is left as the exec leaves it.
-	abandoned bool
+	// release, set when the supervisor was frozen and handed over
+	// (handOver), lets it end without touching what it handed over.
+	release func()
 }
 
 func newHarness(t *testing.T, programs ...*config.Program) *harness {
@@ -77,8 +77,8 @@ func newHarnessWorkers(t *testing.T, n int, setup func(*fakeRuntime), programs .
 	h := &harness{t: t, clock: clock, rt: rt, sup: sup, stop: cancel, code: make(chan int, 1)}
 	go func() { h.code <- sup.Run(ctx) }()
 	t.Cleanup(func() {
-		if h.abandoned {
-			return
+		if h.release != nil {
+			h.release()
 		}
 		cancel()
 		select {

@@ -22,9 +22,10 @@ import (
 // handOver freezes h's supervisor and starts another on its state, as
 // the new binary does: the state goes through JSON, the runtime and the
 // clock are the same. The old supervisor is abandoned frozen, as the exec
-// abandons it (its workers wait on the gate for ever; its probes are
-// stopped, and its exit watcher reads a channel the runtime no longer
-// sends on). during, when set, runs between the two, as the time the
+// abandons it (its workers wait on the gate; its probes are stopped, and
+// its exit watcher reads a channel the runtime no longer
+// sends on) until the test ends; then it ends without touching what it
+// handed over. during, when set, runs between the two, as the time the
 // exec takes. The returned harness runs the new one.
 func (h *harness) handOver(during func()) *harness {
 	h.t.Helper()
@@ -77,7 +78,23 @@ func (h *harness) handOver(during func()) *harness {
 			h.t.Error("the new supervisor's Run did not return after cancel")
 		}
 	})
-	h.abandoned = true
+	h.release = func() {
+		// The processes are the new supervisor's (gone by now): the old
+		// one forgets them, and ends without a stop or a start.
+		h.sup.mu.Lock()
+		h.sup.shuttingDown = true
+		for _, in := range h.sup.instances {
+			in.health.stop()
+			in.health = nil
+			in.goal, in.state, in.procID, in.startingID, in.sandboxID = goalStop, Stopped, "", "", ""
+			if in.job != nil {
+				in.job.stop()
+			}
+		}
+		h.sup.mu.Unlock()
+		h.sup.cancel() // what it had under way (a rollout) ends
+		fr.Thaw()
+	}
 	return n
 }
 
