@@ -285,7 +285,13 @@ func (s *Supervisor) adopt(h *Handover, fds map[int]*os.File) error {
 			in.backoff.Restore(in.key, *ih.Backoff)
 		}
 		if ih.SandboxID != "" {
-			in.run.sandboxCfg = sandboxConfig(in.spec, in.key)
+			// As its process made it: a new one reuses it only when it asks
+			// for the same.
+			made := in.spec
+			if in.procSpec != nil {
+				made = in.procSpec
+			}
+			in.run.sandboxCfg = sandboxConfig(made, in.key)
 		}
 		s.adoptJobLocked(in, ih.Job)
 		if !besideLocked(in) { // a run beside writes to its job's ring, which has its lines
