@@ -37,13 +37,17 @@ type VersionInfo struct {
 }
 
 // UpgradeRecord is one upgrade tried: from and to which version, and the
-// error that kept the old binary, if any.
+// error that kept the old binary, if any. After a take-over the new
+// binary reloads the config file: Reloaded says what that changed, or
+// ReloadError why the running config stayed.
 type UpgradeRecord struct {
-	Generation int       `json:"generation"`
-	From       string    `json:"from"`
-	To         string    `json:"to,omitempty"`
-	At         time.Time `json:"at"`
-	Error      string    `json:"error,omitempty"`
+	Generation  int       `json:"generation"`
+	From        string    `json:"from"`
+	To          string    `json:"to,omitempty"`
+	At          time.Time `json:"at"`
+	Error       string    `json:"error,omitempty"`
+	Reloaded    string    `json:"reloaded,omitempty"`
+	ReloadError string    `json:"reload_error,omitempty"`
 }
 
 var errNoUpgrade = errors.New("this supervisor cannot upgrade itself")

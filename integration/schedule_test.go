@@ -16,7 +16,8 @@ type jobStatus struct {
 	Schedule string     `json:"schedule"`
 	NextRun  *time.Time `json:"next_run"`
 	LastRun  *struct {
-		Result string `json:"result"`
+		StartedAt time.Time `json:"started_at"`
+		Result    string    `json:"result"`
 	} `json:"last_run"`
 }
 

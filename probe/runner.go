@@ -49,6 +49,10 @@ type Config struct {
 	// Logger gets probe failures and state changes; nil discards. Give it
 	// the program's attributes.
 	Logger *slog.Logger
+	// Resume, when set, is where another Runner of the same run left off
+	// (an upgrade in place): the counts, verdicts and next times go on
+	// from there. The caller has checked it (State.Check).
+	Resume *State
 }
 
 // Status is what the probes say about the process.
@@ -116,6 +120,9 @@ type Runner struct {
 	mu       sync.Mutex
 	st       Status // guarded by mu
 	ready    bool   // guarded by mu; the readiness probe's own verdict
+	// counts is where each probe's worker stands (guarded by mu), for
+	// State.
+	counts map[string]Count
 }
 
 // Start validates cfg's probes, applying the kubelet's defaults to zero
@@ -154,6 +161,7 @@ func Start(cfg Config) (*Runner, error) {
 		start:   cfg.StartedAt,
 		started: make(chan struct{}),
 		st:      Status{Last: map[string]Result{}},
+		counts:  map[string]Count{},
 	}
 	if r.start.IsZero() {
 		r.start = r.clock.Now()
@@ -164,10 +172,17 @@ func Start(cfg Config) (*Runner, error) {
 		r.st.Started = true
 		r.st.Ready = cfg.Readiness == nil
 	}
+	if cfg.Resume != nil {
+		r.resumeLocked(cfg.Resume) // no worker runs yet
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
+	if r.st.LivenessFailed {
+		cancel() // resumed at its end: nothing runs any more
+		return r, nil
+	}
 	for _, x := range specs {
-		if s := *x.s; s != nil {
+		if s := *x.s; s != nil && !(x.kind == Startup && r.st.Started) {
 			r.wg.Go(func() { r.worker(ctx, x.kind, *s) })
 		}
 	}
@@ -217,8 +232,9 @@ func (r *Runner) worker(ctx context.Context, kind string, s Spec) {
 	if due.Before(r.startedAt) {
 		due = r.startedAt
 	}
-	var last bool
-	run := 0 // consecutive results equal to last
+	// run: consecutive results equal to last.
+	last, run, due := r.resumed(kind, s, due)
+	r.count(kind, last, run, due)
 	for {
 		if !r.sleepUntil(ctx, due) {
 			return
@@ -248,6 +264,7 @@ func (r *Runner) worker(ctx context.Context, kind string, s Spec) {
 			missed := now.Sub(due)/s.Period + 1
 			due = due.Add(missed * s.Period)
 		}
+		r.count(kind, last, run, due)
 	}
 }
 

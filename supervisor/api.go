@@ -372,6 +372,13 @@ func (s *Supervisor) Events(ctx context.Context, follow bool) (<-chan ctl.Event,
 
 // Reload re-reads the config file and applies the difference.
 func (s *Supervisor) Reload(ctx context.Context) error {
+	_, err := s.ReloadChanges(ctx)
+	return err
+}
+
+// ReloadChanges is Reload, saying what changed: the upgrade in place
+// reports it.
+func (s *Supervisor) ReloadChanges(ctx context.Context) (Changes, error) {
 	s.mu.Lock()
 	file := s.cfg.File
 	s.mu.Unlock()
@@ -381,9 +388,9 @@ func (s *Supervisor) Reload(ctx context.Context) error {
 		s.reloadFailures++
 		s.mu.Unlock()
 		s.events.add("supervisor", "", "ReloadFailed", err.Error())
-		return fmt.Errorf("reloading %s: %w (the running config stays)", file, err)
+		return Changes{}, fmt.Errorf("reloading %s: %w (the running config stays)", file, err)
 	}
-	return s.ApplyConfig(ctx, cfg)
+	return s.applyConfig(cfg)
 }
 
 // Shutdown stops everything in order and ends Run.

@@ -359,7 +359,11 @@ func (f *fakeRuntime) Exec(ctx context.Context, sid string, cfg proc.ExecConfig)
 	return proc.ExecResult{}, nil
 }
 
-func (f *fakeRuntime) Events() <-chan proc.ExitEvent { return f.events }
+func (f *fakeRuntime) Events() <-chan proc.ExitEvent {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.events
+}
 
 func (f *fakeRuntime) startTimes(name string) []time.Time {
 	f.mu.Lock()

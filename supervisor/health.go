@@ -56,11 +56,15 @@ type health struct {
 	notifyReady bool
 	logReady    bool
 	// adoptedReady: the run was ready when an upgrade in place handed it
-	// over; it stays ready until the restarted probes have a verdict.
+	// over; it stays ready until the restarted probes have a verdict
+	// (when the state carried none of theirs: resume).
 	adoptedReady bool
-	status       string // STATUS= of sd_notify
-	killReason   string // set when the run must end for its health
-	killCause    string // what failed, for a kill not a probe's (post_start)
+	// resume is where the run's probes stood when an upgrade in place
+	// handed it over (startHealth resumes them); nil otherwise.
+	resume     *probe.State
+	status     string // STATUS= of sd_notify
+	killReason string // set when the run must end for its health
+	killCause  string // what failed, for a kill not a probe's (post_start)
 	// notices: per probe kind, the last error or warning an event told
 	// of, so each new one is told once.
 	notices map[string]string
@@ -147,6 +151,7 @@ func (s *Supervisor) startHealth(in *instance, h *health, sid string, pcfgEnv []
 			SandboxID:  sid,
 			ExecConfig: execConfig(spec, pcfgEnv),
 			OnChange:   func(probe.Status) { wake() },
+			Resume:     h.resume,
 			Logger:     s.log.With("program", key),
 		})
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/supervise-dev/supervise/config"
 )
@@ -70,17 +71,7 @@ func (s *Supervisor) applyLocked(cfg *config.Config) {
 			}
 			s.queue.Add(key)
 		}
-		// Several running instances are rolled, as a restart does; the
-		// others (not running: their next start takes the new spec) get
-		// their new process at once.
-		rolled := s.rollLocked(p.Name, renew)
-		for _, key := range renew {
-			if !slices.Contains(rolled, key) {
-				in := s.instances[key]
-				in.restartRequested = true
-				askStartLocked(in, false)
-			}
-		}
+		s.renewLocked(p.Name, renew)
 	}
 	for key, in := range s.instances {
 		if !wanted[key] && !besideLocked(in) { // syncJobsLocked decides of those
@@ -91,20 +82,41 @@ func (s *Supervisor) applyLocked(cfg *config.Config) {
 	s.syncJobsLocked()
 }
 
+// renewLocked gives the instances keys of program name, meant to run,
+// new processes of their spec: several running ones are rolled, as a
+// restart does; the others (not running: their next start takes the new
+// spec) get theirs at once.
+func (s *Supervisor) renewLocked(name string, keys []string) {
+	rolled := s.rollLocked(name, keys)
+	for _, key := range keys {
+		if !slices.Contains(rolled, key) {
+			in := s.instances[key]
+			in.restartRequested = true
+			askStartLocked(in, false)
+		}
+	}
+}
+
 // ApplyConfig makes cfg the running config (a reload). The caller has
 // validated it: config.Load refuses a bad file, so a bad file never gets
 // here and the running config stays.
 func (s *Supervisor) ApplyConfig(ctx context.Context, cfg *config.Config) error {
+	_, err := s.applyConfig(cfg)
+	return err
+}
+
+// applyConfig is ApplyConfig, saying what changed.
+func (s *Supervisor) applyConfig(cfg *config.Config) (Changes, error) {
 	if cfg == nil {
-		return errors.New("no config")
+		return Changes{}, errors.New("no config")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.shuttingDown {
-		return errors.New("supervise is shutting down")
+		return Changes{}, errors.New("supervise is shutting down")
 	}
 	if s.frozen {
-		return errUpgrading
+		return Changes{}, errUpgrading
 	}
 	// Sockets first: a reload that needs an impossible bind is refused
 	// before anything of it applies.
@@ -112,15 +124,77 @@ func (s *Supervisor) ApplyConfig(ctx context.Context, cfg *config.Config) error 
 	if err != nil {
 		s.reloadFailures++
 		s.events.add("supervisor", "", "ReloadFailed", err.Error())
-		return fmt.Errorf("reloading %s: %w (the running config stays)", cfg.File, err)
+		return Changes{}, fmt.Errorf("reloading %s: %w (the running config stays)", cfg.File, err)
 	}
 	s.listen.commit(ch)
+	changes := diffConfigs(s.cfg, cfg)
 	s.applyLocked(cfg)
 	s.reloads++
 	s.bg.Go(func() { s.syncWatchers(cfg) }) // not under s.mu: a watcher's callback takes it
-	s.events.add("supervisor", "", "Reloaded", cfg.File)
-	s.log.Info("config reloaded", "file", cfg.File, "programs", len(cfg.Programs))
-	return nil
+	s.events.add("supervisor", "", "Reloaded", cfg.File+": "+changes.String())
+	s.log.Info("config reloaded", "file", cfg.File, "programs", len(cfg.Programs), "changes", changes.String())
+	return changes, nil
+}
+
+// Changes is what a reload changed, by program name.
+type Changes struct {
+	Added, Removed, Changed []string
+	// Renewed are the changed programs whose processes the change
+	// replaces (a restart for those running).
+	Renewed []string
+}
+
+// String says it in a few words: "1 added (c), 1 removed (b), 1 changed
+// (a, restarted)", or "no change".
+func (c Changes) String() string {
+	var parts []string
+	say := func(what string, names []string) {
+		if len(names) == 0 {
+			return
+		}
+		shown := names
+		if len(shown) > 5 {
+			shown = shown[:5]
+		}
+		list := strings.Join(shown, ", ")
+		if len(names) > len(shown) {
+			list += ", …"
+		}
+		if what == "changed" && len(c.Renewed) > 0 {
+			list += fmt.Sprintf("; %d with new processes", len(c.Renewed))
+		}
+		parts = append(parts, fmt.Sprintf("%d %s (%s)", len(names), what, list))
+	}
+	say("added", c.Added)
+	say("removed", c.Removed)
+	say("changed", c.Changed)
+	if len(parts) == 0 {
+		return "no change"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// diffConfigs compares two configs program by program, in file order.
+func diffConfigs(old, cfg *config.Config) Changes {
+	var c Changes
+	for _, p := range cfg.Programs {
+		op := old.Program(p.Name)
+		switch {
+		case op == nil:
+			c.Added = append(c.Added, p.Name)
+		case !op.Equal(p):
+			c.Changed = append(c.Changed, p.Name)
+			if op.NeedsNewProcess(p) {
+				c.Renewed = append(c.Renewed, p.Name)
+			}
+		}
+	}
+	for _, op := range old.Programs {
+		if cfg.Program(op.Name) == nil {
+			c.Removed = append(c.Removed, op.Name)
+		}
+	}
+	return c
 }
 
 // forgetScalesLocked drops what scale set for a program that the new

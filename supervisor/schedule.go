@@ -83,6 +83,7 @@ type jobState struct {
 	overran  bool      // the current run passed max_runtime: a health kill
 	runSeq   int       // runs started; the max_runtime timer's run
 	runTimer clock.Timer
+	runStart time.Time // when the last run began: max_runtime counts from it
 
 	lastStart   time.Time
 	lastResult  string // "succeeded", "failed: exit 1", "skipped: …"
@@ -389,6 +390,7 @@ func (s *Supervisor) jobRunStartsLocked(in *instance) {
 	j.due, j.overran = false, false
 	j.runSeq++
 	j.lastStart = s.clock.Now()
+	j.runStart = j.lastStart
 	j.stopRunTimer()
 	if d := j.cfg.MaxRuntime; d > 0 {
 		seq := j.runSeq

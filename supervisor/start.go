@@ -54,6 +54,7 @@ func (s *Supervisor) start(ctx context.Context, in *instance) error {
 	in.health = h
 	in.startingID = ""
 	in.procID, in.pid, in.startedAt = st.ID, st.Pid, st.StartedAt
+	in.procSpec = spec
 	if in.startedAt.IsZero() {
 		in.startedAt = s.clock.Now()
 	}

@@ -197,6 +197,10 @@ type instance struct {
 	oomKills   int // runs ended by the OOM killer
 	nextStart  time.Time
 
+	// procSpec is the spec the running process was started with: a
+	// reload's rollout replaces spec before it replaces the process.
+	procSpec *config.Program
+
 	run runState
 }
 

@@ -239,6 +239,9 @@ func New(opts Options) (*Supervisor, error) {
 		return nil, err
 	}
 	if opts.Adopt != nil {
+		if err := s.adoptScale(opts.Adopt.Scaled); err != nil {
+			return fail(fmt.Errorf("adopting the programs: %w", err))
+		}
 		if err := s.listen.adopt(opts.Adopt.Sockets, opts.AdoptFiles); err != nil {
 			return fail(fmt.Errorf("adopting the listen sockets: %w", err))
 		}

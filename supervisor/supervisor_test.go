@@ -44,6 +44,9 @@ type harness struct {
 	sup   *Supervisor
 	stop  context.CancelFunc
 	code  chan int
+	// release, set when the supervisor was frozen and handed over
+	// (handOver), lets it end without touching what it handed over.
+	release func()
 }
 
 func newHarness(t *testing.T, programs ...*config.Program) *harness {
@@ -74,6 +77,9 @@ func newHarnessWorkers(t *testing.T, n int, setup func(*fakeRuntime), programs .
 	h := &harness{t: t, clock: clock, rt: rt, sup: sup, stop: cancel, code: make(chan int, 1)}
 	go func() { h.code <- sup.Run(ctx) }()
 	t.Cleanup(func() {
+		if h.release != nil {
+			h.release()
+		}
 		cancel()
 		select {
 		case <-h.code:

@@ -8,9 +8,11 @@ import (
 	"time"
 
 	"github.com/supervise-dev/supervise/backoff"
+	"github.com/supervise-dev/supervise/config"
 	"github.com/supervise-dev/supervise/ctl"
 	"github.com/supervise-dev/supervise/internal/sockets"
 	"github.com/supervise-dev/supervise/logs"
+	"github.com/supervise-dev/supervise/probe"
 )
 
 // The supervisor's part of an upgrade in place (an execve of a new
@@ -22,6 +24,9 @@ import (
 // Handover is the supervisor's state across an upgrade. The descriptors
 // it names are inherited: the caller clears their close-on-exec flag.
 type Handover struct {
+	// Config is the config the programs run under: the new binary takes
+	// them over under it, and reads the file only then, as a reload.
+	Config    *config.Config     `json:"config,omitempty"`
 	Instances []InstanceHandover `json:"instances"`
 	Sockets   []SocketHandover   `json:"sockets"`
 	Scaled    map[string]int     `json:"scaled,omitempty"`
@@ -56,6 +61,16 @@ type InstanceHandover struct {
 	// Notify is the readiness notification channel of the running
 	// process (notify), when it has one.
 	Notify *NotifyHandover `json:"notify,omitempty"`
+
+	// ProcSpec is the spec the process was started with, when the
+	// config's asks for another process (a reload's rollout had not
+	// replaced it yet); nil when it is the config's.
+	ProcSpec *config.Program `json:"proc_spec,omitempty"`
+	// Job is a scheduled program's schedule state; nil for a daemon.
+	Job *JobHandover `json:"job,omitempty"`
+	// Probes is where the run's probes stand: their counts toward the
+	// thresholds, verdicts, last results and next times.
+	Probes *probe.State `json:"probes,omitempty"`
 }
 
 // PipeHandover is the read end of one output pipe and the start of a line
@@ -123,7 +138,7 @@ func (s *Supervisor) Freeze(ctx context.Context) (*Frozen, error) {
 	}
 	s.frozen = true
 	var st Handover
-	st.Scaled = s.scaled
+	st.Config, st.Scaled = s.cfg, s.scaled
 	for _, key := range s.sortedKeysLocked() {
 		in := s.instances[key]
 		if in.state == Starting || in.state == Stopping || in.startingID != "" {
@@ -140,6 +155,14 @@ func (s *Supervisor) Freeze(ctx context.Context) (*Frozen, error) {
 		}
 		if step, ok := in.backoff.Entry(key); ok {
 			ih.Backoff = &step
+		}
+		if in.health != nil && in.health.probes != nil {
+			ps := in.health.probes.State()
+			ih.Probes = &ps
+		}
+		ih.Job = jobHandoverLocked(in)
+		if in.procID != "" && in.procSpec != nil && in.procSpec.NeedsNewProcess(in.spec) {
+			ih.ProcSpec = in.procSpec
 		}
 		st.Instances = append(st.Instances, ih)
 	}
@@ -256,13 +279,12 @@ func (s *Supervisor) adopt(h *Handover, fds map[int]*os.File) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for n, c := range h.Scaled {
-		if c < 0 || c > 10000 {
-			return fmt.Errorf("scale of %s: %d", n, c)
-		}
+	// The runs beside a job's instance first, then every check: a
+	// hand-over refused here leaves nothing begun (New fails whole), and
+	// the old binary takes its programs back.
+	if err := s.adoptBesideLocked(h); err != nil {
+		return err
 	}
-	// Every check first: a hand-over refused here leaves nothing begun,
-	// and the old binary takes its programs back.
 	for i := range h.Instances {
 		if err := s.checkHandoverLocked(&h.Instances[i], fds); err != nil {
 			return err
@@ -280,23 +302,39 @@ func (s *Supervisor) adopt(h *Handover, fds map[int]*os.File) error {
 		in.state, in.message, in.goal = ih.State, ih.Message, goal(ih.Goal)
 		in.restartRequested, in.startAsked, in.waiveBackoff, in.stoppedFor = ih.RestartRequested, ih.StartAsked, ih.WaiveBackoff, ih.StoppedFor
 		in.procID, in.pid, in.startedAt, in.sandboxID = ih.ProcID, ih.Pid, ih.StartedAt, ih.SandboxID
+		in.procSpec = nil
+		if in.procID != "" {
+			in.procSpec = in.spec
+			if ih.ProcSpec != nil {
+				in.procSpec = ih.ProcSpec
+			}
+		}
 		s.trackProcLocked(in.procID, in) // its exit finds it through the index
 		in.restarts, in.oomKills, in.settled, in.afterExit, in.lastExit = ih.Restarts, ih.OOMKills, ih.Settled, ih.AfterExit, ih.LastExit
 		if ih.Backoff != nil {
 			in.backoff.Restore(in.key, *ih.Backoff)
 		}
 		if ih.SandboxID != "" {
-			in.run.sandboxCfg = sandboxConfig(in.spec, in.key)
+			// As its process made it: a new one reuses it only when it asks
+			// for the same.
+			made := in.spec
+			if in.procSpec != nil {
+				made = in.procSpec
+			}
+			in.run.sandboxCfg = sandboxConfig(made, in.key)
 		}
-		for _, l := range ih.Lines {
-			_ = in.logs.ring.WriteLine(l)
+		s.adoptJobLocked(in, ih.Job)
+		if !besideLocked(in) { // a run beside writes to its job's ring, which has its lines
+			for _, l := range ih.Lines {
+				_ = in.logs.ring.WriteLine(l)
+			}
 		}
 		for _, p := range ih.Pipes {
 			f, _ := take(p.FD)
 			in.logs.prog.Adopt(p.Stream, f, p.Pending)
 		}
 		if in.procID != "" && in.state == Running {
-			hl := &health{since: s.clock.Now(), adoptedReady: ih.Ready}
+			hl := &health{since: s.clock.Now(), adoptedReady: ih.Ready, resume: ih.Probes}
 			if n := ih.Notify; n != nil {
 				var pipe *os.File
 				if n.PipeFD != 0 {
@@ -309,14 +347,50 @@ func (s *Supervisor) adopt(h *Handover, fds map[int]*os.File) error {
 			in.ready = readyLocked(in)
 		}
 	}
-	if h.Scaled != nil {
-		s.scaled = h.Scaled
-	}
+	s.renewOutdatedLocked(h)
 	// An instance stopped for a dependency comes back with it, as before
 	// the upgrade: the index of dependents learns the adopted stoppedFor.
 	s.indexDependentsLocked(s.cfg)
 	for _, ev := range h.Events {
 		s.events.push(ev)
+	}
+	return nil
+}
+
+// renewOutdatedLocked goes on with the rollouts the exec cut short: the
+// running instances whose processes were started from a spec the config
+// has changed since get new ones, as the reload that changed it was
+// giving them.
+func (s *Supervisor) renewOutdatedLocked(h *Handover) {
+	outdated := map[string][]string{}
+	var names []string
+	for _, ih := range h.Instances {
+		in := s.instances[ih.Key]
+		if in == nil || ih.ProcSpec == nil || besideLocked(in) || in.goal != goalRun {
+			continue
+		}
+		if outdated[in.spec.Name] == nil {
+			names = append(names, in.spec.Name)
+		}
+		outdated[in.spec.Name] = append(outdated[in.spec.Name], ih.Key)
+	}
+	for _, name := range names {
+		s.log.Info("upgraded in the middle of a rollout: replacing the processes it had not replaced yet", "program", name, "instances", outdated[name])
+		s.renewLocked(name, outdated[name])
+	}
+}
+
+// adoptScale takes the scales of the hand-over, before the config is
+// applied: the instances a scale made are made with the config's, and
+// have their processes to take back.
+func (s *Supervisor) adoptScale(scaled map[string]int) error {
+	for n, c := range scaled {
+		if c < 0 || c > 10000 {
+			return fmt.Errorf("scale of %s: %d", n, c)
+		}
+	}
+	if scaled != nil {
+		s.scaled = scaled
 	}
 	return nil
 }
@@ -327,7 +401,7 @@ func (s *Supervisor) checkHandoverLocked(ih *InstanceHandover, fds map[int]*os.F
 	in := s.instances[ih.Key]
 	if in == nil {
 		if ih.ProcID != "" {
-			return fmt.Errorf("instance %s runs but is not in the config any more (reload before an upgrade)", ih.Key)
+			return fmt.Errorf("instance %s runs but is not in the config it was handed over with", ih.Key)
 		}
 		return nil
 	}
@@ -342,6 +416,17 @@ func (s *Supervisor) checkHandoverLocked(ih *InstanceHandover, fds map[int]*os.F
 	}
 	if ih.StoppedFor != "" && s.cfg.Program(ih.StoppedFor) == nil {
 		ih.StoppedFor = "" // a dependency gone from the config binds nothing
+	}
+	if err := checkJobHandover(ih); err != nil {
+		return err
+	}
+	if p := ih.ProcSpec; p != nil && (ih.ProcID == "" || p.Name != in.spec.Name || len(p.Command) == 0) {
+		return fmt.Errorf("instance %s: the spec of its process is not one of %s", ih.Key, in.spec.Name)
+	}
+	if ih.Probes != nil {
+		if err := ih.Probes.Check(); err != nil {
+			return fmt.Errorf("instance %s: %w", ih.Key, err)
+		}
 	}
 	if len(ih.Pipes) > 2 {
 		return fmt.Errorf("instance %s: %d pipes", ih.Key, len(ih.Pipes))
@@ -379,43 +464,6 @@ func (l *listenSet) adopt(socks []SocketHandover, fds map[int]*os.File) error {
 		}
 		delete(fds, sh.FD)
 		l.held[sh.Key] = sk
-	}
-	return nil
-}
-
-// CheckUpgrade reads the config file as the new binary will on its start,
-// and refuses an upgrade it would not take: a file with errors, or a
-// running instance the file no longer names (the new binary could not
-// adopt it, nor could the old one taking it back).
-func (s *Supervisor) CheckUpgrade() error {
-	s.mu.Lock()
-	file := s.cfg.File
-	s.mu.Unlock()
-	cfg, err := s.load(file)
-	if err != nil {
-		return fmt.Errorf("the config file has errors, which the new binary would meet on its start: %w", err)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	named := map[string]bool{}
-	for _, p := range cfg.Programs {
-		for _, k := range s.instanceKeysLocked(p) {
-			named[k] = true
-		}
-	}
-	for key, in := range s.instances {
-		if in.procID == "" {
-			continue
-		}
-		if !named[key] {
-			return fmt.Errorf("program %s runs but the config file no longer has it: reload first", key)
-		}
-		// The new binary takes the file as it is now: a running process
-		// started from another command line would go on as if it had this
-		// one. A reload restarts it; the upgrade waits for that.
-		if np := cfg.Program(in.spec.Name); np != nil && in.spec.NeedsNewProcess(np) {
-			return fmt.Errorf("program %s changed in the config file since it started (a reload restarts it): reload first", key)
-		}
 	}
 	return nil
 }

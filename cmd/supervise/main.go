@@ -315,7 +315,11 @@ func runPrograms(c *cli.Context, only []string) int {
 	// Where we were started: an upgrade execs the new binary from here,
 	// so that its --root and relative paths mean what they meant.
 	startDir, _ = os.Getwd()
-	r, err := loadRun(c, only)
+	var carried *config.Config
+	if inherited != nil {
+		carried = inherited.Supervisor.Config
+	}
+	r, err := loadRun(c, only, carried)
 	if err != nil {
 		if inherited != nil {
 			return giveBack(inherited, err)
@@ -368,7 +372,11 @@ func runPrograms(c *cli.Context, only []string) int {
 	}
 	r.up.srv, r.up.ms = srv, ms
 	if inherited != nil {
-		inherited.adopted(r.up)
+		var reload func() (supervisor.Changes, error)
+		if carried != nil {
+			reload = func() (supervisor.Changes, error) { return r.sup.ReloadChanges(context.Background()) }
+		}
+		inherited.adopted(r.up, reload)
 	}
 
 	code := exitFailed
@@ -403,12 +411,21 @@ type run struct {
 }
 
 // loadRun reads the config to run; its error is for printConfigError.
-func loadRun(c *cli.Context, only []string) (*run, error) {
+// After an upgrade in place the config is the one carried across (the
+// programs run under it), checked here; the file is read only once they
+// are taken over, as a reload.
+func loadRun(c *cli.Context, only []string, carried *config.Config) (*run, error) {
 	if err := enterRoot(c); err != nil {
 		return nil, err
 	}
-	file, err := findConfig(c, only == nil)
-	if err != nil {
+	var file string
+	var err error
+	if carried != nil {
+		if err := carried.CheckCarried(); err != nil {
+			return nil, fmt.Errorf("the config handed over: %w", err)
+		}
+		file = carried.File
+	} else if file, err = findConfig(c, only == nil); err != nil {
 		return nil, err
 	}
 	opts, err := procfileOptions(c)
@@ -422,9 +439,11 @@ func loadRun(c *cli.Context, only []string) (*run, error) {
 		}
 		return cfg, err
 	}
-	cfg, err := load(file)
-	if err != nil {
-		return nil, err
+	cfg := carried
+	if cfg == nil {
+		if cfg, err = load(file); err != nil {
+			return nil, err
+		}
 	}
 	return &run{
 		file: file, cfg: cfg, load: load,

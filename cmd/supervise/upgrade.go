@@ -246,9 +246,6 @@ func (u *upgrader) prepare(ctx context.Context) (ctl.UpgradeStarted, func(), err
 	if err != nil {
 		return ctl.UpgradeStarted{}, nil, err
 	}
-	if err := u.sup.CheckUpgrade(); err != nil {
-		return ctl.UpgradeStarted{}, nil, err
-	}
 	// The old binary, open before anything is frozen, for the new one to
 	// come back to.
 	oldExe, err := os.OpenFile("/proc/self/exe", os.O_RDONLY|unix.O_CLOEXEC, 0)
@@ -589,8 +586,9 @@ func (st *upgradeState) fallBack(cause error) error {
 }
 
 // adopted finishes a take-over: the old binary's descriptors closed, the
-// upgrade recorded, and said.
-func (st *upgradeState) adopted(u *upgrader) {
+// upgrade said, the config file reloaded (reload, nil when there is
+// none to do), and the upgrade recorded with the reload's outcome.
+func (st *upgradeState) adopted(u *upgrader, reload func() (supervisor.Changes, error)) {
 	for _, f := range st.keep {
 		f.Close()
 	}
@@ -606,6 +604,17 @@ func (st *upgradeState) adopted(u *upgrader) {
 	} else {
 		u.log.Info("upgraded in place", "from", st.From, "to", version.Version, "pid", os.Getpid())
 	}
+	u.sup.Note("", msg)
+	if reload != nil && st.Failed == "" {
+		// The programs are ours, under the config they were started with:
+		// now the file, as SIGHUP would read it.
+		if changes, err := reload(); err != nil {
+			rec.ReloadError = err.Error()
+			u.log.Error("upgraded, but the config file could not be reloaded; the running config stays", "err", err)
+		} else {
+			rec.Reloaded = changes.String()
+		}
+	}
 	u.mu.Lock()
 	u.generation = st.Generation
 	u.records = append(st.Upgrades, rec)
@@ -613,7 +622,6 @@ func (st *upgradeState) adopted(u *upgrader) {
 		u.records = u.records[len(u.records)-maxUpgradeRecords:]
 	}
 	u.mu.Unlock()
-	u.sup.Note("", msg)
 }
 
 // upgradeOnSignal is SIGUSR2: an upgrade, as the verb does it; the
@@ -677,7 +685,7 @@ func ctlUpgrade(ctx context.Context, e *ctlEnv) error {
 				if e.json {
 					return json.NewEncoder(e.out).Encode(rec)
 				}
-				_, err := fmt.Fprintf(e.out, "upgraded: supervise %s → %s (pid %d, %s)\n", rec.From, rec.To, v.Pid, v.Exe)
+				_, err := fmt.Fprintf(e.out, "upgraded: supervise %s → %s (pid %d, %s)%s\n", rec.From, rec.To, v.Pid, v.Exe, reloadOutcome(rec))
 				return err
 			}
 		}
@@ -687,6 +695,17 @@ func ctlUpgrade(ctx context.Context, e *ctlEnv) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// reloadOutcome is what an upgrade's line says of the reload after it.
+func reloadOutcome(rec ctl.UpgradeRecord) string {
+	switch {
+	case rec.ReloadError != "":
+		return "; config reload failed: " + rec.ReloadError
+	case rec.Reloaded != "":
+		return "; config reloaded: " + rec.Reloaded
+	}
+	return ""
 }
 
 // ctlVersion is supervisectl version.
@@ -704,7 +723,7 @@ func ctlVersion(ctx context.Context, e *ctlEnv) error {
 		case r.Error != "":
 			fmt.Fprintf(e.out, "  upgrade %d at %s from %s: failed: %s\n", r.Generation, r.At.Format(time.RFC3339), r.From, r.Error)
 		default:
-			fmt.Fprintf(e.out, "  upgrade %d at %s: %s → %s\n", r.Generation, r.At.Format(time.RFC3339), r.From, r.To)
+			fmt.Fprintf(e.out, "  upgrade %d at %s: %s → %s%s\n", r.Generation, r.At.Format(time.RFC3339), r.From, r.To, reloadOutcome(r))
 		}
 	}
 	return nil
@@ -723,7 +742,13 @@ func statusUpgradeLine(ctx context.Context, e *ctlEnv) error {
 	if r.Error != "" {
 		_, err = fmt.Fprintf(e.out, "supervise %s (pid %d); upgrade at %s failed, nothing changed: %s\n", v.Version, v.Pid, at, r.Error)
 	} else {
-		_, err = fmt.Fprintf(e.out, "supervise %s (pid %d), upgraded from %s at %s\n", v.Version, v.Pid, r.From, at)
+		// A reload that failed after it is worth a look: the file is not
+		// what runs.
+		failed := ""
+		if r.ReloadError != "" {
+			failed = reloadOutcome(r)
+		}
+		_, err = fmt.Fprintf(e.out, "supervise %s (pid %d), upgraded from %s at %s%s\n", v.Version, v.Pid, r.From, at, failed)
 	}
 	return err
 }
