@@ -36,9 +36,27 @@ import (
 // take over, it execs the old binary again (kept open for that), which
 // takes the same state back and reports the failure.
 
-// handoverFormat is the version of the state format this binary writes
-// and reads. A string, so that a test build can claim another one.
-var handoverFormat = "1"
+// handoverFormat is the version of the state format this binary writes.
+// A string, so that a test build can claim another one. Format 2 added
+// the running config, notify channels, terminals, probe and schedule
+// state; a binary that writes it reads format 1 too (those parts absent:
+// the config is read from the file, probes and timers start afresh, as
+// format 1's binaries did), but a format-1 binary cannot take over a
+// format-2 state, so its probe refuses such a downgrade.
+var handoverFormat = "2"
+
+// readsFormat says whether this binary takes over a state of format f.
+func readsFormat(f string) bool {
+	return f == handoverFormat || f == "1"
+}
+
+// readFormats lists the formats readsFormat accepts, for the probe.
+func readFormats() string {
+	if handoverFormat == "1" {
+		return "1"
+	}
+	return "1," + handoverFormat
+}
 
 // takeoverFault, set only by a test build (-ldflags -X), makes this
 // binary refuse every state it inherits: the tests' way to see the old
@@ -80,7 +98,7 @@ type upgradeState struct {
 // before an upgrade to learn that this one starts at all, and which state
 // formats it reads.
 func upgradeProbeMain() int {
-	fmt.Printf("%s version=%s formats=%s\n", probeMagic, version.Version, handoverFormat)
+	fmt.Printf("%s version=%s formats=%s\n", probeMagic, version.Version, readFormats())
 	return 0
 }
 
@@ -471,8 +489,8 @@ func readState(f *os.File, st *upgradeState) error {
 		return fmt.Errorf("decoding the state: %w", err)
 	}
 	st.keep, st.Failed, st.fds = keep, failed, fds
-	if st.Format != handoverFormat {
-		return fmt.Errorf("state format %q, this binary reads %q", st.Format, handoverFormat)
+	if !readsFormat(st.Format) {
+		return fmt.Errorf("state format %q, this binary reads %s", st.Format, readFormats())
 	}
 	if st.Generation < 1 || len(st.Upgrades) > maxUpgradeRecords {
 		return errors.New("the state's upgrade history is out of bounds")

@@ -111,6 +111,7 @@ func TestReadStateRefusesBadInput(t *testing.T) {
 		{"closed notify pipe", withNotify(supervisor.NotifyHandover{PipeFD: 999998}), "descriptor 999998"},
 		{"not JSON", "][", "decoding"},
 		{"another format", upgradeState{Format: "99", Generation: 1}, "state format"},
+		{"a later format", upgradeState{Format: "3", Generation: 1}, "state format"},
 		{"no generation", upgradeState{Format: handoverFormat}, "history"},
 		{"stdio as control", func() upgradeState { s := good(); s.ControlFD = 1; return s }(), "out of range"},
 		{"closed descriptor", func() upgradeState { s := good(); s.ControlFD = 999999; return s }(), "descriptor 999999"},
@@ -131,6 +132,17 @@ func TestReadStateRefusesBadInput(t *testing.T) {
 	}
 	if st.files[pipe] == nil || st.files[sock] == nil {
 		t.Errorf("files %v, want the pipe and the socket", st.files)
+	}
+	// A format-1 state, as the binaries before notify, terminals and the
+	// carried config wrote it, is taken over: those parts are absent.
+	old := withPipe(pipe)
+	old.Format = "1"
+	st = &upgradeState{keep: map[int]*os.File{}}
+	if err := readState(stateFile(t, old), st); err != nil || st.Supervisor.Config != nil {
+		t.Fatalf("a format-1 state: %v (config %v)", err, st.Supervisor.Config)
+	}
+	if f := readFormats(); f != "1,2" {
+		t.Errorf("the probe says formats=%s, want 1,2", f)
 	}
 	st = &upgradeState{keep: map[int]*os.File{}}
 	if err := readState(stateFile(t, withNotify(supervisor.NotifyHandover{SocketFD: dgram})), st); err != nil {
