@@ -276,3 +276,38 @@ watchdog = "%s"
 	}
 	d.wait(60 * time.Second)
 }
+
+// An exec slower than the watchdog's interval (a loaded machine): the
+// pings the program sent meanwhile wait in the socket, and the restored
+// watchdog, its time run out, waits for the new binary's reader to hand
+// them on instead of killing a program that pinged all along.
+func TestUpgradeSlowerThanTheWatchdog(t *testing.T) {
+	dir := t.TempDir()
+	py := writeNotifier(t, dir)
+	d, exe := upgradeDaemon(t, fmt.Sprintf(`
+[program.pinger]
+command = ["python3", %q, "ping", "pinger.sock", "never"]
+notify = "sd_notify"
+watchdog = "2s"
+`, py))
+	eventually(t, "pinger ready", 60*time.Second, func() bool { return isReady(d.healthStatus()["pinger"]) })
+	pid := d.healthStatus()["pinger"].Pid
+	installBinary(t, upgradeBuild(t, "slow"), exe, 0o755)
+	start := time.Now()
+	if out, code := d.ctl("upgrade"); code != 0 {
+		t.Fatalf("upgrade: exit %d: %s", code, out)
+	}
+	t.Logf("the upgrade took %s", time.Since(start).Round(time.Millisecond))
+	time.Sleep(3 * time.Second) // more than the interval, after the take-over
+	st := d.healthStatus()["pinger"]
+	if st.Pid != pid || st.Restarts != 0 || st.LastExit != nil || !isReady(st) {
+		t.Fatalf("after an upgrade slower than its watchdog, pinger is %+v (last exit %+v), want pid %d still running and ready", st, st.LastExit, pid)
+	}
+	if v := d.version(); v.Version != "v2.0.0-slow" {
+		t.Errorf("supervise is %s, want v2.0.0-slow", v.Version)
+	}
+	if out, code := d.ctl("shutdown"); code != 0 {
+		t.Fatalf("shutdown: %s", out)
+	}
+	d.wait(60 * time.Second)
+}

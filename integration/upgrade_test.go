@@ -33,6 +33,7 @@ var upgradeBinaries = sync.OnceValues(func() (map[string]string, error) {
 		"v2":       "-X " + pkg + "/internal/version.Version=v2.0.0-test",
 		"format99": "-X " + pkg + "/internal/version.Version=v9.9.9-test -X main.handoverFormat=99",
 		"refuses":  "-X " + pkg + "/internal/version.Version=v3.0.0-refuses -X main.takeoverFault=injected",
+		"slow":     "-X " + pkg + "/internal/version.Version=v2.0.0-slow -X main.takeoverDelay=5s",
 	}
 	out := map[string]string{}
 	var mu sync.Mutex

@@ -117,12 +117,22 @@ func TestSocketResumeAfterDetach(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
+	if s.Pending() {
+		t.Fatal("Pending with nothing sent")
+	}
 	if err := Send(s.Path(), "READY=1"); err != nil {
 		t.Fatal(err)
+	}
+	// Unread, in the kernel's queue: on its way, for the watchdog.
+	if !s.Pending() {
+		t.Error("not Pending with a datagram in the socket's queue")
 	}
 	s.Resume()
 	if m := recvMsg(t, s); !m.Ready {
 		t.Errorf("after Resume: %+v, want the READY=1 sent while detached", m)
+	}
+	if s.Pending() {
+		t.Error("Pending once the only message was delivered")
 	}
 }
 
@@ -293,7 +303,7 @@ func TestWatchdogStateCarriesTheDeadline(t *testing.T) {
 		restore := func(st WatchdogState) (*atomic.Int32, func(time.Duration)) {
 			c := fakeclock.New(t0)
 			var fired atomic.Int32
-			w := RestoreWatchdog(c, st, func() { fired.Add(1) })
+			w := RestoreWatchdog(c, st, nil, func() { fired.Add(1) })
 			t.Cleanup(w.Stop)
 			synctest.Wait()
 			return &fired, func(at time.Duration) {
@@ -334,7 +344,7 @@ func TestWatchdogStateCarriesTheDeadline(t *testing.T) {
 		st.Taken = 0
 		c2 := fakeclock.New(t0)
 		var n atomic.Int32
-		w2 := RestoreWatchdog(c2, st, func() { n.Add(1) })
+		w2 := RestoreWatchdog(c2, st, nil, func() { n.Add(1) })
 		defer w2.Stop()
 		c2.SetTime(t0.Add(9 * time.Second))
 		w2.Kick()
@@ -366,21 +376,21 @@ func TestWatchdogStateEdges(t *testing.T) {
 			t.Fatalf("fired: State = %+v, want armed with nothing left", st)
 		}
 		var again atomic.Int32
-		w2 := RestoreWatchdog(fakeclock.New(t0), st, func() { again.Add(1) })
+		w2 := RestoreWatchdog(fakeclock.New(t0), st, nil, func() { again.Add(1) })
 		defer w2.Stop()
 		synctest.Wait()
 		if again.Load() != 1 {
 			t.Fatal("a watchdog that fired before the exec did not fire at once after it")
 		}
 
-		tw := NewWatchdog(fakeclock.New(t0), 30*time.Second, func() {})
+		tw := NewWatchdog(fakeclock.New(t0), 30*time.Second, nil, func() {})
 		tw.SetTimeout(0)
 		if st := tw.State(); st.Armed {
 			t.Fatalf("disarmed: State = %+v, want not armed", st)
 		}
 		c3 := fakeclock.New(t0)
 		var never atomic.Int32
-		w3 := RestoreWatchdog(c3, WatchdogState{Timeout: 30 * time.Second}, func() { never.Add(1) })
+		w3 := RestoreWatchdog(c3, WatchdogState{Timeout: 30 * time.Second}, nil, func() { never.Add(1) })
 		defer w3.Stop()
 		c3.SetTime(t0.Add(time.Hour))
 		synctest.Wait()
@@ -389,7 +399,7 @@ func TestWatchdogStateEdges(t *testing.T) {
 		}
 
 		c4 := fakeclock.New(t0)
-		w4 := RestoreWatchdog(c4, WatchdogState{Timeout: 30 * time.Second, Armed: true, Left: 1000 * time.Hour}, func() {})
+		w4 := RestoreWatchdog(c4, WatchdogState{Timeout: 30 * time.Second, Armed: true, Left: 1000 * time.Hour}, nil, func() {})
 		defer w4.Stop()
 		if at, ok := c4.NextWakeup(); !ok || at.After(t0.Add(30*time.Second)) {
 			t.Fatalf("a state with 1000h left of 30s: fires at %v, want by t0+30s", at)

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -101,6 +102,8 @@ type Socket struct {
 	mu       sync.Mutex    // guards the two below
 	messages chan Message  // the current reader's
 	done     chan struct{} // closed once the current reader returned
+
+	delivering atomic.Bool // a message read is being handed to Messages
 }
 
 // ListenSocket binds a unixgram socket at path and starts reading it. A
@@ -195,12 +198,25 @@ func (s *Socket) read(messages chan<- Message, done chan<- struct{}) {
 		m.Pid, m.Uid, m.Gid = pid, uid, gid
 		// Delivered even while detaching: a message read is one the
 		// consumer must see before the hand-over.
+		s.delivering.Store(true)
 		select {
 		case messages <- m:
+			s.delivering.Store(false)
 		case <-s.closing:
+			s.delivering.Store(false)
 			return
 		}
 	}
+}
+
+// Pending says whether a datagram has arrived that Messages has not
+// delivered yet: in the kernel's queue, being read, or buffered. The
+// watchdog asks before it fires.
+func (s *Socket) Pending() bool {
+	s.mu.Lock()
+	ch := s.messages
+	s.mu.Unlock()
+	return len(ch) > 0 || s.delivering.Load() || queued(s.conn)
 }
 
 // Env returns what a program started with notify = "sd_notify" gets in

@@ -92,3 +92,18 @@ func monotonicNow() int64 {
 	}
 	return ts.Nano()
 }
+
+// queued says whether conn's receive queue holds a datagram (SIOCINQ: the
+// length of the next one; an empty datagram, which carries nothing, reads
+// as none).
+func queued(conn *net.UnixConn) bool {
+	raw, err := conn.SyscallConn()
+	if err != nil {
+		return false
+	}
+	n := 0
+	cerr := raw.Control(func(fd uintptr) {
+		n, err = unix.IoctlGetInt(int(fd), unix.SIOCINQ)
+	})
+	return cerr == nil && err == nil && n > 0
+}

@@ -13,6 +13,7 @@ import (
 type Watchdog struct {
 	clock     clock.Clock
 	onTimeout func()
+	pending   func() bool // nil, or whether a message is on its way (see fire)
 
 	mu       sync.Mutex
 	timeout  time.Duration // guarded by mu
@@ -21,17 +22,32 @@ type Watchdog struct {
 	over     bool          // guarded by mu; fired or stopped: nothing more happens
 	fired    bool          // guarded by mu; over because it fired (or was triggered)
 	deadline time.Time     // guarded by mu; when the pending timer fires
+	graced   time.Duration // guarded by mu; the time given since the deadline for messages on their way
 }
+
+// pendingGrace is how long a watchdog whose time ran out waits when a
+// message is on its way, before it asks again; maxPendingGrace bounds the
+// waits since the last kick (and the timeout bounds them too), so that a
+// program sending anything but pings cannot keep its watchdog off.
+const (
+	pendingGrace    = 50 * time.Millisecond
+	maxPendingGrace = 5 * time.Second
+)
 
 // NewWatchdog arms a watchdog: onTimeout runs (in its own goroutine) once
 // timeout passes without a Kick. Arm it when the process starts, as
 // systemd does. A timeout of 0 or less never fires. A nil clock is the
-// real one.
-func NewWatchdog(clk clock.Clock, timeout time.Duration, onTimeout func()) *Watchdog {
+// real one. pending, when not nil, says whether a message from the
+// program has arrived that its reader has not handed on yet (the
+// socket's Pending): as the time runs out with one on its way, the
+// watchdog waits a little for it (at most the timeout, and 5 s) instead
+// of killing a program that did ping in time, behind a reader that fell
+// behind on a loaded machine or across an upgrade's exec.
+func NewWatchdog(clk clock.Clock, timeout time.Duration, pending func() bool, onTimeout func()) *Watchdog {
 	if clk == nil {
 		clk = clock.Real{}
 	}
-	w := &Watchdog{clock: clk, onTimeout: onTimeout, timeout: timeout}
+	w := &Watchdog{clock: clk, onTimeout: onTimeout, pending: pending, timeout: timeout}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if timeout <= 0 {
@@ -48,6 +64,7 @@ func (w *Watchdog) Kick() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !w.over {
+		w.graced = 0
 		w.armLocked(w.timeout)
 	}
 }
@@ -66,6 +83,7 @@ func (w *Watchdog) SetTimeout(d time.Duration) {
 		w.stopLocked()
 		return
 	}
+	w.graced = 0
 	w.armLocked(d)
 }
 
@@ -118,6 +136,12 @@ func (w *Watchdog) fire(gen uint64) {
 		w.mu.Unlock()
 		return
 	}
+	if w.pending != nil && w.graced < min(w.timeout, maxPendingGrace) && w.pending() {
+		w.graced += pendingGrace
+		w.armLocked(pendingGrace)
+		w.mu.Unlock()
+		return
+	}
 	w.over, w.fired = true, true
 	w.mu.Unlock()
 	w.onTimeout()
@@ -156,11 +180,14 @@ func (w *Watchdog) State() WatchdogState {
 // it fires when st's deadline passes (the time since st was taken
 // counted), at once if that is gone; never when st is not armed. What is
 // left is at most st.Timeout, whatever st says.
-func RestoreWatchdog(clk clock.Clock, st WatchdogState, onTimeout func()) *Watchdog {
+// pending is NewWatchdog's: the pings sent during the exec wait in the
+// socket, and the new binary's reader has not read them yet when the
+// restored watchdog's time runs out.
+func RestoreWatchdog(clk clock.Clock, st WatchdogState, pending func() bool, onTimeout func()) *Watchdog {
 	if clk == nil {
 		clk = clock.Real{}
 	}
-	w := &Watchdog{clock: clk, onTimeout: onTimeout, timeout: st.Timeout}
+	w := &Watchdog{clock: clk, onTimeout: onTimeout, pending: pending, timeout: st.Timeout}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !st.Armed || st.Timeout <= 0 {

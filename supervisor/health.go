@@ -170,9 +170,9 @@ func (s *Supervisor) startHealth(in *instance, h *health, sid string, pcfgEnv []
 			wake()
 		}
 		if h.adoptedWatchdog != nil {
-			h.watchdog = notify.RestoreWatchdog(s.clock, *h.adoptedWatchdog, onTimeout)
+			h.watchdog = notify.RestoreWatchdog(s.clock, *h.adoptedWatchdog, h.sock.Pending, onTimeout)
 		} else {
-			h.watchdog = notify.NewWatchdog(s.clock, spec.Watchdog, onTimeout)
+			h.watchdog = notify.NewWatchdog(s.clock, spec.Watchdog, h.sock.Pending, onTimeout)
 		}
 	}
 	if h.sock != nil {

@@ -63,6 +63,11 @@ func readFormats() string {
 // binary take its programs back after the exec.
 var takeoverFault = ""
 
+// takeoverDelay, set only by a test build (-ldflags -X, a duration),
+// makes this binary wait that long before it reads the state it
+// inherits: an exec as slow as on a heavily loaded machine.
+var takeoverDelay = ""
+
 // Names and limits of the hand-over.
 const (
 	upgradeEnv        = "SUPERVISE_UPGRADE"        // STATEFD,OLDEXEFD
@@ -460,6 +465,9 @@ func inheritedUpgrade() (*upgradeState, error) {
 	st.keep[memFD] = os.NewFile(uintptr(memFD), "supervise-upgrade-state")
 	st.keep[exeFD] = os.NewFile(uintptr(exeFD), "supervise-old-binary")
 	st.fds = []int{memFD, exeFD}
+	if d, err := time.ParseDuration(takeoverDelay); err == nil && failed == "" {
+		time.Sleep(d)
+	}
 	if err := readState(st.keep[memFD], st); err != nil {
 		return st, err
 	}
