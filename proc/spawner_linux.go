@@ -346,6 +346,13 @@ func isZeroSysProcAttr(s *syscall.SysProcAttr) bool {
 		s.UidMappings == nil && s.GidMappings == nil && s.AmbientCaps == nil && s.PidFD == nil
 }
 
+// is says whether pid is the running spawner.
+func (c *spawnerClient) is(pid int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cur != nil && c.cur.pid == pid && !c.cur.exited.Load()
+}
+
 // detach ends the ptrace of pid, a program the spawner forked: only its
 // tracer, the spawner's parent thread, may.
 func (c *spawnerClient) detach(pid int) error {
