@@ -96,10 +96,11 @@ type spawnerClient struct {
 	stop   chan struct{}
 	done   chan struct{}
 
-	mu     sync.Mutex // one request at a time
-	cur    *spawnerProc
-	closed bool
-	starts atomic.Int64 // spawner processes started
+	startMu sync.Mutex // one start of a spawner at a time
+	mu      sync.Mutex // one request at a time; guards cur and closed
+	cur     *spawnerProc
+	closed  bool
+	starts  atomic.Int64 // spawner processes started
 }
 
 type spawnerProc struct {
@@ -168,18 +169,24 @@ func (c *spawnerClient) use(fds ...int) bool {
 // ready starts the spawner when none runs. It must be called outside the
 // reaper's lock (the spawner's own fork takes it).
 func (c *spawnerClient) ready() error {
+	// Lock order: startMu, then the reaper's lock (its spawn) or mu;
+	// forkExec takes mu inside the reaper's lock, so mu is never held
+	// here while the reaper's lock is taken.
+	c.startMu.Lock()
+	defer c.startMu.Unlock()
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
+	closed, cur := c.closed, c.cur
+	if cur != nil && cur.exited.Load() {
+		c.log.Warn("the spawner died; starting another", "pid", cur.pid)
+		unix.Close(cur.conn)
+		c.cur, cur = nil, nil
+	}
+	c.mu.Unlock()
+	if closed {
 		return ErrClosed
 	}
-	if c.cur != nil && !c.cur.exited.Load() {
+	if cur != nil {
 		return nil
-	}
-	if c.cur != nil {
-		c.log.Warn("the spawner died; starting another", "pid", c.cur.pid)
-		unix.Close(c.cur.conn)
-		c.cur = nil
 	}
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -221,7 +228,9 @@ func (c *spawnerClient) ready() error {
 		return fmt.Errorf("starting the spawner %s: %w", c.initPath, err)
 	}
 	p.pid = pid
+	c.mu.Lock()
 	c.cur = p
+	c.mu.Unlock()
 	c.starts.Add(1)
 	return nil
 }
@@ -367,6 +376,8 @@ func (c *spawnerClient) close() {
 	if c == nil {
 		return
 	}
+	c.startMu.Lock()
+	defer c.startMu.Unlock()
 	c.mu.Lock()
 	c.closed = true
 	p := c.cur
