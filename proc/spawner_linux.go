@@ -31,8 +31,10 @@ import (
 // only forks.
 
 // spawnerThreshold is the descriptor number past which starts go through
-// the spawner (SpawnerAuto): below it a direct fork is as cheap.
-const spawnerThreshold = 512
+// the spawner (SpawnerAuto): bench/scale/forkcost put the break-even in
+// CPU per start between 1,000 and 2,000 descriptors held (a direct fork
+// the cheaper at 1,000, the spawner at 2,000).
+const spawnerThreshold = 1024
 
 // spawnerMaxFds bounds the descriptors one request passes (the kernel
 // takes at most 253 in one SCM_RIGHTS message).
