@@ -269,8 +269,8 @@ func (c *spawnerClient) forkExec(path string, argv []string, attr *syscall.ProcA
 		n, err = unix.Read(p.conn, buf[:])
 	}
 	if err != nil || n <= 0 {
-		// The request was sent: the program may have been forked, so it
-		// must not be started again by the direct path.
+		// The request was sent: the program may have been forked (the
+		// caller judges whether such a child can run it).
 		c.killLocked(p)
 		if err == nil {
 			err = errors.New("it exited")
