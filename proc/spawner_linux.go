@@ -428,20 +428,6 @@ func spawnerMain() int {
 	}
 }
 
-func receivedFds(oob []byte) []int {
-	var fds []int
-	cmsgs, err := unix.ParseSocketControlMessage(oob)
-	if err != nil {
-		return nil
-	}
-	for _, cm := range cmsgs {
-		if fs, err := unix.ParseUnixRights(&cm); err == nil {
-			fds = append(fds, fs...)
-		}
-	}
-	return fds
-}
-
 // serveSpawn forks one request. The request comes from our parent, but it
 // is checked all the same: a malformed one is refused, never a crash.
 func serveSpawn(b []byte, flags int, fds []int) spawnReply {
