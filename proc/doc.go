@@ -45,14 +45,17 @@
 //     always sets): the tracer is the spawner's parent, a thread the
 //     runtime keeps locked for that, which does the detach. The spawner
 //     itself never enters a program's cgroup, so pids.max, memory charge
-//     and DeleteSandbox's kill never count or reach it. If it is found
-//     dead it is started again; a request it could not take falls back to
-//     the direct fork with a log line; if it dies during a request, a
-//     child it may have forked is stopped under ptrace (or is the stub
-//     waiting for its spec) and never runs the program: the reaper kills
-//     an unknown child in a ptrace stop, and the direct fork starts the
-//     program. Only in a sandbox without a cgroup (no ptrace) is such a
-//     start failed instead, rather than risk a second copy.
+//     and DeleteSandbox's kill never count or reach it (joining the
+//     cgroup around the fork was the other way: pids.max would count the
+//     spawner's three threads against the program's fork, and a kill or
+//     a v1 freeze of the cgroup at that moment would take it along). If
+//     it is found dead it is started again; a request it could not take
+//     falls back to the direct fork with a log line; if it dies during a
+//     request, a child it may have forked is stopped under ptrace (or is
+//     the stub waiting for its spec) and never runs the program: the
+//     reaper kills an unknown child in a ptrace stop, and the direct fork
+//     starts the program. Only in a sandbox without a cgroup (no ptrace)
+//     is such a start failed instead, rather than risk a second copy.
 //   - Namespaces: the sandbox has a long-lived init, this binary
 //     re-executed (IsInit/InitMain, dispatched first thing in main). It is
 //     cloned into the namespaces (and, on v2, the cgroup), and blocks on its
