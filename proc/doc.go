@@ -31,7 +31,7 @@
 //     descriptor table and the exec closes its close-on-exec entries one
 //     by one, and the runtime holds two pipe ends per program, so a start
 //     from the runtime costs the fleet's size. Once a start passed a
-//     descriptor numbered above 1024 (Options.Spawner forces it on or
+//     descriptor numbered above 4096 (Options.Spawner forces it on or
 //     off), programs without namespaces are forked by the spawner: this
 //     binary re-executed in the "spawner" role, started on first use,
 //     holding fds 0-3 (the socket) and what the Go runtime opens. It gets

@@ -31,10 +31,13 @@ import (
 // only forks.
 
 // spawnerThreshold is the descriptor number past which starts go through
-// the spawner (SpawnerAuto): bench/scale/forkcost put the break-even in
-// CPU per start between 1,000 and 2,000 descriptors held (a direct fork
-// the cheaper at 1,000, the spawner at 2,000).
-const spawnerThreshold = 1024
+// the spawner (SpawnerAuto). bench/scale/forkcost puts the break-even of
+// a bare fork between 1,000 and 2,000 descriptors held; a start through
+// the spawner also pays its round trip and the detach's thread hop, and
+// in bench/scale (N=1,000, about 2,000 descriptors, the spawner past
+// 1,024) cold start was slower with it than without, where at N=9,000 it
+// was a third faster: a direct fork stays the cheaper well past 2,000.
+const spawnerThreshold = 4096
 
 // spawnerMaxFds bounds the descriptors one request passes (the kernel
 // takes at most 253 in one SCM_RIGHTS message).

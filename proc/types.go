@@ -53,7 +53,7 @@ type SpawnerMode string
 
 const (
 	// SpawnerAuto forks through the spawner once the runtime has held a
-	// descriptor numbered above 1024 (many programs).
+	// descriptor numbered above 4096 (many programs).
 	SpawnerAuto SpawnerMode = ""
 	// SpawnerAlways forks every program without namespaces through it.
 	SpawnerAlways SpawnerMode = "always"
