@@ -67,7 +67,7 @@ func TestSpawnerStartsOurChildren(t *testing.T) {
 					}
 				}
 			}
-			r := newRuntime(t, Options{CgroupMode: mode})
+			r := newRuntime(t, Options{CgroupMode: mode, Spawner: SpawnerAlways})
 			needCgroups(t, r)
 			ctx := ctxT(t)
 			for _, umask := range []int{-1, 0o22} { // direct fork, and the stub
