@@ -253,3 +253,43 @@ func TestSpawnerAuto(t *testing.T) {
 	}
 	r.DeleteSandbox(ctx, sid)
 }
+
+// TestReaperKillsAnUnknownTracee: a child forked under ptrace whose pid
+// never reached us (its spawner died before answering) stops at its exec
+// and must not stay there: the reaper kills it before it runs anything.
+func TestReaperKillsAnUnknownTracee(t *testing.T) {
+	needRoot(t)
+	r := newRuntime(t, Options{Spawner: SpawnerAlways})
+	if err := r.sp.ready(); err != nil {
+		t.Fatal(err)
+	}
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	orphans := r.rp.orphans.Load()
+	// Forked as a start would be, but never registered with the reaper.
+	pid, err := r.sp.forkExec("/bin/sleep", []string{"sleep", "1000"}, &syscall.ProcAttr{
+		Files: []uintptr{null.Fd(), null.Fd(), null.Fd()},
+		Sys:   &syscall.SysProcAttr{Setpgid: true, Ptrace: true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); os.IsNotExist(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+			_ = unix.Kill(pid, unix.SIGKILL)
+			t.Fatalf("the unknown tracee %d is still there:\n%s", pid, b)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if r.rp.orphans.Load() == orphans {
+		t.Errorf("the tracee was not reaped as an orphan")
+	}
+}
