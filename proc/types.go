@@ -52,8 +52,8 @@ type Options struct {
 type SpawnerMode string
 
 const (
-	// SpawnerAuto forks through the spawner once the runtime has held a
-	// descriptor numbered above 4096 (many programs).
+	// SpawnerAuto forks through the spawner once a start passed a
+	// descriptor numbered above 4096 (many programs: two pipe ends each).
 	SpawnerAuto SpawnerMode = ""
 	// SpawnerAlways forks every program without namespaces through it.
 	SpawnerAlways SpawnerMode = "always"
