@@ -39,7 +39,8 @@ func runSandboxed(ctx context.Context, cfg *Config) (int, error) {
 		defer uncatch()
 	}
 
-	rt, err := proc.New(proc.Options{Logger: cfg.Logger})
+	// One program: a spawner would cost a process and save nothing.
+	rt, err := proc.New(proc.Options{Logger: cfg.Logger, Spawner: proc.SpawnerNever})
 	if err != nil {
 		return 1, fmt.Errorf("starting the sandbox runtime: %w", err)
 	}

@@ -27,6 +27,35 @@
 //     program ran a single instruction, is written to cgroup.procs, and is
 //     detached. That costs microseconds where a re-exec'd stub costs a Go
 //     start-up.
+//   - The spawner (spawner_linux.go): a fork copies the forking process's
+//     descriptor table and the exec closes its close-on-exec entries one
+//     by one, and the runtime holds two pipe ends per program, so a start
+//     from the runtime costs the fleet's size. Once a start passed a
+//     descriptor numbered above 4096 (Options.Spawner forces it on or
+//     off), programs without namespaces are forked by the spawner: this
+//     binary re-executed in the "spawner" role, started on first use,
+//     holding fds 0-3 (the socket) and what the Go runtime opens. It gets
+//     each request (the ForkExec arguments the runtime laid out) with the
+//     program's descriptors (SCM_RIGHTS), forks with CLONE_PARENT, closes
+//     them and answers the pid or the fork's errno. The program is the
+//     runtime's child all the same: the request runs with the registry
+//     locked as a direct fork does, and exits, signals and PID-1 reaping
+//     are unchanged. It is placed under ptrace on v1 and v2 alike
+//     (clone3 refuses CLONE_PARENT with an exit signal, which Go's clone3
+//     always sets): the tracer is the spawner's parent, a thread the
+//     runtime keeps locked for that, which does the detach. The spawner
+//     itself never enters a program's cgroup, so pids.max, memory charge
+//     and DeleteSandbox's kill never count or reach it (joining the
+//     cgroup around the fork was the other way: pids.max would count the
+//     spawner's three threads against the program's fork, and a kill or
+//     a v1 freeze of the cgroup at that moment would take it along). If
+//     it is found dead it is started again; a request it could not take
+//     falls back to the direct fork with a log line; if it dies during a
+//     request, a child it may have forked is stopped under ptrace (or is
+//     the stub waiting for its spec) and never runs the program: the
+//     reaper kills an unknown child in a ptrace stop, and the direct fork
+//     starts the program. Only in a sandbox without a cgroup (no ptrace)
+//     is such a start failed instead, rather than risk a second copy.
 //   - Namespaces: the sandbox has a long-lived init, this binary
 //     re-executed (IsInit/InitMain, dispatched first thing in main). It is
 //     cloned into the namespaces (and, on v2, the cgroup), and blocks on its

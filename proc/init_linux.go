@@ -25,6 +25,7 @@ const (
 	roleSandbox = "sandbox" // long-lived init of a sandbox with namespaces
 	roleExec    = "exec"    // apply rlimits/umask/no_new_privs, exec in place
 	roleRun     = "run"     // tini: run argv[2:], forward signals, reap, exit like it
+	roleSpawner = "spawner" // fork programs for the runtime (spawner_linux.go)
 )
 
 // IsInit reports whether this process is the runtime's re-executed stub.
@@ -36,7 +37,7 @@ func IsInit() bool {
 		return false
 	}
 	switch os.Args[1] {
-	case roleSandbox, roleExec, roleRun:
+	case roleSandbox, roleExec, roleRun, roleSpawner:
 		return true
 	}
 	return false
@@ -58,6 +59,8 @@ func InitMain() int {
 			return 1
 		}
 		return sandboxInitMain()
+	case roleSpawner:
+		return spawnerMain()
 	case roleRun:
 		if err := CloseOnExecFrom(3); err != nil {
 			fmt.Fprintln(os.Stderr, "supervise-init:", err)
@@ -105,7 +108,7 @@ func RunInit(argv []string, env []string) (syscall.WaitStatus, error) {
 	exited := make(chan unix.WaitStatus, 1)
 	spec := &spawnSpec{Path: path, Args: argv, Env: env, Umask: -1}
 	pid, err := rp.spawn(func() (int, error) {
-		pid, _, err := forkSpec(spec, 1, 2, nil, &syscall.SysProcAttr{})
+		pid, _, err := forkSpec(spec, 1, 2, nil, &syscall.SysProcAttr{}, syscall.ForkExec)
 		return pid, err
 	}, func(ws unix.WaitStatus) {
 		if ws.Exited() || ws.Signaled() {
@@ -293,7 +296,7 @@ func (in *sandboxInit) start(m message, fds []int) {
 	child := m.Child
 	var finish startedFunc
 	pid, err := in.rp.spawn(func() (int, error) {
-		pid, fin, err := forkSpec(m.Spec, fds[0], fds[1], fds[2:], &syscall.SysProcAttr{})
+		pid, fin, err := forkSpec(m.Spec, fds[0], fds[1], fds[2:], &syscall.SysProcAttr{}, syscall.ForkExec)
 		if err == nil {
 			finish = fin
 			in.mu.Lock()

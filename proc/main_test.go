@@ -180,6 +180,11 @@ func newRuntime(t testing.TB, opts Options) *Runtime {
 	if opts.CgroupRoot == "" {
 		opts.CgroupRoot = testRoot()
 	}
+	if opts.Spawner == SpawnerAuto {
+		// PROC_TEST_SPAWNER=always runs every start test through the
+		// spawner (scripts/test.sh does, once).
+		opts.Spawner = SpawnerMode(os.Getenv("PROC_TEST_SPAWNER"))
+	}
 	r, err := New(opts)
 	if err != nil {
 		t.Fatal(err)

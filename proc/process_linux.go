@@ -171,9 +171,29 @@ func (p *process) extraFds() []int {
 	return fds
 }
 
-// spawnDirect forks spec from the runtime itself into sb's cgroup.
+// spawnDirect forks spec as the runtime's child into sb's cgroup: through
+// the spawner when the runtime holds many descriptors, else itself.
 func (r *Runtime) spawnDirect(sb *sandbox, spec *spawnSpec, stdout, stderr int, extra []int, exitCh chan exitStatus) (int, error) {
+	sp := r.sp
+	if !sp.use(append([]int{stdout, stderr}, extra...)...) {
+		sp = nil
+	} else if err := sp.ready(); err != nil {
+		r.log.Warn("cannot start the spawner; forking directly", "err", err)
+		sp = nil
+	}
+	return r.spawnVia(sb, spec, stdout, stderr, extra, exitCh, sp)
+}
+
+// spawnVia forks spec through sp, or from the runtime itself when sp is
+// nil. A child of the spawner is ours all the same (CLONE_PARENT), placed
+// the same way; under ptrace its tracer is the spawner's parent thread.
+func (r *Runtime) spawnVia(sb *sandbox, spec *spawnSpec, stdout, stderr int, extra []int, exitCh chan exitStatus, sp *spawnerClient) (int, error) {
 	pl := placement(sb.place.Load())
+	if pl == placeFD && sp != nil {
+		// clone3 refuses CLONE_PARENT with an exit signal, which Go's
+		// clone3 always sets: a spawned child is placed as on v1.
+		pl = placePtrace
+	}
 	sys := &syscall.SysProcAttr{}
 	if pl == placeFD {
 		fd, err := sb.cg.openFD()
@@ -186,10 +206,12 @@ func (r *Runtime) spawnDirect(sb *sandbox, spec *spawnSpec, stdout, stderr int, 
 		}
 	}
 	if pl == placePtrace {
-		// The tracer is the forking thread: detach must come from it.
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
 		sys.Ptrace = true
+		if sp == nil {
+			// The tracer is the forking thread: detach must come from it.
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+		}
 	}
 	if pl == placeStub {
 		withStub := *spec
@@ -198,12 +220,16 @@ func (r *Runtime) spawnDirect(sb *sandbox, spec *spawnSpec, stdout, stderr int, 
 	}
 	stopped := make(chan struct{}, 1)
 	var finish startedFunc
+	forkExec := forkExecFunc(syscall.ForkExec)
+	if sp != nil {
+		forkExec = sp.forkExec
+	}
 	spawn := r.rp.spawn
 	if pl == placePtrace {
 		spawn = r.rp.spawnTraced
 	}
 	pid, err := spawn(func() (int, error) {
-		pid, fin, err := forkSpec(spec, stdout, stderr, extra, sys)
+		pid, fin, err := forkSpec(spec, stdout, stderr, extra, sys, forkExec)
 		finish = fin
 		return pid, err
 	}, func(ws unix.WaitStatus) {
@@ -216,17 +242,24 @@ func (r *Runtime) spawnDirect(sb *sandbox, spec *spawnSpec, stdout, stderr int, 
 		}
 		exitCh <- exitStatus{ws: ws, at: time.Now()}
 	})
+	if sp != nil && (errors.Is(err, errSpawnerDown) || errors.Is(err, errSpawnerLost) && (pl != placeNone || spec.needsShim())) {
+		// Nothing was forked, or what was cannot run the program (it
+		// stopped under ptrace, or the stub waits for its spec): the
+		// direct path loses no start and starts no second one.
+		r.log.Warn("the spawner could not fork; forking directly", "program", spec.Args[0], "err", err)
+		return r.spawnVia(sb, spec, stdout, stderr, extra, exitCh, nil)
+	}
 	if pl == placeFD && (errors.Is(err, unix.EBADF) || errors.Is(err, unix.ENOSYS)) {
 		// clone3 refused (v1 fd, or filtered by seccomp): Go has no
 		// fallback, so switch this sandbox to the ptrace placement.
 		sb.place.Store(int32(placePtrace))
-		return r.spawnDirect(sb, spec, stdout, stderr, extra, exitCh)
+		return r.spawnVia(sb, spec, stdout, stderr, extra, exitCh, sp)
 	}
 	if pl == placePtrace && errors.Is(err, unix.EPERM) {
 		// PTRACE_TRACEME refused (a seccomp or LSM policy): fall back to
 		// the stub, which waits for its spec until it has been placed.
 		sb.place.Store(int32(placeStub))
-		return r.spawnDirect(sb, spec, stdout, stderr, extra, exitCh)
+		return r.spawnVia(sb, spec, stdout, stderr, extra, exitCh, sp)
 	}
 	if err != nil {
 		return 0, err
@@ -242,7 +275,11 @@ func (r *Runtime) spawnDirect(sb *sandbox, spec *spawnSpec, stdout, stderr int, 
 		}
 		r.rp.untrace(pid)
 		perr := sb.cg.addProc(pid)
-		if err := unix.PtraceDetach(pid); err != nil && perr == nil {
+		detach := unix.PtraceDetach
+		if sp != nil {
+			detach = sp.detach
+		}
+		if err := detach(pid); err != nil && perr == nil {
 			perr = fmt.Errorf("ptrace detach: %w", err)
 		}
 		if perr != nil {

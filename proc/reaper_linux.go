@@ -143,8 +143,14 @@ func (r *reaper) deferWalkLocked(d time.Duration) {
 func (r *reaper) dispatchLocked(pid int, ws unix.WaitStatus) {
 	f, ok := r.waiting[pid]
 	if !ok {
-		if reap.Ended(ws) {
+		switch {
+		case reap.Ended(ws):
 			r.orphans.Add(1)
+		case ws.Stopped():
+			// Only a tracee reports a stop here (no WUNTRACED), and only
+			// our starts are traced: this one's spawner died before it
+			// told us the pid. It has not run the program: end it.
+			_ = unix.Kill(pid, unix.SIGKILL)
 		}
 		return
 	}

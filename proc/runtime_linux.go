@@ -44,6 +44,7 @@ type Runtime struct {
 	cg       cgroupRoot // nil: no usable cgroups
 	cgErr    error      // why cg is nil
 	rp       *reaper
+	sp       *spawnerClient // forks programs when we hold many descriptors
 	events   *eventQueue
 	seq      atomic.Uint64
 	// forceInit starts a sandbox init even without namespaces (tests and
@@ -188,6 +189,7 @@ func New(opts Options) (*Runtime, error) {
 		}
 	}
 	r.rp = newReaper(waiting)
+	r.sp = newSpawnerClient(log, r.initPath, r.rp, opts.Spawner)
 	return r, nil
 }
 
@@ -216,6 +218,7 @@ func (r *Runtime) Close() error {
 			cancel()
 		}
 		r.wg.Wait()
+		r.sp.close()
 		r.rp.close()
 		r.events.close()
 		if r.cg != nil {

@@ -543,7 +543,7 @@ func TestDeleteWhileStarting(t *testing.T) {
 			for {
 				var live []int
 				for _, pid := range ourChildren() {
-					if alive(pid) {
+					if alive(pid) && !r.sp.is(pid) {
 						live = append(live, pid)
 					}
 				}

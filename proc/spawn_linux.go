@@ -162,11 +162,16 @@ func childFiles(s *spawnSpec, null, stdout, stderr int, extra []int) ([]uintptr,
 	return files, nil
 }
 
+// forkExecFunc forks and execs as syscall.ForkExec does: that, or the
+// spawner's forkExec.
+type forkExecFunc func(path string, argv []string, attr *syscall.ProcAttr) (int, error)
+
 // forkSpec forks s with stdio files (stdin is /dev/null), the extra files
-// of s.ExtraFDs, and the placement in sys (cgroup fd, ptrace). The child
-// gets its own process group. It must run inside reaper.spawn; the
-// returned function must be called after the pid was registered.
-func forkSpec(s *spawnSpec, stdout, stderr int, extra []int, sys *syscall.SysProcAttr) (int, startedFunc, error) {
+// of s.ExtraFDs, and the placement in sys (cgroup fd, ptrace), through
+// forkExec. The child gets its own process group. It must run inside
+// reaper.spawn; the returned function must be called after the pid was
+// registered.
+func forkSpec(s *spawnSpec, stdout, stderr int, extra []int, sys *syscall.SysProcAttr, forkExec forkExecFunc) (int, startedFunc, error) {
 	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
 	if err != nil {
 		return 0, nil, err
@@ -187,7 +192,7 @@ func forkSpec(s *spawnSpec, stdout, stderr int, extra []int, sys *syscall.SysPro
 		if s.Cred {
 			sys.Credential = &syscall.Credential{Uid: s.UID, Gid: s.GID, Groups: s.Groups}
 		}
-		pid, err := syscall.ForkExec(s.Path, s.Args, &syscall.ProcAttr{
+		pid, err := forkExec(s.Path, s.Args, &syscall.ProcAttr{
 			Dir:   s.Dir,
 			Env:   s.Env,
 			Files: files,
@@ -210,7 +215,7 @@ func forkSpec(s *spawnSpec, stdout, stderr int, extra []int, sys *syscall.SysPro
 	theirs := os.NewFile(uintptr(fds[1]), "stub")
 	defer theirs.Close()
 	ctlFD := len(files)
-	pid, err := syscall.ForkExec(s.InitPath, []string{initArgv0, roleExec, strconv.Itoa(ctlFD)}, &syscall.ProcAttr{
+	pid, err := forkExec(s.InitPath, []string{initArgv0, roleExec, strconv.Itoa(ctlFD)}, &syscall.ProcAttr{
 		Env:   []string{"GOMAXPROCS=1"},
 		Files: append(files, theirs.Fd()),
 		Sys:   sys,

@@ -38,11 +38,28 @@ type Options struct {
 	// they are validated, registered with the reaper before its first
 	// wait, and their unhandled exits reported on Events.
 	Adopt *Snapshot
+	// Spawner says when programs without namespaces are forked through
+	// the spawner, a small re-executed helper whose fork does not copy
+	// our descriptor table (SpawnerAuto: once we hold many descriptors).
+	Spawner SpawnerMode
 	// AdoptFiles are the inherited descriptors Adopt names by number (the
 	// control sockets of sandbox inits); New takes those it uses out of
 	// the map and owns them.
 	AdoptFiles map[int]*os.File
 }
+
+// SpawnerMode says when programs are forked through the spawner.
+type SpawnerMode string
+
+const (
+	// SpawnerAuto forks through the spawner once a start passed a
+	// descriptor numbered above 4096 (many programs: two pipe ends each).
+	SpawnerAuto SpawnerMode = ""
+	// SpawnerAlways forks every program without namespaces through it.
+	SpawnerAlways SpawnerMode = "always"
+	// SpawnerNever forks every program from the runtime itself.
+	SpawnerNever SpawnerMode = "never"
+)
 
 // Namespace names a Linux namespace a sandbox can have.
 type Namespace string

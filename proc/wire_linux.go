@@ -163,13 +163,7 @@ func readMsg(c *seqConn, buf, oob []byte) (message, []int, error) {
 	n, oobn, flags, err := c.recvmsg(buf, oob)
 	var fds []int
 	if oobn > 0 {
-		if cmsgs, perr := unix.ParseSocketControlMessage(oob[:oobn]); perr == nil {
-			for _, cm := range cmsgs {
-				if fs, err := unix.ParseUnixRights(&cm); err == nil {
-					fds = append(fds, fs...)
-				}
-			}
-		}
+		fds = receivedFds(oob[:oobn])
 	}
 	closeAll := func() {
 		for _, fd := range fds {
@@ -197,4 +191,19 @@ func readMsg(c *seqConn, buf, oob []byte) (message, []int, error) {
 		return message{}, nil, fmt.Errorf("decoding control message: %w", err)
 	}
 	return m, fds, nil
+}
+
+// receivedFds are the descriptors of SCM_RIGHTS messages in oob.
+func receivedFds(oob []byte) []int {
+	var fds []int
+	cmsgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil
+	}
+	for _, cm := range cmsgs {
+		if fs, err := unix.ParseUnixRights(&cm); err == nil {
+			fds = append(fds, fs...)
+		}
+	}
+	return fds
 }
