@@ -329,7 +329,7 @@ func TestUpgradeRefusesABadBinary(t *testing.T) {
 	}{
 		{"exits at once", exitsAtOnce, 0o755, "exited at once (status 3"},
 		{"not executable", upgradeBuild(t, "v2"), 0o644, "is not executable"},
-		{"unknown state format", upgradeBuild(t, "format99"), 0o755, "reads state formats 99"},
+		{"unknown state format", upgradeBuild(t, "format99"), 0o755, "reads state formats 1,99, not this one's (2)"},
 	}
 	for _, c := range cases {
 		installBinary(t, c.src, exe, c.mode)
