@@ -83,3 +83,46 @@ func TestRunReleasesItsStartupPages(t *testing.T) {
 	}
 	t.Logf("resident: %d KiB of the binary's %d KiB read-only", rss, ro)
 }
+
+// What serving requests mapped back is given back again once the
+// control socket has been quiet for a few seconds: the release re-arms.
+func TestRunReleasesWhatRequestsMappedOnceQuiet(t *testing.T) {
+	var b strings.Builder
+	for i := range 5 {
+		fmt.Fprintf(&b, "[program.p%d]\ncommand = [\"sleep\", \"1000\"]\nstdout = { console = false }\n", i)
+	}
+	dir, file := writeConfig(t, b.String())
+	d := startDaemon(t, dir, file)
+	pid := d.cmd.Process.Pid
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		rss, ro := binaryResidency(t, pid)
+		if childCount(t, pid) == 5 && ro > 0 && rss < ro/2 {
+			t.Logf("after start-up: %d KiB of the binary's %d KiB read-only resident", rss, ro)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 30 s, %d programs, and %d KiB of the binary's %d KiB read-only mappings resident; want less than half", childCount(t, pid), rss, ro)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for range 10 {
+		if _, code := d.ctl("status", "--json"); code != 0 {
+			t.Fatalf("status exited %d", code)
+		}
+	}
+	served, _ := binaryResidency(t, pid)
+	t.Logf("after 10 status calls: %d KiB resident", served)
+	deadline = time.Now().Add(60 * time.Second)
+	for {
+		rss, _ := binaryResidency(t, pid)
+		if rss < served/2 {
+			t.Logf("once quiet: %d KiB resident", rss)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("60 s after the status calls, %d KiB of the binary resident, %d KiB right after them; want less than half", rss, served)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"log/slog"
+	"testing"
+	"time"
+)
+
+// fakeTimer is a timer the test fires by hand.
+type fakeTimer struct {
+	f       func()
+	d       time.Duration
+	pending bool
+	resets  int
+}
+
+func (t *fakeTimer) Reset(d time.Duration) bool {
+	was := t.pending
+	t.d, t.pending = d, true
+	t.resets++
+	return was
+}
+
+func (t *fakeTimer) Stop() bool {
+	was := t.pending
+	t.pending = false
+	return was
+}
+
+func (t *fakeTimer) fire() {
+	if t.pending {
+		t.pending = false
+		t.f()
+	}
+}
+
+func TestIdleTrim(t *testing.T) {
+	var timer *fakeTimer
+	releases := 0
+	tr := &idleTrim{quiet: 5 * time.Second, log: slog.New(slog.DiscardHandler),
+		release: func() error { releases++; return nil },
+		afterFunc: func(d time.Duration, f func()) resetter {
+			timer = &fakeTimer{f: f, d: d, pending: true}
+			return timer
+		}}
+
+	tr.touched() // a request during start-up: the start-up's release comes anyway
+	if timer != nil || releases != 0 {
+		t.Fatalf("before start-up: timer %v, %d releases; want none", timer, releases)
+	}
+	tr.startup()
+	if releases != 1 {
+		t.Fatalf("start-up: %d releases, want 1", releases)
+	}
+	tr.touched()
+	tr.touched()
+	if timer == nil || timer.d != 5*time.Second || !timer.pending || timer.resets != 1 {
+		t.Fatalf("after two requests: timer %+v; want one pending after 5s, reset once", timer)
+	}
+	timer.fire()
+	if releases != 2 {
+		t.Fatalf("once quiet: %d releases, want 2", releases)
+	}
+	timer.fire() // no request since: nothing more
+	if releases != 2 {
+		t.Fatalf("quiet with no request: %d releases, want 2", releases)
+	}
+	tr.touched()
+	tr.stop()
+	timer.fire()
+	tr.touched()
+	if releases != 2 || timer.pending {
+		t.Fatalf("after stop: %d releases, timer pending %v; want 2 and none", releases, timer.pending)
+	}
+}
