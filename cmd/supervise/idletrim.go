@@ -18,17 +18,18 @@ type resetter interface {
 	Stop() bool
 }
 
-// idleTrim runs release (releaseStartupMemory) once every program is up,
-// and again once requests have stopped for quiet: serving a request maps
-// back, 64 KiB of the binary around each page it touches (the HTTP
-// server, the JSON encoder, the collector's stack walk), and leaves the
-// heap it grew. At most one release per quiet period, and none while no
+// idleTrim runs startupRelease (releaseStartupMemory) once every program
+// is up, and release (releaseBinaryPages) once requests have stopped for
+// quiet: serving a request maps back 64 KiB of the binary around each
+// page it touches (the HTTP server, the JSON encoder, the collector's
+// stack walk). At most one release per quiet period, and none while no
 // request came since the last one.
 type idleTrim struct {
-	quiet     time.Duration
-	release   func() error
-	log       *slog.Logger
-	afterFunc func(d time.Duration, f func()) resetter
+	quiet          time.Duration
+	startupRelease func() error
+	release        func() error
+	log            *slog.Logger
+	afterFunc      func(d time.Duration, f func()) resetter
 
 	mu      sync.Mutex
 	armed   bool     // the start-up's release ran
@@ -37,13 +38,15 @@ type idleTrim struct {
 }
 
 func newIdleTrim(log *slog.Logger) *idleTrim {
-	return &idleTrim{quiet: trimQuiet, release: releaseStartupMemory, log: log,
+	return &idleTrim{quiet: trimQuiet, startupRelease: releaseStartupMemory, release: releaseBinaryPages, log: log,
 		afterFunc: func(d time.Duration, f func()) resetter { return time.AfterFunc(d, f) }}
 }
 
 // startup is the release once every program is up; it arms the idle one.
 func (t *idleTrim) startup() {
-	t.run()
+	if err := t.startupRelease(); err != nil {
+		t.log.Debug("releasing the start-up's memory", "err", err)
+	}
 	t.mu.Lock()
 	t.armed = true
 	t.mu.Unlock()

@@ -36,9 +36,10 @@ func (t *fakeTimer) fire() {
 
 func TestIdleTrim(t *testing.T) {
 	var timer *fakeTimer
-	releases := 0
+	releases, startups := 0, 0
 	tr := &idleTrim{quiet: 5 * time.Second, log: slog.New(slog.DiscardHandler),
-		release: func() error { releases++; return nil },
+		startupRelease: func() error { startups++; return nil },
+		release:        func() error { releases++; return nil },
 		afterFunc: func(d time.Duration, f func()) resetter {
 			timer = &fakeTimer{f: f, d: d, pending: true}
 			return timer
@@ -49,8 +50,8 @@ func TestIdleTrim(t *testing.T) {
 		t.Fatalf("before start-up: timer %v, %d releases; want none", timer, releases)
 	}
 	tr.startup()
-	if releases != 1 {
-		t.Fatalf("start-up: %d releases, want 1", releases)
+	if startups != 1 || releases != 0 {
+		t.Fatalf("start-up: %d start-up releases and %d others, want 1 and 0", startups, releases)
 	}
 	tr.touched()
 	tr.touched()
@@ -58,18 +59,18 @@ func TestIdleTrim(t *testing.T) {
 		t.Fatalf("after two requests: timer %+v; want one pending after 5s, reset once", timer)
 	}
 	timer.fire()
-	if releases != 2 {
-		t.Fatalf("once quiet: %d releases, want 2", releases)
+	if releases != 1 {
+		t.Fatalf("once quiet: %d releases, want 1", releases)
 	}
 	timer.fire() // no request since: nothing more
-	if releases != 2 {
-		t.Fatalf("quiet with no request: %d releases, want 2", releases)
+	if releases != 1 {
+		t.Fatalf("quiet with no request: %d releases, want 1", releases)
 	}
 	tr.touched()
 	tr.stop()
 	timer.fire()
 	tr.touched()
-	if releases != 2 || timer.pending {
-		t.Fatalf("after stop: %d releases, timer pending %v; want 2 and none", releases, timer.pending)
+	if releases != 1 || startups != 1 || timer.pending {
+		t.Fatalf("after stop: %d releases, timer pending %v; want 1 and none", releases, timer.pending)
 	}
 }
