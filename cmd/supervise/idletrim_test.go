@@ -2,6 +2,7 @@ package main
 
 import (
 	"log/slog"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -72,5 +73,34 @@ func TestIdleTrim(t *testing.T) {
 	tr.touched()
 	if releases != 1 || startups != 1 || timer.pending {
 		t.Fatalf("after stop: %d releases, timer pending %v; want 1 and none", releases, timer.pending)
+	}
+}
+
+// A collection re-arms the release as a request does: the runtime's
+// periodic one maps the stack walk's tables back.
+func TestIdleTrimAfterACollection(t *testing.T) {
+	armed := make(chan time.Duration, 1)
+	tr := &idleTrim{quiet: 5 * time.Second, log: slog.New(slog.DiscardHandler),
+		startupRelease: func() error { return nil },
+		release:        func() error { return nil },
+		afterFunc: func(d time.Duration, f func()) resetter {
+			armed <- d
+			return &fakeTimer{f: f, d: d, pending: true}
+		}}
+	defer tr.stop()
+	tr.startup()
+	deadline := time.After(30 * time.Second)
+	for {
+		runtime.GC()
+		select {
+		case d := <-armed:
+			if d != 5*time.Second {
+				t.Fatalf("armed for %v, want 5s", d)
+			}
+			return
+		case <-deadline:
+			t.Fatal("30 s of collections, and the release was never armed")
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 }
