@@ -3,6 +3,8 @@ package integration
 import (
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -125,4 +127,51 @@ func TestRunReleasesWhatRequestsMappedOnceQuiet(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// A position-independent build has data the dynamic loader relocated and
+// then made read-only (RELRO): private copies of the binary's pages, not
+// the file's. Giving those back would bring the file's unrelocated bytes
+// in their place. Such a build answers requests after the start-up's
+// release and after the idle one.
+func TestRunReleasesOnlyTheFilesPagesOfAPositionIndependentBuild(t *testing.T) {
+	exe := filepath.Join(t.TempDir(), "supervise")
+	build := exec.Command("go", "build", "-buildmode=pie", "-o", exe, "../cmd/supervise")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building supervise -buildmode=pie: %v\n%s", err, out)
+	}
+	dir, file := writeConfig(t, "[program.p]\ncommand = [\"sleep\", \"1000\"]\nstdout = { console = false }\n")
+	d := startDaemonBinary(t, exe, dir, file)
+	pid := d.cmd.Process.Pid
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		rss, ro := binaryResidency(t, pid)
+		if childCount(t, pid) == 1 && ro > 0 && rss < ro/2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 30 s, %d programs, and %d KiB of the binary's %d KiB read-only mappings resident; want less than half", childCount(t, pid), rss, ro)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	status := func(when string) {
+		t.Helper()
+		if out, code := d.ctl("status"); code != 0 {
+			t.Fatalf("%s: status exited %d: %s", when, code, out)
+		}
+	}
+	status("after the start-up's release")
+	served, _ := binaryResidency(t, pid)
+	deadline = time.Now().Add(60 * time.Second)
+	for {
+		if rss, _ := binaryResidency(t, pid); rss < served {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("60 s after a status call, the idle release has not run")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	status("after the idle release")
 }
