@@ -52,6 +52,10 @@ type ServerConfig struct {
 	// MaxFollowers bounds the following streams at once (default 64);
 	// one more is answered 503.
 	MaxFollowers int
+
+	// OnRequest, when set, is called as each request comes in, before it
+	// is admitted; it must return at once.
+	OnRequest func()
 }
 
 // Server serves a [Backend] on a unix socket. Call Listen, then Serve; Close
@@ -353,6 +357,9 @@ func (s *Server) admit(p peer) error {
 
 // ServeHTTP admits the peer and hands the request to the router.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.OnRequest != nil {
+		s.cfg.OnRequest()
+	}
 	if !s.enter(w) {
 		return
 	}

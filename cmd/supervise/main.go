@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -341,6 +342,8 @@ func runPrograms(c *cli.Context, only []string) int {
 		return giveBack(inherited, err)
 	}
 	defer rt.Close()
+	r.trim = newIdleTrim(log)
+	defer r.trim.stop()
 	if r.sup, err = r.newSupervisor(c, rt, inherited); err != nil {
 		log.Error("starting the supervisor", "err", err)
 		return giveBack(inherited, err)
@@ -352,7 +355,7 @@ func runPrograms(c *cli.Context, only []string) int {
 	r.up = &upgrader{rt: rt, sup: r.sup, log: log, flushLog: r.flushLog}
 	socket := r.socketPath(c)
 	srv := ctl.NewServer(ctl.ServerConfig{Path: socket, Group: r.cfg.Supervisor.SocketGroup, Backend: backend{r.sup, r.up}, Logger: log,
-		MaxConns: r.cfg.Supervisor.MaxConnections, MaxFollowers: r.cfg.Supervisor.MaxFollowers})
+		MaxConns: r.cfg.Supervisor.MaxConnections, MaxFollowers: r.cfg.Supervisor.MaxFollowers, OnRequest: r.trim.touched})
 	if inherited != nil {
 		err = srv.Adopt(inherited.controlFile())
 	} else {
@@ -400,6 +403,7 @@ type run struct {
 	flushLog  func() // writes what the log has queued
 	sup       *supervisor.Supervisor
 	up        *upgrader
+	trim      *idleTrim
 
 	// stop is the supervisor's context: it ends with the first stop
 	// signal, or when the supervisor has ended on its own. The control
@@ -505,11 +509,7 @@ func (r *run) newSupervisor(c *cli.Context, rt *proc.Runtime, inherited *upgrade
 		// A process gets this long to say something when a neighbour's
 		// end stops the set.
 		StartupGrace: devRunnerStartupGrace(r.devRunner),
-		Ready: func() {
-			if err := releaseStartupMemory(); err != nil {
-				r.log.Debug("releasing the start-up's memory", "err", err)
-			}
-		},
+		Ready:        r.trim.startup,
 	})
 }
 
@@ -551,13 +551,18 @@ func (r *run) listenMetrics(c *cli.Context, srv *ctl.Server, inherited *upgradeS
 		h.Control(srv.VerbHandler(), token)
 		r.log.Info("HTTP listener serves the control verbs to the token's holder", "token_file", tf)
 	}
+	// A scrape maps pages back as a control request does.
+	served := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r.trim.touched()
+		h.ServeHTTP(w, req)
+	})
 	if ln != nil {
 		// The old binary's listener, which never stopped taking
 		// connections: they waited in its backlog through the exec.
-		ms := metrics.ListenOn(ln, h, r.log)
+		ms := metrics.ListenOn(ln, served, r.log)
 		return ms, ms.Addr().String(), nil
 	}
-	ms, err := metrics.Listen(addr, h, r.log)
+	ms, err := metrics.Listen(addr, served, r.log)
 	if err != nil {
 		return nil, "", err
 	}

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
+	"encoding/binary"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -65,4 +68,64 @@ func TestBinaryMapping(t *testing.T) {
 			t.Errorf("%q: %#x-%#x %v, want %#x-%#x %v", c.line, lo, hi, ok, c.lo, c.hi, c.ok)
 		}
 	}
+}
+
+// A page of a private file mapping that was written (as the dynamic
+// loader relocates a position-independent binary's data before making it
+// read-only) is a copy: releasing it would bring the file's bytes back.
+// The file's own pages around it are released.
+func TestReleaseFilePagesKeepsPrivateCopies(t *testing.T) {
+	page := os.Getpagesize()
+	f, err := os.CreateTemp(t.TempDir(), "mapped")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(bytes.Repeat([]byte{'f'}, 4*page)); err != nil {
+		t.Fatal(err)
+	}
+	m, err := unix.Mmap(int(f.Fd()), 0, 4*page, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(m)
+	m[page] = 'c' // page 1 becomes a private copy
+	if err := unix.Mprotect(m, unix.PROT_READ); err != nil {
+		t.Fatal(err)
+	}
+	_ = m[0] + m[2*page] + m[3*page] // pages 0, 2 and 3 mapped from the file
+	pagemap, err := os.Open("/proc/self/pagemap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pagemap.Close()
+	lo := uintptr(unsafe.Pointer(&m[0]))
+	if err := releaseFilePages(pagemap, lo, lo+uintptr(4*page)); err != nil {
+		t.Fatal(err)
+	}
+	if m[page] != 'c' {
+		t.Fatalf("the private copy reads %q after the release, want 'c'", m[page])
+	}
+	present := mappedPages(t, pagemap, lo, 4, page)
+	if present != "0100" {
+		t.Errorf("pages present after the release: %s, want 0100 (only the copy)", present)
+	}
+}
+
+// mappedPages says, page by page, which of n pages from lo are mapped.
+func mappedPages(t *testing.T, pagemap *os.File, lo uintptr, n, page int) string {
+	t.Helper()
+	buf := make([]byte, 8*n)
+	if _, err := pagemap.ReadAt(buf, int64(lo/uintptr(page)*8)); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for i := range n {
+		if binary.LittleEndian.Uint64(buf[8*i:])&pagePresent != 0 {
+			b.WriteByte('1')
+		} else {
+			b.WriteByte('0')
+		}
+	}
+	return b.String()
 }
