@@ -1,10 +1,12 @@
 package supervisor
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"log/slog"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -69,7 +71,9 @@ func newHarnessWorkers(t *testing.T, n int, setup func(*fakeRuntime), programs .
 		setup(rt)
 	}
 	cfg := &config.Config{File: "test.toml", Supervisor: config.Supervisor{Workers: n, ShutdownTimeout: 5 * time.Second}, Programs: programs}
-	sup, err := New(Options{Config: cfg, Runtime: rt, Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Console: io.Discard})
+	// Only errors are kept: an illegal transition's line, for the report.
+	errs := &lockedLog{}
+	sup, err := New(Options{Config: cfg, Runtime: rt, Clock: clock, Logger: slog.New(slog.NewTextHandler(errs, &slog.HandlerOptions{Level: slog.LevelError})), Console: io.Discard})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,10 +93,28 @@ func newHarnessWorkers(t *testing.T, n int, setup func(*fakeRuntime), programs .
 		sup.mu.Lock()
 		defer sup.mu.Unlock()
 		if sup.illegal != 0 {
-			t.Errorf("%d illegal state transitions were refused (see the log)", sup.illegal)
+			t.Errorf("%d illegal state transitions were refused:\n%s", sup.illegal, errs.String())
 		}
 	})
 	return h
+}
+
+// lockedLog is a log sink the supervisor's goroutines write at once.
+type lockedLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
 }
 
 // waitState waits (bounded, real time) until key is in state st.
@@ -371,7 +393,9 @@ func TestExitOnEndsWithThatProgramsStatus(t *testing.T) {
 			if how == "exit_on" {
 				cfg.Supervisor.ExitOn = []string{"main"}
 			}
-			sup, err := New(Options{Config: cfg, Runtime: rt, Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Console: io.Discard})
+			// Only errors are kept: an illegal transition's line, for the report.
+			errs := &lockedLog{}
+			sup, err := New(Options{Config: cfg, Runtime: rt, Clock: clock, Logger: slog.New(slog.NewTextHandler(errs, &slog.HandlerOptions{Level: slog.LevelError})), Console: io.Discard})
 			if err != nil {
 				t.Fatal(err)
 			}
