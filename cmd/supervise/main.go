@@ -667,6 +667,9 @@ func (r *run) watchConfig(f string) {
 func (r *run) addSignals(g *rungroup.Group) {
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, catchable()...)
+	// A resize before we listened (between the binaries of an upgrade in
+	// place) reached nobody: the --tty programs take the size of now.
+	r.sup.ResizeTerminals()
 	done := make(chan struct{})
 	g.Add(func() error {
 		defer signal.Stop(sigs)
@@ -690,6 +693,9 @@ func (r *run) onSignal(sig os.Signal, stopping bool) bool {
 	switch {
 	case sig == syscall.SIGUSR2 && !stopping:
 		r.upgradeOnSignal()
+	case sig == syscall.SIGWINCH:
+		// Our terminal changed size: so do the --tty programs'.
+		r.sup.ResizeTerminals()
 	case sig != syscall.SIGTERM && sig != syscall.SIGINT && sig != syscall.SIGHUP && sig != syscall.SIGQUIT:
 		r.log.Debug("signal ignored", "signal", sig.String())
 	case sig == syscall.SIGHUP && !r.devRunner:
