@@ -28,3 +28,23 @@ func IsTerminal(w io.Writer) bool {
 	}
 	return isTTY
 }
+
+// terminalSize is the size of the terminal w is open on.
+func terminalSize(w io.Writer) (WinSize, bool) {
+	sc, ok := w.(syscall.Conn)
+	if !ok {
+		return WinSize{}, false
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return WinSize{}, false
+	}
+	var ws *unix.Winsize
+	var ioErr error
+	if err := rc.Control(func(fd uintptr) {
+		ws, ioErr = unix.IoctlGetWinsize(int(fd), unix.TIOCGWINSZ)
+	}); err != nil || ioErr != nil {
+		return WinSize{}, false
+	}
+	return WinSize{Rows: ws.Row, Cols: ws.Col}, true
+}

@@ -66,9 +66,13 @@ func (p *Program) Adopt(stream string, r *os.File, pending []byte) {
 	// Detach's deadline, when r is the same file, must not end the new
 	// pump at once.
 	_ = r.SetReadDeadline(time.Time{})
+	// A pseudo-terminal's master (a --tty program's, from the binary
+	// before an upgrade) goes on following the console's size (Resize).
+	tty := isPtyMaster(r)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	pump := newPump(r, p.Sink(stream), p.pumpConfig(stream))
+	pump.tty = tty
 	if len(pending) > 0 {
 		pump.now = pump.cfg.Now()
 		pump.sp.write(pending)

@@ -167,7 +167,7 @@ func (p *Program) NewPipe(stream string) (*os.File, error) {
 	if p.cfg.PipeSize > 0 {
 		setPipeSize(w, p.cfg.PipeSize)
 	}
-	p.startPumpLocked(stream, r, w)
+	p.startPumpLocked(stream, r, w, false)
 	return w, nil
 }
 
@@ -181,22 +181,55 @@ func (p *Program) NewPty(stream string) (*os.File, error) {
 	if p.closed {
 		return nil, fmt.Errorf("logs of %q: terminal for %s: %w", p.cfg.Name, stream, ErrClosed)
 	}
-	m, s, err := openPty()
+	// It starts at the console's current size: a restarted program sees
+	// the size the terminal has now, not the one it had at our start.
+	var ws *WinSize
+	if p.cfg.Console != nil {
+		if size, ok := p.cfg.Console.PtySize(); ok {
+			ws = &size
+		}
+	}
+	m, s, err := openPty(ws)
 	if err != nil {
 		return nil, fmt.Errorf("logs of %q: %w", p.cfg.Name, err)
 	}
-	p.startPumpLocked(stream, m, s)
+	p.startPumpLocked(stream, m, s, true)
 	return s, nil
 }
 
-// startPumpLocked pumps r, the read end of w, into stream's sinks.
-func (p *Program) startPumpLocked(stream string, r, w *os.File) {
+// Resize gives every pseudo-terminal of p (NewPty's, and any adopted)
+// the size ws. The kernel sends SIGWINCH to a terminal's foreground
+// process group, but a program's terminal is nobody's controlling one
+// (the program did not open it, it got it as its stdout): Resize reports
+// whether it changed the size of such a terminal, whose program the
+// caller must then signal itself. A master that refuses is left as it
+// is: its program still runs, only at its old size.
+func (p *Program) Resize(ws WinSize) (signal bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for pump, r := range p.pipes {
+		if !pump.tty {
+			continue
+		}
+		changed, told, err := resizePty(r, ws)
+		if err != nil {
+			p.cfg.Logger.Debug("resizing a program's terminal", "program", p.cfg.Name, "err", err)
+		}
+		signal = signal || changed && !told
+	}
+	return signal
+}
+
+// startPumpLocked pumps r, the read end of w, into stream's sinks; tty
+// says r is a pseudo-terminal's master.
+func (p *Program) startPumpLocked(stream string, r, w *os.File, tty bool) {
 	// os.Pipe leaves both ends non-blocking for the poller; a child must
 	// get a blocking stdout. Fd switches the write end back (os/exec would
 	// too, but not every way of starting a process goes through it).
 	w.Fd()
 	pump := newPump(r, p.Sink(stream), p.pumpConfig(stream))
 	pump.after = p.afterPump(pump, r)
+	pump.tty = tty
 	p.pipes[pump] = r
 	p.wg.Go(pump.run)
 }

@@ -11,9 +11,9 @@ import (
 // openPty opens a pseudo-terminal for a program's output: the master, which
 // the pump reads, and the slave, the program's stdout and stderr. Output
 // processing is off, so the program's "\n" stays "\n" (a terminal would
-// make it "\r\n"), and nothing typed is echoed. The size is that of our
-// own stdout when it is a terminal.
-func openPty() (master, slave *os.File, err error) {
+// make it "\r\n"), and nothing typed is echoed. ws, when not nil, is its
+// size (else the kernel's 0x0, "unknown").
+func openPty(ws *WinSize) (master, slave *os.File, err error) {
 	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
 	if err != nil {
 		return nil, nil, fmt.Errorf("opening a pseudo-terminal: %w", err)
@@ -55,8 +55,8 @@ func openPty() (master, slave *os.File, err error) {
 		if err := unix.IoctlSetTermios(fd, unix.TCSETS, t); err != nil {
 			return err
 		}
-		if ws, err := unix.IoctlGetWinsize(int(os.Stdout.Fd()), unix.TIOCGWINSZ); err == nil {
-			_ = unix.IoctlSetWinsize(fd, unix.TIOCSWINSZ, ws)
+		if ws != nil {
+			return unix.IoctlSetWinsize(fd, unix.TIOCSWINSZ, &unix.Winsize{Row: ws.Rows, Col: ws.Cols})
 		}
 		return nil
 	})
@@ -65,6 +65,37 @@ func openPty() (master, slave *os.File, err error) {
 		return fail("setting up the slave", err)
 	}
 	return m, s, nil
+}
+
+// resizePty sets the size of the pseudo-terminal whose master is m, and
+// says whether that changed it and whether the kernel told a foreground
+// process group (it does when the size changed and the terminal is a
+// session's controlling one).
+func resizePty(m *os.File, ws WinSize) (changed, told bool, err error) {
+	err = controlFd(m, func(fd int) error {
+		old, err := unix.IoctlGetWinsize(fd, unix.TIOCGWINSZ)
+		if err != nil {
+			return err
+		}
+		if old.Row == ws.Rows && old.Col == ws.Cols {
+			return nil
+		}
+		if err := unix.IoctlSetWinsize(fd, unix.TIOCSWINSZ, &unix.Winsize{Row: ws.Rows, Col: ws.Cols, Xpixel: old.Xpixel, Ypixel: old.Ypixel}); err != nil {
+			return err
+		}
+		changed = true
+		// On a master TIOCGPGRP names the slave's foreground group, 0
+		// when the slave is no session's terminal.
+		pgrp, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP)
+		told = err == nil && pgrp > 0
+		return nil
+	})
+	return changed, told, err
+}
+
+// isPtyMaster reports whether f is the master of a pseudo-terminal.
+func isPtyMaster(f *os.File) bool {
+	return controlFd(f, CheckPtyMaster) == nil
 }
 
 // controlFd runs f on f's descriptor without taking it out of the poller.

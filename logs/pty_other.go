@@ -8,7 +8,7 @@ import (
 )
 
 // openPty is Linux only here.
-func openPty() (master, slave *os.File, err error) {
+func openPty(ws *WinSize) (master, slave *os.File, err error) {
 	return nil, nil, errors.New("pseudo-terminals for programs are supported on Linux only")
 }
 
@@ -16,3 +16,11 @@ func openPty() (master, slave *os.File, err error) {
 func CheckPtyMaster(fd int) error {
 	return errors.New("pseudo-terminals for programs are supported on Linux only")
 }
+
+// resizePty: no pseudo-terminals here.
+func resizePty(m *os.File, ws WinSize) (changed, told bool, err error) {
+	return false, false, errors.New("pseudo-terminals for programs are supported on Linux only")
+}
+
+// isPtyMaster: no pseudo-terminals here.
+func isPtyMaster(f *os.File) bool { return false }

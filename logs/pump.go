@@ -36,6 +36,7 @@ type Pump struct {
 	sp     *splitter
 	now    time.Time // time of the current read; used only by the pump goroutine
 	after  func()    // run by the goroutine before it reports the end; set before start
+	tty    bool      // r is a pseudo-terminal's master, which Program.Resize sizes; set before start
 	err    error     // the read error; written before finished is closed
 	lines  atomic.Int64
 	finish chan struct{}

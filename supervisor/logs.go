@@ -231,6 +231,25 @@ func (il *instLogs) pipes() (stdout, stderr *os.File, err error) {
 	return stdout, stderr, nil
 }
 
+// resize gives every program's pseudo-terminal (--tty) the size ws and
+// returns the keys of the routers whose program must be told with a
+// SIGWINCH.
+func (l *logSet) resize(ws logs.WinSize) []string {
+	l.mu.Lock()
+	routers := make([]*instLogs, 0, len(l.progs))
+	for _, il := range l.progs {
+		routers = append(routers, il)
+	}
+	l.mu.Unlock()
+	var tell []string
+	for _, il := range routers {
+		if il.prog.Resize(ws) {
+			tell = append(tell, il.key)
+		}
+	}
+	return tell
+}
+
 // hookWriter logs a hook's output as lines of the stream named after it.
 func (il *instLogs) hookWriter(phase string) io.WriteCloser { return il.prog.Writer(phase) }
 

@@ -665,6 +665,36 @@ func (s *Supervisor) deleteSandboxes() {
 	}
 }
 
+// ResizeTerminals follows a resize of the console's terminal (the dev
+// runner's SIGWINCH): each program's pseudo-terminal (Options.Tty) gets
+// the new size, less the columns of the line prefix, and each program
+// whose size changed a SIGWINCH to its process group, as a terminal
+// sends its foreground group. It does nothing when the console is no
+// terminal.
+func (s *Supervisor) ResizeTerminals() {
+	ws, ok := s.logs.console.PtySize()
+	if !ok {
+		return
+	}
+	tell := s.logs.resize(ws)
+	if len(tell) == 0 {
+		return
+	}
+	s.mu.Lock()
+	ids := make([]string, 0, len(tell))
+	for _, k := range tell {
+		if in := s.instances[k]; in != nil && in.procID != "" {
+			ids = append(ids, in.procID)
+		}
+	}
+	s.mu.Unlock()
+	for _, id := range ids {
+		if err := s.rt.Signal(id, syscall.SIGWINCH); err != nil {
+			s.log.Debug("telling a program its terminal was resized", "err", err)
+		}
+	}
+}
+
 // Kill aborts a graceful shutdown: every running process gets SIGKILL and
 // every blocking call into proc is cancelled. A second SIGINT and the end of
 // shutdown_timeout come here.

@@ -126,6 +126,8 @@ func (s *Supervisor) Freeze(ctx context.Context) (*Frozen, error) {
 		s.frozen = false
 		s.mu.Unlock()
 		s.gate.Unlock()
+		// A resize while the terminals were detached reached none.
+		s.ResizeTerminals()
 	}
 	fail := func(err error) (*Frozen, error) {
 		thaw()

@@ -412,6 +412,9 @@ type run struct {
 	// until the group ends.
 	stop   context.Context
 	cancel context.CancelFunc
+	// resized asks followResizes to pass a resize of our terminal on to
+	// the --tty programs; one pending request stands for any number.
+	resized chan struct{}
 }
 
 // loadRun reads the config to run; its error is for printConfigError.
@@ -592,7 +595,9 @@ func (r *run) actors(srv *ctl.Server, ms *metrics.Server, code *int) *rungroup.G
 	}, func(error) { r.cancel() })
 	// Signals are taken before any actor runs: one sent as soon as we are
 	// up must not find the default action.
+	r.resized = make(chan struct{}, 1)
 	r.addSignals(&g)
+	r.addHelper(&g, r.followResizes)
 	r.addHelper(&g, func() {
 		if err := srv.Serve(r.stop); err != nil {
 			r.log.Error("control socket", "err", err)
@@ -667,6 +672,9 @@ func (r *run) watchConfig(f string) {
 func (r *run) addSignals(g *rungroup.Group) {
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, catchable()...)
+	// A resize before we listened (between the binaries of an upgrade in
+	// place) reached nobody: the --tty programs take the size of now.
+	r.resizeTerminals()
 	done := make(chan struct{})
 	g.Add(func() error {
 		defer signal.Stop(sigs)
@@ -682,6 +690,30 @@ func (r *run) addSignals(g *rungroup.Group) {
 	}, func(error) { close(done) })
 }
 
+// resizeTerminals asks followResizes for a resize without waiting: a
+// signal to a program in a sandbox goes through its init and may take a
+// while, and must not hold up a Ctrl-C behind it. Requests while one is
+// pending (a window dragged wider) make one.
+func (r *run) resizeTerminals() {
+	select {
+	case r.resized <- struct{}{}:
+	default:
+	}
+}
+
+// followResizes resizes the --tty programs' terminals on each request,
+// until stop.
+func (r *run) followResizes() {
+	for {
+		select {
+		case <-r.resized:
+			r.sup.ResizeTerminals()
+		case <-r.stop.Done():
+			return
+		}
+	}
+}
+
 // onSignal acts on sig and says whether the shutdown has begun.
 // SIGTERM, SIGINT and SIGQUIT stop everything (as does a dev runner's
 // SIGHUP, from its closed terminal, as Ctrl-C); a second SIGINT or
@@ -690,6 +722,9 @@ func (r *run) onSignal(sig os.Signal, stopping bool) bool {
 	switch {
 	case sig == syscall.SIGUSR2 && !stopping:
 		r.upgradeOnSignal()
+	case sig == syscall.SIGWINCH:
+		// Our terminal changed size: so do the --tty programs'.
+		r.resizeTerminals()
 	case sig != syscall.SIGTERM && sig != syscall.SIGINT && sig != syscall.SIGHUP && sig != syscall.SIGQUIT:
 		r.log.Debug("signal ignored", "signal", sig.String())
 	case sig == syscall.SIGHUP && !r.devRunner:
