@@ -9,13 +9,16 @@ type runView struct {
 	restartRequested bool // `supervisectl restart` (or a reload) asked for a new run
 	// startAsked: a command (start, restart, a reload, a dependency back)
 	// lifts an end for good; waiveBackoff: it skips the crash backoff too.
-	startAsked    bool
-	waiveBackoff  bool
-	unhealthy     bool          // its health (liveness, watchdog, post_start) ends this run
-	settled       bool          // ended for good: Completed, or Failed
-	shuttingDown  bool          // the supervisor is stopping everything
-	unmetDep      string        // a dependency not yet as asked; "" when all are
-	afterExit     bool          // the last run ended by itself (not asked to)
+	startAsked   bool
+	waiveBackoff bool
+	unhealthy    bool   // its health (liveness, watchdog, post_start) ends this run
+	settled      bool   // ended for good: Completed, or Failed
+	shuttingDown bool   // the supervisor is stopping everything
+	unmetDep     string // a dependency not yet as asked; "" when all are
+	afterExit    bool   // the last run ended by itself (not asked to)
+	// backingOff: waiting out the crash backoff (CrashLoopBackOff), its
+	// exit decided already; a shutdown then stops it, as a stop would.
+	backingOff    bool
 	policyRestart bool          // its restart rules and policy restart that exit
 	backoffLeft   time.Duration // of its crash backoff, counted from that exit
 	scheduled     bool          // a job: runs at the times of its schedule (schedule.go)
@@ -82,7 +85,7 @@ func decideStopped(v runView) runDecision {
 	lifted := v.restartRequested || v.startAsked
 	own := v.afterExit && !v.waiveBackoff
 	switch {
-	case own && !lifted && (!v.policyRestart || v.shuttingDown):
+	case own && !lifted && (!v.policyRestart || v.shuttingDown && !v.backingOff):
 		d.step = stepSettle
 	case v.settled && !lifted:
 		d.step = stepNothing

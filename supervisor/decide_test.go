@@ -26,6 +26,7 @@ func TestDecideRun(t *testing.T) {
 		{"exited, the policy says stay down", runView{afterExit: true}, stepSettle},
 		{"exited, the policy says stay down, restart asked", runView{afterExit: true, restartRequested: true}, stepStart},
 		{"exited during the shutdown", runView{afterExit: true, policyRestart: true, shuttingDown: true}, stepSettle},
+		{"in its backoff at the shutdown", runView{afterExit: true, policyRestart: true, shuttingDown: true, backingOff: true, backoffLeft: time.Second}, stepNothing},
 		{"exited, the policy says stay down, dependency unmet", runView{afterExit: true, unmetDep: "db"}, stepSettle},
 		{"ended for good, restart asked", runView{settled: true, restartRequested: true}, stepStart},
 		{"shutting down", runView{shuttingDown: true}, stepNothing},
@@ -76,10 +77,10 @@ var invariants = []struct {
 		return d.step != stepStart || !own(v) || v.policyRestart || lifted(v)
 	}},
 	{"an end for good only after an exit of its own that nothing restarts", func(v runView, d runDecision) bool {
-		return d.step != stepSettle || (!v.running && own(v) && !lifted(v) && (!v.policyRestart || v.shuttingDown))
+		return d.step != stepSettle || (!v.running && own(v) && !lifted(v) && (!v.policyRestart || v.shuttingDown && !v.backingOff))
 	}},
 	{"an exit of its own that nothing restarts ends it for good", func(v runView, d runDecision) bool {
-		return v.running || !own(v) || lifted(v) || v.policyRestart && !v.shuttingDown || d.step == stepSettle
+		return v.running || !own(v) || lifted(v) || v.policyRestart && (!v.shuttingDown || v.backingOff) || d.step == stepSettle
 	}},
 	{"what commands asked is used up exactly when no process runs", func(v runView, d runDecision) bool {
 		return d.take == (!v.running && (v.restartRequested || v.startAsked || v.waiveBackoff))
@@ -95,12 +96,12 @@ func own(v runView) bool    { return v.afterExit && !v.waiveBackoff }
 // TestDecideRunInvariants checks every combination of the view against
 // the invariants.
 func TestDecideRunInvariants(t *testing.T) {
-	for bits := range 1 << 13 {
+	for bits := range 1 << 14 {
 		on := func(i int) bool { return bits&(1<<i) != 0 }
 		v := runView{
 			running: on(0), restartRequested: on(1), startAsked: on(2), waiveBackoff: on(3),
 			unhealthy: on(4), settled: on(5), shuttingDown: on(6), afterExit: on(7), policyRestart: on(8),
-			scheduled: on(11), slotDue: on(12),
+			scheduled: on(11), slotDue: on(12), backingOff: on(13),
 		}
 		if on(9) {
 			v.unmetDep = "db"

@@ -132,6 +132,7 @@ func (s *Supervisor) runViewLocked(in *instance) runView {
 		settled:          in.settled,
 		shuttingDown:     s.shuttingDown,
 		afterExit:        in.afterExit,
+		backingOff:       in.state == CrashLoopBackOff,
 	}
 	jobViewLocked(in, &v)
 	if v.running {

@@ -481,3 +481,28 @@ func TestShutdownWaitsForPostStop(t *testing.T) {
 		t.Fatalf("post_stop ran after its sandbox was deleted: %v", h.rt.goneExec)
 	}
 }
+
+// A program waiting out its crash backoff while the shutdown holds it
+// (a dependent still stopping) is stopped, not ended for good: its backoff
+// timer fired in that window, the reconcile took the shutdown for an exit
+// of its own to settle, and CrashLoopBackOff → Failed was refused as an
+// illegal transition (seen in a CI run, with a post_start that failed).
+func TestBackoffEndingDuringTheShutdownIsAStop(t *testing.T) {
+	db := program("db")
+	web := program("web", func(p *config.Program) {
+		p.DependsOn = []string{"db"}
+		p.StopTimeout = time.Minute
+	})
+	h := newHarnessSetup(t, func(rt *fakeRuntime) { rt.ignoreTerm = map[string]bool{"web": true} }, db, web)
+	h.waitState("web", Running)
+	h.exit("db", 1)
+	h.waitState("db", Running) // the first crash restarts at once
+	h.exit("db", 1)
+	h.waitState("db", CrashLoopBackOff)
+	h.stop()
+	h.waitState("web", Stopping) // it ignores its stop signal: db waits for it
+	h.stepWhenArmed(10 * time.Second) // db's backoff ends during the shutdown
+	h.stepWhenArmed(50 * time.Second) // web's grace ends: SIGKILL, then db goes
+	h.waitState("db", Stopped)
+	// The harness's cleanup fails the test on an illegal transition.
+}
