@@ -189,7 +189,7 @@ func (s *Supervisor) Freeze(ctx context.Context) (*Frozen, error) {
 		run := s.rollouts[prog]
 		if run.carry && len(run.pending)+len(run.inflight) > 0 {
 			st.Rollouts = append(st.Rollouts, RolloutHandover{Program: prog, Pending: slices.Clone(run.pending),
-				InFlight: maps.Clone(run.inflight), Timeout: run.timeout})
+				InFlight: maps.Clone(run.inflight), Timeout: min(run.timeout, maxRolloutTimeout)})
 		}
 	}
 	progs := map[string]*instLogs{}

@@ -32,41 +32,50 @@ func rollingWeb(t *testing.T, delay time.Duration, more ...*config.Program) *har
 	return h
 }
 
-// A restart --no-wait's rollout, its first successor not ready at the
-// upgrade: the new binary waits for it, then replaces the other two, each
-// once, one at a time.
+// A restart --no-wait's or a file change's rollout, its first successor
+// not ready at the upgrade: the new binary waits for it, then replaces
+// the other two, each once, one at a time.
 func TestUpgradeFinishesANoWaitRollout(t *testing.T) {
-	h := rollingWeb(t, 0)
-	h.rt.setExecFail("web-ready", true)
-	if err := h.sup.Restart(context.Background(), []string{"web"}, ctl.RestartOptions{NoWait: true}); err != nil {
-		t.Fatal(err)
-	}
-	h.stepUntil("web:0 replaced", time.Second, func() bool { return len(h.rt.startTimes("web")) == 4 })
-	n := h.handOver(nil)
-	n.sup.mu.Lock()
-	inflight := 0
-	for _, in := range n.sup.instances {
-		if in.restartRequested || in.procID != "" && !in.ready {
-			inflight++
-		}
-	}
-	n.sup.mu.Unlock()
-	if inflight != 1 {
-		t.Fatalf("%d instances down after the take-over, want 1: %s", inflight, n.sup.statusSummary())
-	}
-	n.stepUntil("web:1 asked while web:0 is not ready", time.Second, func() bool { return true })
-	if got := len(n.rt.startTimes("web")); got != 4 {
-		t.Fatalf("web started %d times while its first successor was not ready, want 4", got)
-	}
-	n.rt.setExecFail("web-ready", false)
-	n.stepUntil("web:1 and web:2 replaced and ready", time.Second, func() bool {
-		return len(n.rt.startTimes("web")) == 6 && n.sup.instances["web:2"].ready && n.sup.rollouts["web"] == nil
-	})
-	for range 3 { // a second replacement would come within a probe period or so
-		n.clock.Step(time.Second)
-	}
-	if got := len(n.rt.startTimes("web")); got != 6 {
-		t.Fatalf("web started %d times, want 6 (3 and one successor each)", got)
+	for name, begin := range map[string]func(*testing.T, *harness){
+		"restart --no-wait": func(t *testing.T, h *harness) {
+			if err := h.sup.Restart(context.Background(), []string{"web"}, ctl.RestartOptions{NoWait: true}); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"file change": func(t *testing.T, h *harness) { h.sup.filesChanged("web", config.Watch{}, []string{"main.go"}) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := rollingWeb(t, 0)
+			h.rt.setExecFail("web-ready", true)
+			begin(t, h)
+			h.stepUntil("web:0 replaced", time.Second, func() bool { return len(h.rt.startTimes("web")) == 4 })
+			n := h.handOver(nil)
+			n.sup.mu.Lock()
+			inflight := 0
+			for _, in := range n.sup.instances {
+				if in.restartRequested || in.procID != "" && !in.ready {
+					inflight++
+				}
+			}
+			n.sup.mu.Unlock()
+			if inflight != 1 {
+				t.Fatalf("%d instances down after the take-over, want 1: %s", inflight, n.sup.statusSummary())
+			}
+			n.stepUntil("web:1 asked while web:0 is not ready", time.Second, func() bool { return true })
+			if got := len(n.rt.startTimes("web")); got != 4 {
+				t.Fatalf("web started %d times while its first successor was not ready, want 4", got)
+			}
+			n.rt.setExecFail("web-ready", false)
+			n.stepUntil("web:1 and web:2 replaced and ready", time.Second, func() bool {
+				return len(n.rt.startTimes("web")) == 6 && n.sup.instances["web:2"].ready && n.sup.rollouts["web"] == nil
+			})
+			for range 3 { // a second replacement would come within a probe period or so
+				n.clock.Step(time.Second)
+			}
+			if got := len(n.rt.startTimes("web")); got != 6 {
+				t.Fatalf("web started %d times, want 6 (3 and one successor each)", got)
+			}
+		})
 	}
 }
 
