@@ -36,6 +36,12 @@ type rolloutRun struct {
 	// client resumes only waits for those.
 	adopted  bool
 	replaced map[string]string
+	// stopped: a resumed restart took it over; it asks nothing more.
+	stopped bool
+	// orphan: a waiting restart's, ended for an upgrade with work left:
+	// kept for the hand-over, so that the new binary finishes it if the
+	// client does not come back to.
+	orphan bool
 }
 
 // errSuperseded ends a rollout that a newer one of the same program
@@ -66,7 +72,7 @@ func (s *Supervisor) Restart(ctx context.Context, names []string, opts ctl.Resta
 		}
 	}
 	if len(opts.Resume) > 0 {
-		s.takeCarriedLocked(keys, asked)
+		keys = append(keys, s.takeCarried(keys, asked)...)
 	}
 	resumed := maps.Clone(asked)
 	keys = slices.DeleteFunc(keys, func(k string) bool { _, ok := resumed[k]; return ok })
@@ -243,6 +249,10 @@ func (s *Supervisor) rollOut(ctx context.Context, r rolloutPlan) error {
 		s.mu.Lock()
 		if s.rollouts[r.program] == run {
 			delete(s.rollouts, r.program)
+			if errors.Is(context.Cause(ctx), ctl.ErrUpgrading) && !run.stopped && len(run.pending)+len(run.inflight) > 0 {
+				run.carry, run.orphan = true, true
+				s.rollouts[r.program] = run
+			}
 		}
 		s.mu.Unlock()
 	}()
@@ -311,6 +321,9 @@ func (s *Supervisor) requestRestartFor(keys []string, run *rolloutRun) (map[stri
 	}
 	_, err := s.command(keys, func(in *instance) {
 		before[in.key] = in.procID
+		if run != nil && run.stopped {
+			return
+		}
 		if run != nil {
 			run.inflight[in.key], run.replaced[in.key] = in.procID, in.procID
 			run.pending = slices.DeleteFunc(run.pending, func(k string) bool { return k == in.key })
@@ -320,6 +333,9 @@ func (s *Supervisor) requestRestartFor(keys []string, run *rolloutRun) (map[stri
 		askStartLocked(in, true)
 		in.backoff.Reset(in.key)
 	})
+	if err == nil && run != nil && len(before) == 0 {
+		err = errSuperseded // taken over by a resumed restart
+	}
 	return before, err
 }
 
@@ -412,24 +428,37 @@ func (s *Supervisor) withTimeout(ctx context.Context, d time.Duration) (context.
 	}
 }
 
-// takeCarriedLocked is for a restart its client resumes after an
-// upgrade: the instances among keys that a rollout carried across it has
-// asked new processes of already go into asked, to be waited for, not
-// restarted twice; the restart then supersedes that rollout.
-func (s *Supervisor) takeCarriedLocked(keys []string, asked map[string]string) {
+// takeCarried is for a restart its client resumes after an upgrade:
+// it takes over the rollouts carried across it of the programs of keys.
+// What they have asked for goes into asked, to be waited for, not
+// restarted twice; they ask nothing more; and it returns the instances
+// they had still to replace that keys does not name, for the restart to
+// replace.
+func (s *Supervisor) takeCarried(keys []string, asked map[string]string) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	var more []string
 	for _, k := range keys {
 		in := s.instances[k]
 		if in == nil {
 			continue
 		}
-		if run := s.rollouts[in.spec.Name]; run != nil && run.adopted {
-			if old, ok := run.replaced[k]; ok {
-				if _, mine := asked[k]; !mine {
-					asked[k] = old
-				}
+		run := s.rollouts[in.spec.Name]
+		if run == nil || !run.adopted || run.stopped {
+			continue
+		}
+		run.stopped = true
+		run.cancel()
+		for rk, old := range run.replaced {
+			if _, mine := asked[rk]; !mine {
+				asked[rk] = old
+			}
+		}
+		for _, rk := range run.pending {
+			if !slices.Contains(keys, rk) {
+				more = append(more, rk)
 			}
 		}
 	}
+	return more
 }

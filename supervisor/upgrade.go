@@ -141,6 +141,8 @@ func (s *Supervisor) Freeze(ctx context.Context) (*Frozen, error) {
 		}
 		s.mu.Lock()
 		s.frozen = false
+		// No exec: the clients of the waiting restarts resume here.
+		maps.DeleteFunc(s.rollouts, func(_ string, r *rolloutRun) bool { return r.orphan })
 		s.mu.Unlock()
 		s.gate.Unlock()
 	}

@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -161,5 +162,34 @@ func TestUpgradeRefusesABadCarriedRollout(t *testing.T) {
 	many := make([]RolloutHandover, 3)
 	if err := h.sup.checkRolloutsLocked(many); err == nil {
 		t.Error("more rollouts than programs accepted")
+	}
+}
+
+// A waiting restart ended for an upgrade whose client never comes back
+// (it was killed meanwhile): the new binary finishes its rollout.
+func TestUpgradeFinishesARestartWhoseClientLeft(t *testing.T) {
+	h := rollingWeb(t, 5*time.Second)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- h.sup.Restart(ctx, []string{"web"}, ctl.RestartOptions{}) }()
+	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer wcancel()
+	if err := h.sup.waitFor(wctx, func() bool { return len(h.rt.startTimes("web")) == 4 }); err != nil {
+		t.Fatalf("web:0 not replaced: %s", h.sup.statusSummary())
+	}
+	cancel(ctl.ErrUpgrading) // what the server does to the commands under way
+	var ui *ctl.UpgradeInterrupted
+	if err := <-done; !errors.As(err, &ui) || len(ui.Restart.Asked) != 1 || len(ui.Restart.Remaining) != 2 {
+		t.Fatalf("restart ended by the upgrade: %v, want web:0 asked and 2 remaining", err)
+	}
+	n := h.handOver(nil)
+	n.stepUntil("web:1 and web:2 replaced and ready", time.Second, func() bool {
+		return len(n.rt.startTimes("web")) == 6 && n.sup.instances["web:2"].ready && n.sup.rollouts["web"] == nil
+	})
+	for range 7 {
+		n.clock.Step(time.Second)
+	}
+	if got := len(n.rt.startTimes("web")); got != 6 {
+		t.Fatalf("web started %d times, want 6 (3 and one successor each)", got)
 	}
 }
