@@ -134,7 +134,7 @@ func (s *Supervisor) restart(ctx context.Context, keys, programs []string, opts 
 			together = append(together, mine...)
 			continue
 		}
-		plan.carry = opts.NoWait
+		plan.carry = true
 		rolling = append(rolling, plan)
 	}
 	// A rollout keeps instances serving: only --with-dependents takes
@@ -184,9 +184,8 @@ type rolloutPlan struct {
 	// the process it had (a restart's, for its resume after an upgrade).
 	asked map[string]string
 	// carry: an upgrade in place hands over what is left of it (a
-	// command's with no client waiting, or a file change's; a reload's
-	// goes on from the specs of the processes, a waiting client's from
-	// its resume). inflight is a batch asked for before an upgrade, whose
+	// command's or a file change's; a reload's goes on from the specs of
+	// the processes instead). inflight is a batch asked for before an upgrade, whose
 	// successors are waited for first; adopted says it came across one.
 	carry    bool
 	inflight map[string]string
@@ -249,8 +248,8 @@ func (s *Supervisor) rollOut(ctx context.Context, r rolloutPlan) error {
 		s.mu.Lock()
 		if s.rollouts[r.program] == run {
 			delete(s.rollouts, r.program)
-			if errors.Is(context.Cause(ctx), ctl.ErrUpgrading) && !run.stopped && len(run.pending)+len(run.inflight) > 0 {
-				run.carry, run.orphan = true, true
+			if run.carry && errors.Is(context.Cause(ctx), ctl.ErrUpgrading) && !run.stopped && len(run.pending)+len(run.inflight) > 0 {
+				run.orphan = true
 				s.rollouts[r.program] = run
 			}
 		}

@@ -33,9 +33,9 @@ type Handover struct {
 	Sockets   []SocketHandover   `json:"sockets"`
 	Scaled    map[string]int     `json:"scaled,omitempty"`
 	Events    []ctl.Event        `json:"events,omitempty"`
-	// Rollouts are the rolling restarts under way that no client waits
-	// for (a restart --no-wait's, a file change's): the new binary
-	// finishes them.
+	// Rollouts are the rolling restarts under way (a restart's, a file
+	// change's) or ended by the upgrade with a waiting restart: the new
+	// binary finishes them, or a resumed restart takes its over.
 	Rollouts []RolloutHandover `json:"rollouts,omitempty"`
 }
 

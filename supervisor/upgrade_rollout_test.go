@@ -165,10 +165,11 @@ func TestUpgradeRefusesABadCarriedRollout(t *testing.T) {
 	}
 }
 
-// A waiting restart ended for an upgrade whose client never comes back
-// (it was killed meanwhile): the new binary finishes its rollout.
-func TestUpgradeFinishesARestartWhoseClientLeft(t *testing.T) {
-	h := rollingWeb(t, 5*time.Second)
+// endRestartForUpgrade runs a waiting restart of web and ends it, as the
+// server ends the commands under way for an upgrade, once web:0's
+// successor runs (not ready: its probe waits 5 s of the clock).
+func endRestartForUpgrade(t *testing.T, h *harness) {
+	t.Helper()
 	ctx, cancel := context.WithCancelCause(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- h.sup.Restart(ctx, []string{"web"}, ctl.RestartOptions{}) }()
@@ -177,11 +178,18 @@ func TestUpgradeFinishesARestartWhoseClientLeft(t *testing.T) {
 	if err := h.sup.waitFor(wctx, func() bool { return len(h.rt.startTimes("web")) == 4 }); err != nil {
 		t.Fatalf("web:0 not replaced: %s", h.sup.statusSummary())
 	}
-	cancel(ctl.ErrUpgrading) // what the server does to the commands under way
+	cancel(ctl.ErrUpgrading)
 	var ui *ctl.UpgradeInterrupted
 	if err := <-done; !errors.As(err, &ui) || len(ui.Restart.Asked) != 1 || len(ui.Restart.Remaining) != 2 {
 		t.Fatalf("restart ended by the upgrade: %v, want web:0 asked and 2 remaining", err)
 	}
+}
+
+// A waiting restart ended for an upgrade whose client never comes back
+// (it was killed meanwhile): the new binary finishes its rollout.
+func TestUpgradeFinishesARestartWhoseClientLeft(t *testing.T) {
+	h := rollingWeb(t, 5*time.Second)
+	endRestartForUpgrade(t, h)
 	n := h.handOver(nil)
 	n.stepUntil("web:1 and web:2 replaced and ready", time.Second, func() bool {
 		return len(n.rt.startTimes("web")) == 6 && n.sup.instances["web:2"].ready && n.sup.rollouts["web"] == nil
@@ -191,5 +199,28 @@ func TestUpgradeFinishesARestartWhoseClientLeft(t *testing.T) {
 	}
 	if got := len(n.rt.startTimes("web")); got != 6 {
 		t.Fatalf("web started %d times, want 6 (3 and one successor each)", got)
+	}
+}
+
+// A waiting restart's rollout left for an exec that does not happen is
+// dropped: its client resumes it, and a later upgrade must not replay it.
+func TestThawDropsAnEndedRestartsRollout(t *testing.T) {
+	h := rollingWeb(t, 5*time.Second)
+	endRestartForUpgrade(t, h)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	fr, err := h.sup.Freeze(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fr.State.Rollouts) != 1 || len(fr.State.Rollouts[0].Pending) != 2 || len(fr.State.Rollouts[0].InFlight) != 1 {
+		t.Fatalf("hand-over rollouts %+v, want web's with 2 pending and 1 in flight", fr.State.Rollouts)
+	}
+	fr.Thaw()
+	h.sup.mu.Lock()
+	left := len(h.sup.rollouts)
+	h.sup.mu.Unlock()
+	if left != 0 {
+		t.Fatalf("%d rollouts registered after the thaw, want none", left)
 	}
 }
