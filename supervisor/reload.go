@@ -87,7 +87,7 @@ func (s *Supervisor) applyLocked(cfg *config.Config) {
 // restart does; the others (not running: their next start takes the new
 // spec) get theirs at once.
 func (s *Supervisor) renewLocked(name string, keys []string) {
-	rolled := s.rollLocked(name, keys)
+	rolled := s.rollLocked(name, keys, false)
 	for _, key := range keys {
 		if !slices.Contains(rolled, key) {
 			in := s.instances[key]

@@ -23,6 +23,25 @@ import (
 // same program cancels it.
 type rolloutRun struct {
 	cancel context.CancelFunc
+	// What it still has to do, under s.mu, for an upgrade in place to
+	// carry over when carry is set: the instances it has not asked yet,
+	// in order, and those asked whose successors are not ready yet, with
+	// the process each had.
+	carry    bool
+	pending  []string
+	inflight map[string]string
+	timeout  time.Duration
+	// adopted says it came across an upgrade; replaced is every instance
+	// it asked a new process of, with the process each had: a restart its
+	// client resumes only waits for those.
+	adopted  bool
+	replaced map[string]string
+	// stopped: a resumed restart took it over; it asks nothing more.
+	stopped bool
+	// orphan: a waiting restart's, ended for an upgrade with work left:
+	// kept for the hand-over, so that the new binary finishes it if the
+	// client does not come back to.
+	orphan bool
 }
 
 // errSuperseded ends a rollout that a newer one of the same program
@@ -52,19 +71,28 @@ func (s *Supervisor) Restart(ctx context.Context, names []string, opts ctl.Resta
 			asked[k] = proc
 		}
 	}
+	if len(opts.Resume) > 0 {
+		keys = append(keys, s.takeCarried(keys, asked)...)
+	}
 	resumed := maps.Clone(asked)
 	keys = slices.DeleteFunc(keys, func(k string) bool { _, ok := resumed[k]; return ok })
-	err = s.restart(ctx, keys, programs, opts, asked)
 	var errs []error
-	if err != nil {
-		errs = append(errs, err)
-	}
 	if !opts.NoWait {
+		// The successors asked for before the upgrade come first: they are
+		// the batch in flight, and the rest must not go down beside it.
 		for _, k := range slices.Sorted(maps.Keys(resumed)) {
 			if err := s.waitReady(ctx, k, resumed[k], s.restartTimeout(k, opts.Timeout)); err != nil {
 				errs = append(errs, err)
 			}
 		}
+	}
+	if len(errs) == 0 {
+		err = s.restart(ctx, keys, programs, opts, asked)
+	} else if len(keys) > 0 && !errors.Is(context.Cause(ctx), ctl.ErrUpgrading) {
+		err = fmt.Errorf("restart stopped: %s keep their old processes", strings.Join(keys, ", "))
+	}
+	if err != nil {
+		errs = append(errs, err)
 	}
 	joined := errors.Join(errs...)
 	if joined != nil && (errors.Is(context.Cause(ctx), ctl.ErrUpgrading) || errors.Is(joined, ctl.ErrUpgrading)) {
@@ -106,6 +134,7 @@ func (s *Supervisor) restart(ctx context.Context, keys, programs []string, opts 
 			together = append(together, mine...)
 			continue
 		}
+		plan.carry = true
 		rolling = append(rolling, plan)
 	}
 	// A rollout keeps instances serving: only --with-dependents takes
@@ -154,6 +183,13 @@ type rolloutPlan struct {
 	// asked, when set, records each instance asked a new process of, with
 	// the process it had (a restart's, for its resume after an upgrade).
 	asked map[string]string
+	// carry: an upgrade in place hands over what is left of it (a
+	// command's or a file change's; a reload's goes on from the specs of
+	// the processes instead). inflight is a batch asked for before an upgrade, whose
+	// successors are waited for first; adopted says it came across one.
+	carry    bool
+	inflight map[string]string
+	adopted  bool
 }
 
 // planLocked is the rollout of keys, instances of prog, by its
@@ -197,7 +233,11 @@ func (s *Supervisor) startRollout(r rolloutPlan) {
 func (s *Supervisor) rollOut(ctx context.Context, r rolloutPlan) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	run := &rolloutRun{cancel: func() { cancel(errSuperseded) }}
+	run := &rolloutRun{cancel: func() { cancel(errSuperseded) }, carry: r.carry, pending: slices.Clone(r.keys),
+		inflight: maps.Clone(r.inflight), timeout: r.timeout, adopted: r.adopted, replaced: maps.Clone(r.inflight)}
+	if run.inflight == nil {
+		run.inflight, run.replaced = map[string]string{}, map[string]string{}
+	}
 	s.mu.Lock()
 	if prev := s.rollouts[r.program]; prev != nil {
 		prev.cancel()
@@ -208,15 +248,27 @@ func (s *Supervisor) rollOut(ctx context.Context, r rolloutPlan) error {
 		s.mu.Lock()
 		if s.rollouts[r.program] == run {
 			delete(s.rollouts, r.program)
+			if run.carry && errors.Is(context.Cause(ctx), ctl.ErrUpgrading) && !run.stopped && len(run.pending)+len(run.inflight) > 0 {
+				run.orphan = true
+				s.rollouts[r.program] = run
+			}
 		}
 		s.mu.Unlock()
 	}()
-	s.log.Info("rolling restart", "program", r.program, "instances", len(r.keys), "at_once", r.batch)
-	for i := 0; i < len(r.keys); i += r.batch {
-		batch := r.keys[i:min(i+r.batch, len(r.keys))]
-		before, err := s.requestRestart(batch)
-		if err != nil {
-			return err
+	s.log.Info("rolling restart", "program", r.program, "instances", len(r.keys)+len(r.inflight), "at_once", r.batch)
+	start := 0
+	if len(r.inflight) > 0 {
+		start = -r.batch // first the batch an upgrade cut short
+	}
+	for i := start; i < len(r.keys); i += r.batch {
+		batch, before, rest := slices.Sorted(maps.Keys(r.inflight)), r.inflight, r.keys
+		if i >= 0 {
+			batch = r.keys[i:min(i+r.batch, len(r.keys))]
+			rest = r.keys[i+len(batch):]
+			var err error
+			if before, err = s.requestRestartFor(batch, run); err != nil {
+				return err
+			}
 		}
 		if r.asked != nil {
 			maps.Copy(r.asked, before)
@@ -228,13 +280,16 @@ func (s *Supervisor) rollOut(ctx context.Context, r rolloutPlan) error {
 			}
 		}
 		if len(errs) == 0 {
+			s.mu.Lock()
+			clear(run.inflight)
+			s.mu.Unlock()
 			continue
 		}
 		if context.Cause(ctx) == errSuperseded {
 			return fmt.Errorf("rolling restart of %s: %w", r.program, errSuperseded)
 		}
-		err = errors.Join(errs...)
-		if rest := r.keys[i+len(batch):]; len(rest) > 0 {
+		err := errors.Join(errs...)
+		if len(rest) > 0 {
 			err = fmt.Errorf("%w; rollout stopped: %s keep their old processes", err, strings.Join(rest, ", "))
 		}
 		s.mu.Lock()
@@ -252,17 +307,34 @@ func (s *Supervisor) rollOut(ctx context.Context, r rolloutPlan) error {
 // requestRestart asks for a new process of each key, returning the
 // process each had.
 func (s *Supervisor) requestRestart(keys []string) (map[string]string, error) {
+	return s.requestRestartFor(keys, nil)
+}
+
+// requestRestartFor is requestRestart for the rollout run, which learns
+// what it asked under the same lock, so that a hand-over sees each
+// instance either still to be asked or asked, never both or neither.
+func (s *Supervisor) requestRestartFor(keys []string, run *rolloutRun) (map[string]string, error) {
 	before := map[string]string{}
 	if len(keys) == 0 {
 		return before, nil
 	}
 	_, err := s.command(keys, func(in *instance) {
 		before[in.key] = in.procID
+		if run != nil && run.stopped {
+			return
+		}
+		if run != nil {
+			run.inflight[in.key], run.replaced[in.key] = in.procID, in.procID
+			run.pending = slices.DeleteFunc(run.pending, func(k string) bool { return k == in.key })
+		}
 		in.goal = goalRun
 		in.restartRequested = true
 		askStartLocked(in, true)
 		in.backoff.Reset(in.key)
 	})
+	if err == nil && run != nil && len(before) == 0 {
+		err = errSuperseded // taken over by a resumed restart
+	}
 	return before, err
 }
 
@@ -324,8 +396,8 @@ func (s *Supervisor) waitReadyAs(ctx context.Context, key, old string, timeout t
 // rollLocked replaces the running instances among keys (of program prog)
 // as a rollout when they are more than one batch, else asks each for a
 // new process at once. It reports the keys it rolls. For a reload and a
-// file change; a command uses Restart.
-func (s *Supervisor) rollLocked(prog string, keys []string) []string {
+// file change; a command uses Restart. carry is the plan's.
+func (s *Supervisor) rollLocked(prog string, keys []string, carry bool) []string {
 	var running []string
 	for _, k := range keys {
 		if in := s.instances[k]; in != nil && in.procID != "" && in.goal == goalRun {
@@ -336,6 +408,7 @@ func (s *Supervisor) rollLocked(prog string, keys []string) []string {
 	if len(running) < 2 || plan.batch >= len(running) {
 		return nil
 	}
+	plan.carry = carry
 	s.startRollout(plan)
 	return running
 }
@@ -352,4 +425,39 @@ func (s *Supervisor) withTimeout(ctx context.Context, d time.Duration) (context.
 		t.Stop()
 		cancel(context.Canceled)
 	}
+}
+
+// takeCarried is for a restart its client resumes after an upgrade:
+// it takes over the rollouts carried across it of the programs of keys.
+// What they have asked for goes into asked, to be waited for, not
+// restarted twice; they ask nothing more; and it returns the instances
+// they had still to replace that keys does not name, for the restart to
+// replace.
+func (s *Supervisor) takeCarried(keys []string, asked map[string]string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var more []string
+	for _, k := range keys {
+		in := s.instances[k]
+		if in == nil {
+			continue
+		}
+		run := s.rollouts[in.spec.Name]
+		if run == nil || !run.adopted || run.stopped {
+			continue
+		}
+		run.stopped = true
+		run.cancel()
+		for rk, old := range run.replaced {
+			if _, mine := asked[rk]; !mine {
+				asked[rk] = old
+			}
+		}
+		for _, rk := range run.pending {
+			if !slices.Contains(keys, rk) {
+				more = append(more, rk)
+			}
+		}
+	}
+	return more
 }

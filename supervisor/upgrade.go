@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/supervise-dev/supervise/backoff"
@@ -31,6 +33,21 @@ type Handover struct {
 	Sockets   []SocketHandover   `json:"sockets"`
 	Scaled    map[string]int     `json:"scaled,omitempty"`
 	Events    []ctl.Event        `json:"events,omitempty"`
+	// Rollouts are the rolling restarts under way (a restart's, a file
+	// change's) or ended by the upgrade with a waiting restart: the new
+	// binary finishes them, or a resumed restart takes its over.
+	Rollouts []RolloutHandover `json:"rollouts,omitempty"`
+}
+
+// RolloutHandover is what one rollout still has to do: the instances it
+// has not come to, in order, and the batch in flight (each instance with
+// the process it had), whose successors are waited for before the next
+// batch goes. Timeout is the wait for each successor.
+type RolloutHandover struct {
+	Program  string            `json:"program"`
+	Pending  []string          `json:"pending,omitempty"`
+	InFlight map[string]string `json:"in_flight,omitempty"`
+	Timeout  time.Duration     `json:"timeout"`
 }
 
 // InstanceHandover is one instance: what status shows, its process, its
@@ -124,6 +141,8 @@ func (s *Supervisor) Freeze(ctx context.Context) (*Frozen, error) {
 		}
 		s.mu.Lock()
 		s.frozen = false
+		// No exec: the clients of the waiting restarts resume here.
+		maps.DeleteFunc(s.rollouts, func(_ string, r *rolloutRun) bool { return r.orphan })
 		s.mu.Unlock()
 		s.gate.Unlock()
 		// A resize while the terminals were detached reached none.
@@ -167,6 +186,15 @@ func (s *Supervisor) Freeze(ctx context.Context) (*Frozen, error) {
 			ih.ProcSpec = in.procSpec
 		}
 		st.Instances = append(st.Instances, ih)
+	}
+	// Under the same lock as the instances: each instance is either still
+	// to be asked by its rollout or asked (its ask in the instance).
+	for _, prog := range slices.Sorted(maps.Keys(s.rollouts)) {
+		run := s.rollouts[prog]
+		if run.carry && len(run.pending)+len(run.inflight) > 0 {
+			st.Rollouts = append(st.Rollouts, RolloutHandover{Program: prog, Pending: slices.Clone(run.pending),
+				InFlight: maps.Clone(run.inflight), Timeout: min(run.timeout, maxRolloutTimeout)})
+		}
 	}
 	progs := map[string]*instLogs{}
 	// The runs with a notification channel, and their health (which
@@ -292,6 +320,9 @@ func (s *Supervisor) adopt(h *Handover, fds map[int]*os.File) error {
 			return err
 		}
 	}
+	if err := s.checkRolloutsLocked(h.Rollouts); err != nil {
+		return err
+	}
 	socks, err := s.adoptNotifySocketsLocked(h, fds)
 	if err != nil {
 		return err
@@ -350,6 +381,7 @@ func (s *Supervisor) adopt(h *Handover, fds map[int]*os.File) error {
 		}
 	}
 	s.renewOutdatedLocked(h)
+	s.resumeRolloutsLocked(h.Rollouts)
 	// An instance stopped for a dependency comes back with it, as before
 	// the upgrade: the index of dependents learns the adopted stoppedFor.
 	s.indexDependentsLocked(s.cfg)
@@ -364,6 +396,10 @@ func (s *Supervisor) adopt(h *Handover, fds map[int]*os.File) error {
 // has changed since get new ones, as the reload that changed it was
 // giving them.
 func (s *Supervisor) renewOutdatedLocked(h *Handover) {
+	carried := map[string]*RolloutHandover{}
+	for i := range h.Rollouts {
+		carried[h.Rollouts[i].Program] = &h.Rollouts[i]
+	}
 	outdated := map[string][]string{}
 	var names []string
 	for _, ih := range h.Instances {
@@ -377,6 +413,15 @@ func (s *Supervisor) renewOutdatedLocked(h *Handover) {
 		outdated[in.spec.Name] = append(outdated[in.spec.Name], ih.Key)
 	}
 	for _, name := range names {
+		if r := carried[name]; r != nil {
+			// One rollout per program: the carried one replaces these too.
+			for _, k := range outdated[name] {
+				if _, asked := r.InFlight[k]; !asked && !slices.Contains(r.Pending, k) {
+					r.Pending = append(r.Pending, k)
+				}
+			}
+			continue
+		}
 		s.log.Info("upgraded in the middle of a rollout: replacing the processes it had not replaced yet", "program", name, "instances", outdated[name])
 		s.renewLocked(name, outdated[name])
 	}
@@ -468,4 +513,62 @@ func (l *listenSet) adopt(socks []SocketHandover, fds map[int]*os.File) error {
 		l.held[sh.Key] = sk
 	}
 	return nil
+}
+
+// maxRolloutTimeout bounds a carried rollout's wait for each successor.
+const maxRolloutTimeout = 7 * 24 * time.Hour
+
+// checkRolloutsLocked checks the carried rollouts against the config
+// just applied: each of a program of it, once, its instances of that
+// program, each once, and a sane timeout.
+func (s *Supervisor) checkRolloutsLocked(rs []RolloutHandover) error {
+	if len(rs) > len(s.cfg.Programs) {
+		return fmt.Errorf("%d rollouts for %d programs", len(rs), len(s.cfg.Programs))
+	}
+	progs := map[string]bool{}
+	for _, r := range rs {
+		if s.cfg.Program(r.Program) == nil || progs[r.Program] {
+			return fmt.Errorf("rollout of %q: not a program of the config, or twice", r.Program)
+		}
+		progs[r.Program] = true
+		if r.Timeout <= 0 || r.Timeout > maxRolloutTimeout {
+			return fmt.Errorf("rollout of %s: timeout %v", r.Program, r.Timeout)
+		}
+		seen := map[string]bool{}
+		check := func(k string) error {
+			in := s.instances[k]
+			if in == nil || in.spec.Name != r.Program || seen[k] {
+				return fmt.Errorf("rollout of %s: %q is not an instance of it, or is there twice", r.Program, k)
+			}
+			seen[k] = true
+			return nil
+		}
+		if len(r.Pending)+len(r.InFlight) > maxHandoverInstances {
+			return fmt.Errorf("rollout of %s: %d instances", r.Program, len(r.Pending)+len(r.InFlight))
+		}
+		for _, k := range r.Pending {
+			if err := check(k); err != nil {
+				return err
+			}
+		}
+		for k := range r.InFlight {
+			if err := check(k); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// resumeRolloutsLocked goes on with the carried rollouts, by the batch
+// rules of the config: the batch in flight first, then the rest.
+func (s *Supervisor) resumeRolloutsLocked(rs []RolloutHandover) {
+	for _, r := range rs {
+		keys := slices.Concat(r.Pending, slices.Collect(maps.Keys(r.InFlight)))
+		plan := s.planLocked(r.Program, keys, r.Timeout)
+		plan.keys, plan.inflight, plan.carry, plan.adopted = r.Pending, r.InFlight, true, true
+		s.log.Info("upgraded in the middle of a rolling restart: going on with it", "program", r.Program,
+			"in_flight", len(r.InFlight), "pending", len(r.Pending))
+		s.startRollout(plan)
+	}
 }

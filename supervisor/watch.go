@@ -118,7 +118,7 @@ func (s *Supervisor) filesChanged(name string, spec config.Watch, changed []stri
 	if len(keys) > 0 {
 		s.log.Info("files changed; restarting", "program", name, "instances", len(keys), "file", first, "files", len(changed))
 	}
-	rolled := s.rollLocked(name, keys)
+	rolled := s.rollLocked(name, keys, true)
 	for _, key := range keys {
 		if slices.Contains(rolled, key) {
 			continue
