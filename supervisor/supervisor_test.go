@@ -500,7 +500,7 @@ func TestBackoffEndingDuringTheShutdownIsAStop(t *testing.T) {
 	h.exit("db", 1)
 	h.waitState("db", CrashLoopBackOff)
 	h.stop()
-	h.waitState("web", Stopping) // it ignores its stop signal: db waits for it
+	h.waitState("web", Stopping)      // it ignores its stop signal: db waits for it
 	h.stepWhenArmed(10 * time.Second) // db's backoff ends during the shutdown
 	h.stepWhenArmed(50 * time.Second) // web's grace ends: SIGKILL, then db goes
 	h.waitState("db", Stopped)
