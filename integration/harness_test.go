@@ -122,28 +122,30 @@ func startDaemonUnder(t *testing.T, wrapper []string, exe, dir, file string, ext
 			t.Skipf("needs %s", wrapper[0])
 		}
 	}
-	d := &daemon{t: t, dir: dir, socket: filepath.Join(dir, "s.sock"), stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
+	d := newDaemon(t, dir)
 	args := append(append(append([]string(nil), wrapper...), exe, "run", "-c", file, "--socket", d.socket), extra...)
-	d.cmd = exec.Command(args[0], args[1:]...)
-	d.cmd.Dir = dir
-	d.cmd.Stdout, d.cmd.Stderr = d.stdout, d.stderr
-	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := d.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { d.err = d.cmd.Wait(); close(d.done) }()
-	t.Cleanup(func() {
-		select {
-		case <-d.done:
-		default:
-			_ = d.cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-d.done:
-			case <-time.After(30 * time.Second):
-				_ = syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL)
-				<-d.done
-			}
-		}
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Dir = dir
+	d.launch(cmd)
+	return d
+}
+
+// newDaemon is a daemon in dir, its socket s.sock there, not started yet:
+// for tests that start supervise in a way of their own (with launch).
+func newDaemon(t *testing.T, dir string) *daemon {
+	return &daemon{t: t, dir: dir, socket: filepath.Join(dir, "s.sock"), stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
+}
+
+// launch starts cmd (a `supervise run` on d.socket, or what runs one) as
+// d's, its output captured. The test's cleanup stops it as
+// startInGroup does, then fails the test if supervise refused an illegal
+// state transition, and shows its stderr if the test failed.
+func (d *daemon) launch(cmd *exec.Cmd) {
+	t := d.t
+	t.Helper()
+	d.cmd = cmd
+	cmd.Stdout, cmd.Stderr = d.stdout, d.stderr
+	startInGroup(t, cmd, d.done, &d.err, func() {
 		// The controller refuses (and logs) a move its lifecycle table
 		// does not allow: any of them is a bug, whatever the test checked.
 		if strings.Contains(d.stderr.String(), "illegal state transition") {
@@ -153,7 +155,36 @@ func startDaemonUnder(t *testing.T, wrapper []string, exe, dir, file string, ext
 			t.Logf("supervise stderr:\n%s", tail(d.stderr.String(), 60))
 		}
 	})
-	return d
+}
+
+// startInGroup starts cmd in a process group of its own; done is closed
+// once it has exited, its error in *err. The test's cleanup stops it if it
+// still runs (SIGTERM, and after 30 s a SIGKILL of its whole group), then
+// calls after.
+func startInGroup(t *testing.T, cmd *exec.Cmd, done chan struct{}, err *error, after func()) {
+	t.Helper()
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid = true
+	if e := cmd.Start(); e != nil {
+		t.Fatal(e)
+	}
+	go func() { *err = cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		select {
+		case <-done:
+		default:
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-done:
+			case <-time.After(30 * time.Second):
+				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				<-done
+			}
+		}
+		after()
+	})
 }
 
 func tail(s string, n int) string {

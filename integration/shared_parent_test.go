@@ -118,25 +118,11 @@ func testCgroups(t *testing.T) []string {
 // first moves itself into the cgroups dirs.
 func startInCgroups(t *testing.T, dir, file string, dirs []string) *daemon {
 	t.Helper()
-	d := &daemon{t: t, dir: dir, socket: filepath.Join(dir, "s.sock"), stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
+	d := newDaemon(t, dir)
 	script := `for d in $CGROUP_DIRS; do echo $$ > "$d/cgroup.procs" || exit 97; done; exec "$@"`
-	d.cmd = exec.Command("sh", "-c", script, "sh", binary, "run", "-c", file, "--socket", d.socket)
-	d.cmd.Dir = dir
-	d.cmd.Env = append(os.Environ(), "CGROUP_DIRS="+strings.Join(dirs, " "))
-	d.cmd.Stdout, d.cmd.Stderr = d.stdout, d.stderr
-	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	must(t, d.cmd.Start())
-	go func() { d.err = d.cmd.Wait(); close(d.done) }()
-	t.Cleanup(func() {
-		select {
-		case <-d.done:
-		default:
-			_ = syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL)
-			<-d.done
-		}
-		if t.Failed() {
-			t.Logf("supervise stderr:\n%s", tail(d.stderr.String(), 40))
-		}
-	})
+	cmd := exec.Command("sh", "-c", script, "sh", binary, "run", "-c", file, "--socket", d.socket)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGROUP_DIRS="+strings.Join(dirs, " "))
+	d.launch(cmd)
 	return d
 }
