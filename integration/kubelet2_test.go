@@ -109,10 +109,7 @@ sleep = "25s"
 		t.Fatal(err)
 	}
 	d := startDaemon(t, dir, file)
-	eventually(t, "both running", 60*time.Second, func() bool {
-		st := d.status()
-		return st["lb"].State == "Running" && st["short"].State == "Running"
-	})
+	d.running("lb", "short")
 	began := time.Now()
 	stopped := make(chan string, 1)
 	go func() { out, _ := d.ctl("stop", "lb"); stopped <- out }()

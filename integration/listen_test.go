@@ -233,10 +233,7 @@ func TestListenRollingTwoInstances(t *testing.T) {
 	cfg := strings.Replace(srvConfig(srv, port, "1", ""), `stop_signal = "TERM"`, "stop_signal = \"TERM\"\ninstances = 2", 1)
 	os.WriteFile(file, []byte(cfg), 0o644)
 	d := startDaemon(t, dir, file)
-	eventually(t, "both running", 30*time.Second, func() bool {
-		st := d.status()
-		return st["srv:0"].State == "Running" && st["srv:1"].State == "Running"
-	})
+	d.running("srv:0", "srv:1")
 	c := startClients(fmt.Sprintf("127.0.0.1:%d", port), 4, "http")
 	defer c.end()
 	eventually(t, "both first instances answering", 60*time.Second, func() bool {

@@ -34,10 +34,7 @@ func TestReloadLogFileKeepsTheProcess(t *testing.T) {
 	if st.Pid != pid || st.Restarts != 0 {
 		t.Fatalf("after the reload p is pid %d with %d restarts (last exit %+v), want pid %d still running", st.Pid, st.Restarts, st.LastExit, pid)
 	}
-	if out, code := d.ctl("shutdown"); code != 0 {
-		t.Fatalf("shutdown: %s", out)
-	}
-	d.wait(60 * time.Second)
+	d.shutdown(60 * time.Second)
 	lines := append(readLines(t, a), readLines(t, b)...)
 	for i, l := range lines {
 		if want := fmt.Sprintf("%d-x", i+1); l != want {

@@ -82,7 +82,7 @@ func (d *daemon) reloads() int {
 func (d *daemon) running(names ...string) map[string]int {
 	d.t.Helper()
 	var pids map[string]int
-	eventually(d.t, strings.Join(names, ", ")+" running", 30*time.Second, func() bool {
+	eventually(d.t, strings.Join(names, ", ")+" running", 60*time.Second, func() bool {
 		s := d.status()
 		pids = map[string]int{}
 		for _, n := range names {

@@ -28,10 +28,7 @@ command = ["sh", "-c", "while :; do :; done"]
 command = ["sleep", "100000"]
 `)
 	d := startDaemon(t, dir, file)
-	eventually(t, "three programs running", 60*time.Second, func() bool {
-		st := d.status()
-		return st["alpha"].State == "Running" && st["beta"].State == "Running" && st["gamma"].State == "Running"
-	})
+	d.running("alpha", "beta", "gamma")
 	top := startTop(t, d, 120)
 	seen, master, done := top.seen, top.master, top.done
 	eventually(t, "every program on the screen", 60*time.Second, func() bool {

@@ -109,9 +109,7 @@ ready_log_line = "^ready$"
 		pid, state, ready := d.readyOf("slow")
 		return state == "Running" && pid != old && pid != 0 && !ready
 	})
-	if out, code := d.ctl("upgrade"); code != 0 {
-		t.Fatalf("upgrade: exit %d: %s", code, out)
-	}
+	d.upgrade("upgrade")
 	if code := restart.wait(t, 60*time.Second); code != 0 {
 		t.Fatalf("restart --wait across the upgrade: exit %d: %s", code, restart.errb.String())
 	}

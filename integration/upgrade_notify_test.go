@@ -135,10 +135,7 @@ namespaces = ["pid", "mount"]
 
 	binaries := []string{"v2", "v1", "v2"}
 	for i, b := range binaries {
-		installBinary(t, upgradeBuild(t, b), exe, 0o755)
-		if out, code := d.ctl("upgrade"); code != 0 {
-			t.Fatalf("upgrade %d: exit %d: %s", i+1, code, out)
-		}
+		d.upgradeTo(exe, b)
 		s := d.healthStatus()
 		if got := d.pids(); !mapsEqual(got, before) {
 			t.Fatalf("upgrade %d: pids changed:\nbefore %v\nafter  %v", i+1, before, got)
@@ -209,10 +206,7 @@ namespaces = ["pid", "mount"]
 			t.Errorf("%s after its program stopped: %v, want it removed", filepath.Dir(path), err)
 		}
 	}
-	if out, code := d.ctl("shutdown"); code != 0 {
-		t.Fatalf("shutdown: %s", out)
-	}
-	d.wait(60 * time.Second)
+	d.shutdown(60 * time.Second)
 }
 
 // TestUpgradeKeepsAWatchdogDeadline: a program that stopped pinging its
@@ -247,10 +241,7 @@ watchdog = "%s"
 	// the program until 8 s after the take-over.
 	time.Sleep(interval / 2)
 	upgradeAt := time.Now()
-	installBinary(t, upgradeBuild(t, "v2"), exe, 0o755)
-	if out, code := d.ctl("upgrade"); code != 0 {
-		t.Fatalf("upgrade: exit %d: %s", code, out)
-	}
+	d.upgradeTo(exe, "v2")
 	var st healthStatus
 	eventually(t, "lapse killed by its watchdog and restarted", 60*time.Second, func() bool {
 		st = d.healthStatus()["lapse"]
@@ -271,10 +262,7 @@ watchdog = "%s"
 	if v := d.version(); v.Version != "v2.0.0-test" {
 		t.Errorf("supervise is %s, want v2.0.0-test", v.Version)
 	}
-	if out, code := d.ctl("shutdown"); code != 0 {
-		t.Fatalf("shutdown: %s", out)
-	}
-	d.wait(60 * time.Second)
+	d.shutdown(60 * time.Second)
 }
 
 // An exec slower than the watchdog's interval (a loaded machine): the
@@ -294,9 +282,7 @@ watchdog = "2s"
 	pid := d.healthStatus()["pinger"].Pid
 	installBinary(t, upgradeBuild(t, "slow"), exe, 0o755)
 	start := time.Now()
-	if out, code := d.ctl("upgrade"); code != 0 {
-		t.Fatalf("upgrade: exit %d: %s", code, out)
-	}
+	d.upgrade("upgrade to slow")
 	t.Logf("the upgrade took %s", time.Since(start).Round(time.Millisecond))
 	time.Sleep(3 * time.Second) // more than the interval, after the take-over
 	st := d.healthStatus()["pinger"]
@@ -306,8 +292,5 @@ watchdog = "2s"
 	if v := d.version(); v.Version != "v2.0.0-slow" {
 		t.Errorf("supervise is %s, want v2.0.0-slow", v.Version)
 	}
-	if out, code := d.ctl("shutdown"); code != 0 {
-		t.Fatalf("shutdown: %s", out)
-	}
-	d.wait(60 * time.Second)
+	d.shutdown(60 * time.Second)
 }

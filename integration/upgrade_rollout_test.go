@@ -67,9 +67,7 @@ func rollThroughUpgrade(t *testing.T, restart func(d *daemon)) (d *daemon, start
 		n := startsOf(t, starts)
 		return n["web:0"] == 2 && n["web:1"] == 2
 	})
-	if out, code := d.ctl("upgrade"); code != 0 {
-		t.Fatalf("upgrade: exit %d: %s", code, out)
-	}
+	d.upgrade("upgrade")
 	return d, starts, s
 }
 

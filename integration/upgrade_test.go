@@ -102,6 +102,36 @@ func upgradeDaemon(t *testing.T, toml string) (d *daemon, exe string) {
 	return startDaemonBinary(t, exe, dir, file), exe
 }
 
+// upgrade runs `supervisectl upgrade` and returns what it said, failing
+// the test (saying what) unless it succeeded.
+func (d *daemon) upgrade(what string) string {
+	d.t.Helper()
+	out, code := d.ctl("upgrade")
+	if code != 0 {
+		d.t.Fatalf("%s: exit %d: %s", what, code, out)
+	}
+	return out
+}
+
+// upgradeTo installs the build named build at exe, as a package upgrade
+// does, and upgrades supervise to it (see upgrade).
+func (d *daemon) upgradeTo(exe, build string) string {
+	d.t.Helper()
+	installBinary(d.t, upgradeBuild(d.t, build), exe, 0o755)
+	return d.upgrade("upgrade to " + build)
+}
+
+// shutdown runs `supervisectl shutdown`, failing the test unless it
+// succeeded, and returns supervise's exit code once it exited (waiting at
+// most timeout).
+func (d *daemon) shutdown(timeout time.Duration) int {
+	d.t.Helper()
+	if out, code := d.ctl("shutdown"); code != 0 {
+		d.t.Fatalf("shutdown: exit %d: %s", code, out)
+	}
+	return d.wait(timeout)
+}
+
 type versionInfo struct {
 	Version  string `json:"version"`
 	Pid      int    `json:"pid"`
@@ -245,10 +275,7 @@ func TestUpgradeKeepsEveryProgram(t *testing.T) {
 			installBinary(t, upgradeBuild(t, next), exe, 0o755)
 			current = next
 		}
-		out, code := d.ctl("upgrade")
-		if code != 0 {
-			t.Fatalf("upgrade %d: exit %d: %s", u, code, out)
-		}
+		d.upgrade(fmt.Sprintf("upgrade %d", u))
 		if got := d.pids(); !mapsEqual(got, before) {
 			t.Fatalf("upgrade %d: pids changed:\nbefore %v\nafter  %v", u, before, got)
 		}
@@ -279,10 +306,7 @@ func TestUpgradeKeepsEveryProgram(t *testing.T) {
 	}
 	// Lines keep coming after the last upgrade.
 	time.Sleep(500 * time.Millisecond)
-	if out, code := d.ctl("shutdown"); code != 0 {
-		t.Fatalf("shutdown: %s", out)
-	}
-	if code := d.wait(120 * time.Second); code != 0 {
+	if code := d.shutdown(120 * time.Second); code != 0 {
 		t.Errorf("supervise exited %d", code)
 	}
 	for i := range programs {
@@ -348,10 +372,9 @@ func TestUpgradeRefusesABadBinary(t *testing.T) {
 	if !strings.Contains(events, "upgrade refused, nothing changed") {
 		t.Errorf("no event tells of the refused upgrades:\n%s", tail(events, 10))
 	}
-	installBinary(t, upgradeBuild(t, "v2"), exe, 0o755)
 	_ = good
-	if out, code := d.ctl("upgrade"); code != 0 || !strings.Contains(out, "v1.0.0-test → v2.0.0-test") {
-		t.Fatalf("good upgrade: exit %d: %s", code, out)
+	if out := d.upgradeTo(exe, "v2"); !strings.Contains(out, "v1.0.0-test → v2.0.0-test") {
+		t.Fatalf("good upgrade: %s", out)
 	}
 	if out, _ := d.ctl("status"); !strings.Contains(out, "supervise v2.0.0-test (pid "+strconv.Itoa(d.cmd.Process.Pid)+"), upgraded from v1.0.0-test") {
 		t.Errorf("status does not say the version before and after:\n%s", out)
@@ -359,10 +382,7 @@ func TestUpgradeRefusesABadBinary(t *testing.T) {
 	if st := d.status()["a"]; st.Pid != pid {
 		t.Errorf("after the good upgrade a has pid %d, want %d", st.Pid, pid)
 	}
-	if out, code := d.ctl("shutdown"); code != 0 {
-		t.Fatalf("shutdown: %s", out)
-	}
-	d.wait(60 * time.Second)
+	d.shutdown(60 * time.Second)
 	checkCounted(t, log)
 }
 
@@ -404,10 +424,7 @@ func TestUpgradeFallsBackToTheOldBinary(t *testing.T) {
 	if st := d.status()["a"]; st.Pid != pid {
 		t.Errorf("after SIGUSR2 a has pid %d, want %d", st.Pid, pid)
 	}
-	if out, code := d.ctl("shutdown"); code != 0 {
-		t.Fatalf("shutdown: %s", out)
-	}
-	d.wait(60 * time.Second)
+	d.shutdown(60 * time.Second)
 }
 
 // TestUpgradeAsPID1ReapsOrphans: supervise as PID 1 of a pid namespace,
@@ -449,10 +466,7 @@ command = ["sleep", "infinity"]
 		if u == 5 {
 			installBinary(t, upgradeBuild(t, "v2"), exe, 0o755)
 		}
-		out, code := d.ctl("upgrade")
-		if code != 0 {
-			t.Fatalf("upgrade %d: exit %d: %s", u, code, out)
-		}
+		d.upgrade(fmt.Sprintf("upgrade %d", u))
 		if got := d.status()["steady"].Pid; got != steady {
 			t.Fatalf("upgrade %d: steady has pid %d, want %d", u, got, steady)
 		}
@@ -547,10 +561,7 @@ func TestUpgradeWithRelativeRoot(t *testing.T) {
 	d := startDaemonBinary(t, exe, dir, "supervise.toml", "--root", "app")
 	eventually(t, "a running", 60*time.Second, func() bool { return d.status()["a"].State == "Running" })
 	pid := d.status()["a"].Pid
-	installBinary(t, upgradeBuild(t, "v2"), exe, 0o755)
-	if out, code := d.ctl("upgrade"); code != 0 {
-		t.Fatalf("upgrade: exit %d: %s", code, out)
-	}
+	d.upgradeTo(exe, "v2")
 	if v := d.version(); v.Version != "v2.0.0-test" {
 		t.Fatalf("supervise is %s, want v2.0.0-test", v.Version)
 	}
@@ -582,9 +593,7 @@ command = ["sleep", "infinity"]
 	t.Cleanup(func() { syscall.Kill(sup, syscall.SIGKILL) }) // when it outlived its parent
 	d.running("a")
 	for u := range 3 {
-		if out, code := d.ctl("upgrade"); code != 0 {
-			t.Fatalf("upgrade %d: exit %d: %s", u+1, code, out)
-		}
+		d.upgrade(fmt.Sprintf("upgrade %d", u+1))
 	}
 	if v := d.version(); v.Pid != sup {
 		t.Fatalf("supervise is pid %d after the upgrades, want %d", v.Pid, sup)
@@ -632,10 +641,7 @@ period = "1s"
 [program.plain]
 command = ["sleep", "infinity"]
 `, counterProgram(fifo, "0.1"), logFile, flag))
-	eventually(t, "both running", 60*time.Second, func() bool {
-		st := d.status()
-		return st["nsbox"].State == "Running" && st["nsbox"].Pid > 0 && st["plain"].State == "Running"
-	})
+	d.running("nsbox", "plain")
 	before := d.pids()
 	nsPid := before["nsbox"]
 	init := parentPid(t, nsPid)
@@ -646,10 +652,7 @@ command = ["sleep", "infinity"]
 		if u == 2 {
 			installBinary(t, upgradeBuild(t, "v2"), exe, 0o755)
 		}
-		out, code := d.ctl("upgrade")
-		if code != 0 {
-			t.Fatalf("upgrade %d: exit %d: %s", u, code, out)
-		}
+		d.upgrade(fmt.Sprintf("upgrade %d", u))
 		if got := d.pids(); !mapsEqual(got, before) {
 			t.Fatalf("upgrade %d: pids changed:\nbefore %v\nafter  %v", u, before, got)
 		}
@@ -695,10 +698,7 @@ command = ["sleep", "infinity"]
 	if _, err := os.Stat(fmt.Sprintf("/proc/%d", init)); err == nil {
 		t.Errorf("the first sandbox init (pid %d) is still there", init)
 	}
-	if out, code := d.ctl("shutdown"); code != 0 {
-		t.Fatalf("shutdown: %s", out)
-	}
-	if code := d.wait(120 * time.Second); code != 0 {
+	if code := d.shutdown(120 * time.Second); code != 0 {
 		t.Errorf("supervise exited %d", code)
 	}
 }
