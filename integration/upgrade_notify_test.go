@@ -268,7 +268,10 @@ watchdog = "%s"
 // An exec slower than the watchdog's interval (a loaded machine): the
 // pings the program sent meanwhile wait in the socket, and the restored
 // watchdog, its time run out, waits for the new binary's reader to hand
-// them on instead of killing a program that pinged all along.
+// them on instead of killing a program that pinged all along. The "slow"
+// build waits 5 s before it takes over, so the 4 s interval has always
+// run out by then; an interval that long leaves the pinger and the new
+// reader room on a loaded machine.
 func TestUpgradeSlowerThanTheWatchdog(t *testing.T) {
 	dir := t.TempDir()
 	py := writeNotifier(t, dir)
@@ -276,7 +279,7 @@ func TestUpgradeSlowerThanTheWatchdog(t *testing.T) {
 [program.pinger]
 command = ["python3", %q, "ping", "pinger.sock", "never"]
 notify = "sd_notify"
-watchdog = "2s"
+watchdog = "4s"
 `, py))
 	eventually(t, "pinger ready", 60*time.Second, func() bool { return isReady(d.healthStatus()["pinger"]) })
 	pid := d.healthStatus()["pinger"].Pid
@@ -284,7 +287,7 @@ watchdog = "2s"
 	start := time.Now()
 	d.upgrade("upgrade to slow")
 	t.Logf("the upgrade took %s", time.Since(start).Round(time.Millisecond))
-	time.Sleep(3 * time.Second) // more than the interval, after the take-over
+	time.Sleep(6 * time.Second) // more than the interval, after the take-over
 	st := d.healthStatus()["pinger"]
 	if st.Pid != pid || st.Restarts != 0 || st.LastExit != nil || !isReady(st) {
 		t.Fatalf("after an upgrade slower than its watchdog, pinger is %+v (last exit %+v), want pid %d still running and ready", st, st.LastExit, pid)
