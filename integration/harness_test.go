@@ -306,6 +306,15 @@ func needRoot(t *testing.T) {
 	}
 }
 
+// needPython skips a test whose programs are python3 scripts (sd_notify
+// senders) where there is no python3.
+func needPython(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("needs python3 (sd_notify senders)")
+	}
+}
+
 // alive reports whether pid exists and is not a zombie.
 func alive(pid int) bool {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))

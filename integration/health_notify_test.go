@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -44,9 +43,7 @@ func childrenOf(pid int) []int {
 // it; s6-style fd notification makes a program ready only when it writes
 // its newline, at the default fd 3 and at fd 5 inside a pid namespace.
 func TestHealthHTTPServerAndFdNotify(t *testing.T) {
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 not installed")
-	}
+	needPython(t)
 	needRoot(t)
 	port := freePort(t)
 	url := fmt.Sprintf("http://127.0.0.1:%d/", port)
@@ -158,7 +155,18 @@ depends_on = ["fd3", "fd5"]
 // autostart program is ready, and its programs never see its own
 // NOTIFY_SOCKET.
 func TestSystemdNotifyAfterProgramsReady(t *testing.T) {
-	dir := t.TempDir()
+	dir, file := writeConfig(t, `
+[program.slow]
+command = ["sh", "-c", "until [ -f go ]; do sleep 0.05; done; echo up; exec sleep 1000"]
+ready_log_line = "^up$"
+
+[program.env]
+command = ["sh", "-c", "echo \"socket=[$NOTIFY_SOCKET]\"; exec sleep 1000"]
+
+[program.oneshot]
+command = ["true"]
+restart = "never"
+`)
 	sockPath := filepath.Join(dir, "systemd.sock")
 	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sockPath, Net: "unixgram"})
 	if err != nil {
@@ -177,21 +185,6 @@ func TestSystemdNotifyAfterProgramsReady(t *testing.T) {
 			msgs <- string(buf[:n])
 		}
 	}()
-	file := filepath.Join(dir, "supervise.toml")
-	if err := os.WriteFile(file, []byte(`
-[program.slow]
-command = ["sh", "-c", "until [ -f go ]; do sleep 0.05; done; echo up; exec sleep 1000"]
-ready_log_line = "^up$"
-
-[program.env]
-command = ["sh", "-c", "echo \"socket=[$NOTIFY_SOCKET]\"; exec sleep 1000"]
-
-[program.oneshot]
-command = ["true"]
-restart = "never"
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	t.Setenv("NOTIFY_SOCKET", sockPath)
 	d := startDaemon(t, dir, file)
 	eventually(t, "slow running and env printed", 30*time.Second, func() bool {

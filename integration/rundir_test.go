@@ -2,7 +2,6 @@ package integration
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -39,9 +38,7 @@ env = { SEND = '''`+sendNotify+`''' }
 // notify socket. The control sockets' directory is root's alone (0700).
 func TestRootDevRunnerAndNotifySocketsShareRun(t *testing.T) {
 	needRoot(t)
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("needs python3 to send sd_notify messages")
-	}
+	needPython(t)
 	notifyAsNobody(t)
 
 	project := t.TempDir()

@@ -3,7 +3,6 @@ package integration
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -53,9 +52,7 @@ time.sleep(1000000)
 // writeNotifier puts the sd_notify client in dir.
 func writeNotifier(t *testing.T, dir string) string {
 	t.Helper()
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 not installed")
-	}
+	needPython(t)
 	path := filepath.Join(dir, "notifier.py")
 	if err := os.WriteFile(path, []byte(notifier), 0o644); err != nil {
 		t.Fatal(err)
