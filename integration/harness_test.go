@@ -306,6 +306,29 @@ func needRoot(t *testing.T) {
 	}
 }
 
+// testdataProgram is a Go program of testdata for the tests to run: the
+// function it returns builds testdata/name once per run, beside the
+// supervise binary (where uid 65534 may run it), and gives its path.
+func testdataProgram(name string) func(t *testing.T) string {
+	build := sync.OnceValues(func() (string, error) {
+		out := filepath.Join(filepath.Dir(binary), name)
+		cmd := exec.Command("go", "build", "-o", out, "./testdata/"+name)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("building %s: %v\n%s", name, err, b)
+		}
+		return out, nil
+	})
+	return func(t *testing.T) string {
+		t.Helper()
+		p, err := build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+}
+
 // needPython skips a test whose programs are python3 scripts (sd_notify
 // senders) where there is no python3.
 func needPython(t *testing.T) {

@@ -18,26 +18,9 @@ import (
 	"time"
 )
 
-// buildFD3Server builds testdata/fd3server, the server that serves the
-// socket it inherits at descriptor 3, once per run.
-var buildFD3Server = sync.OnceValues(func() (string, error) {
-	out := filepath.Join(filepath.Dir(binary), "fd3server")
-	cmd := exec.Command("go", "build", "-o", out, "./testdata/fd3server")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building fd3server: %v\n%s", err, b)
-	}
-	return out, nil
-})
-
-func fd3server(t *testing.T) string {
-	t.Helper()
-	p, err := buildFD3Server()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
+// fd3server is testdata/fd3server, the server that serves the socket it
+// inherits at descriptor 3.
+var fd3server = testdataProgram("fd3server")
 
 // answer is one reply of fd3server, parsed.
 type answer struct {

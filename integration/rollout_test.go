@@ -17,17 +17,8 @@ import (
 	"time"
 )
 
-// buildWebapp builds testdata/webapp, the small HTTP server of the
-// rollout tests, once per run.
-var buildWebapp = sync.OnceValues(func() (string, error) {
-	out := filepath.Join(filepath.Dir(binary), "webapp")
-	cmd := exec.Command("go", "build", "-o", out, "./testdata/webapp")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building webapp: %v\n%s", err, b)
-	}
-	return out, nil
-})
+// webapp is testdata/webapp, the small HTTP server of the rollout tests.
+var webapp = testdataProgram("webapp")
 
 // freePorts finds n consecutive free TCP ports on 127.0.0.1 (the first is
 // returned), as webapp's instances listen on BASE_PORT+N.
@@ -60,10 +51,7 @@ func freePorts(t *testing.T, n int) int {
 // webConfig is a program of two webapp instances with a readiness probe.
 func webConfig(t *testing.T, version string, base int, extra string) string {
 	t.Helper()
-	app, err := buildWebapp()
-	if err != nil {
-		t.Fatal(err)
-	}
+	app := webapp(t)
 	return fmt.Sprintf(`
 [program.web]
 command = [%q]
