@@ -306,6 +306,16 @@ wait
 exit 5`, dir)
 }
 
+// stopScript has signalScript's command in dir exit (code 5) and checks
+// that the init exits with its code.
+func (r *initRun) stopScript(dir string) {
+	r.t.Helper()
+	must(r.t, writeFileNow(filepath.Join(dir, "stop")))
+	if code, _ := r.wait(60 * time.Second); code != 5 {
+		r.t.Errorf("exit code %d, want 5\n%s", code, r.stderr)
+	}
+}
+
 func grandchildPid(t *testing.T, log string) int {
 	for _, l := range readLines(t, log) {
 		if n, ok := strings.CutPrefix(l, "grandchild "); ok {
@@ -339,12 +349,7 @@ func TestExecForwardsSignalsToTheGroup(t *testing.T) {
 					t.Errorf("the child got %s %d times, want once", name, n)
 				}
 			}
-			if err := os.WriteFile(filepath.Join(dir, "stop"), nil, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			if code, _ := r.wait(60 * time.Second); code != 5 {
-				t.Errorf("exit code %d, want 5\n%s", code, r.stderr)
-			}
+			r.stopScript(dir)
 		})
 	}
 }
@@ -373,12 +378,7 @@ func TestExecSingleChild(t *testing.T) {
 			if n := lineCount(t, log, "grandchild USR1"); n != 0 {
 				t.Errorf("--single-child: the grandchild got USR1 %d times", n)
 			}
-			if err := os.WriteFile(filepath.Join(dir, "stop"), nil, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			if code, _ := r.wait(60 * time.Second); code != 5 {
-				t.Errorf("exit code %d, want 5\n%s", code, r.stderr)
-			}
+			r.stopScript(dir)
 		})
 	}
 }
@@ -426,12 +426,7 @@ func TestExecRewrite(t *testing.T) {
 					t.Errorf("%q appeared %d times: the rewrite did not apply", l, n)
 				}
 			}
-			if err := os.WriteFile(filepath.Join(dir, "stop"), nil, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			if code, _ := r.wait(60 * time.Second); code != 5 {
-				t.Errorf("exit code %d, want 5\n%s", code, r.stderr)
-			}
+			r.stopScript(dir)
 		})
 	}
 }
