@@ -235,6 +235,17 @@ func (d *daemon) ctl(args ...string) (string, int) {
 	return out.String() + errb.String(), code
 }
 
+// ctlOK is ctl for a command that must succeed: it fails the test, with
+// what supervisectl said, unless the exit code is 0.
+func (d *daemon) ctlOK(args ...string) string {
+	d.t.Helper()
+	out, code := d.ctl(args...)
+	if code != 0 {
+		d.t.Fatalf("supervisectl %s: exit %d: %s", strings.Join(args, " "), code, out)
+	}
+	return out
+}
+
 type programStatus struct {
 	Name          string `json:"name"`
 	State         string `json:"state"`

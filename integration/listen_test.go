@@ -188,9 +188,7 @@ func TestListenSingleInstanceZeroDowntime(t *testing.T) {
 	if err := os.WriteFile(file, []byte(srvConfig(srv, port, "2", "")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out, code := d.ctl("reload"); code != 0 {
-		t.Fatalf("reload: %s", out)
-	}
+	d.ctlOK("reload")
 	eventually(t, "version 2 answering", 60*time.Second, func() bool { return c.lastAnswer().version == "2" })
 	c.end()
 	c.stop = make(chan struct{}) // the deferred end finds nothing to stop
@@ -359,9 +357,7 @@ listen = ["tcp://localhost:80", "unix://%s/a.sock"]
 
 	// Removing the program closes its socket.
 	os.WriteFile(file, []byte("[program.other]\ncommand = [\"sleep\", \"1000\"]\n"), 0o644)
-	if out, code := d.ctl("reload"); code != 0 {
-		t.Fatalf("reload: %s", out)
-	}
+	d.ctlOK("reload")
 	eventually(t, "the socket closed", 30*time.Second, func() bool {
 		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 5*time.Second)
 		if err == nil {
@@ -512,9 +508,7 @@ max = "1s"
 			}
 			pid := served(0)
 			for range 3 {
-				if out, code := d.ctl("restart", "web"); code != 0 {
-					t.Fatalf("restart: %s", out)
-				}
+				d.ctlOK("restart", "web")
 				pid = served(pid)
 			}
 			gate.Lock()
@@ -560,9 +554,7 @@ stop_signal = "TERM"
 	sock := filepath.Join(dir, "run", "srv.sock")
 	os.Mkdir(filepath.Dir(sock), 0o755)
 	os.WriteFile(file, []byte(cfgText("unix://"+sock+"?name=admin&mode=0600")), 0o644)
-	if out, code := d.ctl("reload"); code != 0 {
-		t.Fatalf("reload: %s", out)
-	}
+	d.ctlOK("reload")
 	eventually(t, "the new process answering", 60*time.Second, func() bool { return c.lastAnswer().names == "http:admin" })
 	c.end()
 	c.stop = make(chan struct{})
@@ -584,8 +576,6 @@ stop_signal = "TERM"
 	}
 	// Removing the program removes its unix socket's file.
 	os.WriteFile(file, []byte("[program.other]\ncommand = [\"sleep\", \"1000\"]\n"), 0o644)
-	if out, code := d.ctl("reload"); code != 0 {
-		t.Fatalf("reload: %s", out)
-	}
+	d.ctlOK("reload")
 	eventually(t, "the socket file removed", 30*time.Second, func() bool { _, err := os.Lstat(sock); return os.IsNotExist(err) })
 }

@@ -123,9 +123,7 @@ command = ["sleep", "100000"]
 	d := startDaemon(t, dir, file, "--http", "127.0.0.1:0")
 	base := "http://" + d.httpAddr()
 	d.running("web:0", "web:1")
-	if out, code := d.ctl("scale", "web=0"); code != 0 {
-		t.Fatalf("scale web=0: exit %d %s", code, out)
-	}
+	d.ctlOK("scale", "web=0")
 	out, code := d.ctl("status", "web")
 	if code != 0 || !strings.Contains(out, "web") || !strings.Contains(out, "0 instances") {
 		t.Errorf("status web after scale web=0: exit %d %q, want it to say web has 0 instances", code, out)

@@ -271,9 +271,7 @@ func TestReloadOnSIGHUPAndCtl(t *testing.T) {
 	d.samePids("after SIGHUP", pids)
 
 	writeAtomic(t, file, edited+"\n[program.f]\ncommand = [\"sleep\", \"1005\"]\n")
-	if out, code := d.ctl("reload"); code != 0 {
-		t.Fatalf("supervisectl reload: exit %d\n%s", code, out)
-	}
+	d.ctlOK("reload")
 	d.running("f")
 	d.samePids("after supervisectl reload", pids)
 }

@@ -126,9 +126,7 @@ func (d *daemon) upgradeTo(exe, build string) string {
 // most timeout).
 func (d *daemon) shutdown(timeout time.Duration) int {
 	d.t.Helper()
-	if out, code := d.ctl("shutdown"); code != 0 {
-		d.t.Fatalf("shutdown: exit %d: %s", code, out)
-	}
+	d.ctlOK("shutdown")
 	return d.wait(timeout)
 }
 
@@ -479,15 +477,11 @@ command = ["sleep", "infinity"]
 		st := d.status()["short"]
 		return st.Restarts > restarts
 	})
-	if out, code := d.ctl("stop", "orphans", "short"); code != 0 {
-		t.Fatalf("stop: %s", out)
-	}
+	d.ctlOK("stop", "orphans", "short")
 	eventually(t, "no zombie left under supervise", 60*time.Second, func() bool {
 		return len(zombiesOf(sup)) == 0
 	})
-	if out, code := d.ctl("shutdown"); code != 0 {
-		t.Fatalf("shutdown: %s", out)
-	}
+	d.ctlOK("shutdown")
 	select {
 	case <-d.done:
 	case <-time.After(60 * time.Second):
@@ -669,17 +663,13 @@ command = ["sleep", "infinity"]
 		return r != nil && *r
 	})
 	// An adopted program's exit is seen: a stop ends.
-	if out, code := d.ctl("stop", "plain"); code != 0 {
-		t.Fatalf("stopping plain after the upgrade: exit %d: %s", code, out)
-	}
+	d.ctlOK("stop", "plain")
 	// The adopted init serves a restart and a stop.
 	// Its lines across the upgrades: gapless, none twice, none cut.
 	if n := checkCounted(t, logFile); n < 2 {
 		t.Errorf("nsbox wrote %d lines", n)
 	}
-	if out, code := d.ctl("restart", "nsbox"); code != 0 {
-		t.Fatalf("restart after the upgrade: exit %d: %s", code, out)
-	}
+	d.ctlOK("restart", "nsbox")
 	eventually(t, "nsbox running again with another pid", 60*time.Second, func() bool {
 		st := d.status()["nsbox"]
 		return st.State == "Running" && st.Pid > 0 && st.Pid != nsPid
@@ -689,9 +679,7 @@ command = ["sleep", "infinity"]
 			t.Errorf("the first nsbox process (pid %d) outlived its restart", nsPid)
 		}
 	}
-	if out, code := d.ctl("stop", "nsbox"); code != 0 {
-		t.Fatalf("stop after the upgrade: exit %d: %s", code, out)
-	}
+	d.ctlOK("stop", "nsbox")
 	eventually(t, "nsbox stopped, its cgroup gone", 60*time.Second, func() bool {
 		return d.status()["nsbox"].State == "Stopped" && len(programCgroups(t, "nsbox")) == 0
 	})
