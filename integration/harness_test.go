@@ -349,17 +349,6 @@ func needPython(t *testing.T) {
 	}
 }
 
-// alive reports whether pid exists and is not a zombie.
-func alive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
-}
-
 // runCheck runs `supervise check -c file` and returns its combined output and exit code.
 func runCheck(t *testing.T, file string) (string, int) {
 	t.Helper()

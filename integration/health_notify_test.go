@@ -3,9 +3,7 @@ package integration
 import (
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -21,21 +19,6 @@ func freePort(t *testing.T) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
-}
-
-// childrenOf lists the pids whose parent is pid.
-func childrenOf(pid int) []int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
-	if err != nil {
-		return nil
-	}
-	var out []int
-	for _, f := range strings.Fields(string(b)) {
-		if n, err := strconv.Atoi(f); err == nil {
-			out = append(out, n)
-		}
-	}
-	return out
 }
 
 // An HTTP server behind a readiness probe gates its dependent; killing its
@@ -131,7 +114,7 @@ depends_on = ["fd3", "fd5"]
 	if r := web.Probes["readiness"]; !r.OK || r.Message != "HTTP 200" {
 		t.Errorf("web ready: readiness probe in status %+v, want ok, HTTP 200", r)
 	}
-	kids := childrenOf(web.Pid)
+	kids := childPids(web.Pid)
 	if len(kids) != 1 {
 		t.Fatalf("web (pid %d) has children %v, want the one python listener", web.Pid, kids)
 	}

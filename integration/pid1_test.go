@@ -145,48 +145,6 @@ func (r *initRun) wait(timeout time.Duration) (int, time.Duration) {
 	return 0, r.end.Sub(r.start)
 }
 
-// childPids lists the children of pid (every thread's).
-func childPids(pid int) []int {
-	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-	var out []int
-	for _, task := range tasks {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, task.Name()))
-		if err != nil {
-			continue
-		}
-		for f := range strings.FieldsSeq(string(b)) {
-			if n, err := strconv.Atoi(f); err == nil {
-				out = append(out, n)
-			}
-		}
-	}
-	return out
-}
-
-func descendantsOf(pid int) []int {
-	var out []int
-	for queue := []int{pid}; len(queue) > 0; queue = queue[1:] {
-		kids := childPids(queue[0])
-		out = append(out, kids...)
-		queue = append(queue, kids...)
-	}
-	return out
-}
-
-// procState is the state letter and command name of a pid.
-func procState(pid int) (state byte, comm string) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, ""
-	}
-	s := string(b)
-	i, j := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-	if i < 0 || j < i || j+2 >= len(s) {
-		return 0, ""
-	}
-	return s[j+2], s[i+1 : j]
-}
-
 // lineCount counts the lines of file equal to want.
 func lineCount(t *testing.T, file, want string) int {
 	n := 0

@@ -494,44 +494,14 @@ func childOf(t *testing.T, pid int) int {
 	t.Helper()
 	var child int
 	eventually(t, "unshare's child", 30*time.Second, func() bool {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
-		if err != nil {
+		kids := childPids(pid)
+		if len(kids) != 1 {
 			return false
 		}
-		f := strings.Fields(string(b))
-		if len(f) != 1 {
-			return false
-		}
-		child, err = strconv.Atoi(f[0])
-		return err == nil
+		child = kids[0]
+		return true
 	})
 	return child
-}
-
-// zombiesOf lists the zombie children of pid.
-func zombiesOf(pid int) []int {
-	entries, _ := os.ReadDir("/proc")
-	var out []int
-	for _, e := range entries {
-		n, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) > 2 && f[0] == "Z" && f[1] == strconv.Itoa(pid) {
-			out = append(out, n)
-		}
-	}
-	return out
 }
 
 // TestUpgradeWithRelativeRoot: the new binary parses the same command
@@ -596,17 +566,6 @@ command = ["sleep", "infinity"]
 	eventually(t, "supervise ended with its parent", 30*time.Second, func() bool {
 		return syscall.Kill(sup, 0) == syscall.ESRCH || isZombie(sup)
 	})
-}
-
-// isZombie reports whether pid has exited and waits to be reaped.
-func isZombie(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i > 0 && len(s) > i+2 && s[i+2] == 'Z'
 }
 
 // TestUpgradeKeepsANamespacedSandbox: a program in its own pid and mount
@@ -689,20 +648,4 @@ command = ["sleep", "infinity"]
 	if code := d.shutdown(120 * time.Second); code != 0 {
 		t.Errorf("supervise exited %d", code)
 	}
-}
-
-// parentPid reads pid's parent from /proc.
-func parentPid(t *testing.T, pid int) int {
-	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(b)
-	var ppid int
-	var state byte
-	if _, err := fmt.Sscanf(s[strings.LastIndexByte(s, ')')+2:], "%c %d", &state, &ppid); err != nil {
-		t.Fatal(err)
-	}
-	return ppid
 }
