@@ -89,16 +89,24 @@ func installBinary(t *testing.T, src, dst string, mode os.FileMode) {
 	}
 }
 
+// installV1 puts a copy of the v1 build in dir/bin, where an upgrade may
+// replace it, and returns its path.
+func installV1(t *testing.T, dir string) string {
+	t.Helper()
+	exe := filepath.Join(dir, "bin", "supervise")
+	if err := os.MkdirAll(filepath.Dir(exe), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	installBinary(t, upgradeBuild(t, "v1"), exe, 0o755)
+	return exe
+}
+
 // upgradeDaemon starts supervise from its own copy of the v1 build.
 func upgradeDaemon(t *testing.T, toml string) (d *daemon, exe string) {
 	t.Helper()
 	needRoot(t)
 	dir, file := writeConfig(t, toml)
-	exe = filepath.Join(dir, "bin", "supervise")
-	if err := os.MkdirAll(filepath.Dir(exe), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	installBinary(t, upgradeBuild(t, "v1"), exe, 0o755)
+	exe = installV1(t, dir)
 	return startDaemonBinary(t, exe, dir, file), exe
 }
 
@@ -445,11 +453,7 @@ backoff = { initial = "10ms", max = "10ms" }
 [program.steady]
 command = ["sleep", "infinity"]
 `)
-	exe := filepath.Join(dir, "bin", "supervise")
-	if err := os.MkdirAll(filepath.Dir(exe), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	installBinary(t, upgradeBuild(t, "v1"), exe, 0o755)
+	exe := installV1(t, dir)
 	d := startDaemonUnder(t, inPidNamespace, exe, dir, file)
 	eventually(t, "every program running", 60*time.Second, func() bool {
 		st := d.status()
@@ -511,17 +515,13 @@ func TestUpgradeWithRelativeRoot(t *testing.T) {
 	needRoot(t)
 	dir := t.TempDir()
 	app := filepath.Join(dir, "app")
-	if err := os.MkdirAll(filepath.Join(dir, "bin"), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	if err := os.MkdirAll(app, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(app, "supervise.toml"), []byte("[program.a]\ncommand = [\"sleep\", \"infinity\"]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	exe := filepath.Join(dir, "bin", "supervise")
-	installBinary(t, upgradeBuild(t, "v1"), exe, 0o755)
+	exe := installV1(t, dir)
 	d := startDaemonBinary(t, exe, dir, "supervise.toml", "--root", "app")
 	eventually(t, "a running", 60*time.Second, func() bool { return d.status()["a"].State == "Running" })
 	pid := d.status()["a"].Pid
@@ -547,11 +547,7 @@ func TestUpgradeKeepsTheParentDeathSignal(t *testing.T) {
 [program.a]
 command = ["sleep", "infinity"]
 `)
-	exe := filepath.Join(dir, "bin", "supervise")
-	if err := os.MkdirAll(filepath.Dir(exe), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	installBinary(t, upgradeBuild(t, "v1"), exe, 0o755)
+	exe := installV1(t, dir)
 	d := startDaemonUnder(t, []string{"unshare", "--fork", "--kill-child"}, exe, dir, file)
 	sup := childOf(t, d.cmd.Process.Pid)
 	t.Cleanup(func() { syscall.Kill(sup, syscall.SIGKILL) }) // when it outlived its parent

@@ -97,11 +97,7 @@ done
 		"count.sh": script,
 		"Procfile": "a: exec bash ./count.sh\nb: exec bash ./count.sh\n",
 	})
-	exe := filepath.Join(dir, "bin", "supervise")
-	if err := os.MkdirAll(filepath.Dir(exe), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	installBinary(t, upgradeBuild(t, "v1"), exe, 0o755)
+	exe := installV1(t, dir)
 	env := append(devEnv(t.TempDir()), "NO_COLOR=1")
 	r := startRunner(t, dir, env, exe, "--tty")
 	var before map[string]int
@@ -185,9 +181,7 @@ sandbox = { pids_max = 16 }
 `, grandchild)
 	file := filepath.Join(dir, "supervise.toml")
 	must(t, os.WriteFile(file, []byte(toml), 0o644))
-	exe := filepath.Join(dir, "bin", "supervise")
-	must(t, os.MkdirAll(filepath.Dir(exe), 0o755))
-	installBinary(t, upgradeBuild(t, "v1"), exe, 0o755)
+	exe := installV1(t, dir)
 	// Started in cgroups of the test's own, so that the subtree checked is
 	// this supervisor's alone.
 	wrapper := []string{"sh", "-c", `for d in ` + strings.Join(cgs, " ") + `; do echo $$ > "$d/cgroup.procs" || exit 97; done; exec "$@"`, "sh"}
