@@ -95,7 +95,7 @@ func TestCtlStatusRestartStopStartSignal(t *testing.T) {
 }
 
 func TestCtlNoSupervisorExit3(t *testing.T) {
-	cmd := exec.Command(filepath.Join(filepath.Dir(binary), "supervisectl"), "--socket", filepath.Join(t.TempDir(), "none.sock"), "status")
+	cmd := exec.Command(ctlBinary, "--socket", filepath.Join(t.TempDir(), "none.sock"), "status")
 	out, err := cmd.CombinedOutput()
 	ee, ok := err.(*exec.ExitError)
 	if !ok || ee.ExitCode() != 3 || !strings.Contains(string(out), "none.sock") {
@@ -119,7 +119,7 @@ func TestCtlLogsAndEventsFollow(t *testing.T) {
 	// logs -f keeps streaming across a restart; events -f shows the transitions.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ctlPath := filepath.Join(filepath.Dir(binary), "supervisectl")
+	ctlPath := ctlBinary
 	follow := exec.CommandContext(ctx, ctlPath, "--socket", d.socket, "logs", "-f", "-n", "1", "web")
 	logsOut, _ := follow.StdoutPipe()
 	if err := follow.Start(); err != nil {
@@ -257,7 +257,7 @@ func TestCtlSocketSecurityAndBadRequests(t *testing.T) {
 		// anything: the refusal must come from the peer check.
 		_ = os.Chmod(dir, 0o755)
 		_ = os.Chmod(d.socket, 0o666)
-		cmd := exec.Command(filepath.Join(filepath.Dir(binary), "supervisectl"), "--socket", d.socket, "status")
+		cmd := d.ctlCmd("status")
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 		out, err := cmd.CombinedOutput()
 		if err == nil || !strings.Contains(strings.ToLower(string(out)), "uid") {

@@ -38,7 +38,7 @@ func startDevRunner(t *testing.T, dir string, env []string) *devRun {
 
 // ctlIn runs supervisectl in dir with env, no --socket, as uid 65534.
 func ctlIn(dir string, env []string, args ...string) (string, int) {
-	argv := asNobody(append([]string{filepath.Join(filepath.Dir(binary), "supervisectl")}, args...)...)
+	argv := asNobody(append([]string{ctlBinary}, args...)...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir, cmd.Env = dir, env
 	out, err := cmd.CombinedOutput()

@@ -21,6 +21,7 @@ import (
 var (
 	binary     string // the supervise binary built for this run
 	initBinary string // and supervise-init, beside it
+	ctlBinary  string // and supervisectl, a link to it
 )
 
 func TestMain(m *testing.M) {
@@ -39,13 +40,14 @@ func TestMain(m *testing.M) {
 	_ = os.Chmod(dir, 0o755) // tests run the client as another uid too
 	binary = filepath.Join(dir, "supervise")
 	initBinary = filepath.Join(dir, "supervise-init")
+	ctlBinary = filepath.Join(dir, "supervisectl")
 	build := exec.Command("go", "build", "-o", dir+"/", "../cmd/supervise", "../cmd/supervise-init")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "building supervise: %v\n%s", err, out)
 		os.Exit(1)
 	}
-	if err := os.Symlink(binary, filepath.Join(dir, "supervisectl")); err != nil {
+	if err := os.Symlink(binary, ctlBinary); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -219,10 +221,15 @@ func (d *daemon) wait(timeout time.Duration) int {
 	return 0
 }
 
+// ctlCmd is supervisectl args… against the daemon, not started.
+func (d *daemon) ctlCmd(args ...string) *exec.Cmd {
+	return exec.Command(ctlBinary, append([]string{"--socket", d.socket}, args...)...)
+}
+
 // ctl runs supervisectl against the daemon and returns stdout and the exit code.
 func (d *daemon) ctl(args ...string) (string, int) {
 	d.t.Helper()
-	cmd := exec.Command(filepath.Join(filepath.Dir(binary), "supervisectl"), append([]string{"--socket", d.socket}, args...)...)
+	cmd := d.ctlCmd(args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

@@ -50,7 +50,7 @@ sandbox = { memory_max = "64MiB" }
 	d.launch(cmd)
 	// The client trusts a server of uid 65534 only when told.
 	status := func() map[string]programStatus {
-		out, err := exec.Command(filepath.Join(filepath.Dir(binary), "supervisectl"), "--socket", d.socket, "--server-uid", "65534", "status", "--json").Output()
+		out, err := d.ctlCmd("--server-uid", "65534", "status", "--json").Output()
 		if err != nil {
 			return nil
 		}

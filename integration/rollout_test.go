@@ -89,7 +89,7 @@ type sampler struct {
 func startSampler(d *daemon) *sampler {
 	s := &sampler{stop: make(chan struct{}), done: make(chan struct{})}
 	s.minReady.Store(1 << 30)
-	ctl := filepath.Join(filepath.Dir(binary), "supervisectl")
+	ctl := ctlBinary
 	go func() {
 		defer close(s.done)
 		tick := time.NewTicker(30 * time.Millisecond)

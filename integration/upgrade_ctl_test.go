@@ -27,7 +27,7 @@ type bgCtl struct {
 func (d *daemon) ctlBackground(args ...string) *bgCtl {
 	d.t.Helper()
 	b := &bgCtl{out: &syncBuffer{}, errb: &syncBuffer{}, done: make(chan struct{})}
-	b.cmd = exec.Command(filepath.Join(filepath.Dir(binary), "supervisectl"), append([]string{"--socket", d.socket}, args...)...)
+	b.cmd = d.ctlCmd(args...)
 	b.cmd.Stdout, b.cmd.Stderr = b.out, b.errb
 	if err := b.cmd.Start(); err != nil {
 		d.t.Fatal(err)

@@ -20,7 +20,7 @@ import (
 // runner's socket from there) and returns its stdout, stderr and code.
 func devCtl(t *testing.T, dir string, env []string, args ...string) (string, string, int) {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(filepath.Dir(binary), "supervisectl"), args...)
+	cmd := exec.Command(ctlBinary, args...)
 	cmd.Dir, cmd.Env = dir, env
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb
