@@ -209,7 +209,7 @@ func rawRequest(t *testing.T, socket, req string) string {
 func TestCtlSocketSecurityAndBadRequests(t *testing.T) {
 	dir, file := writeConfig(t, ctlConfig)
 	d := startDaemon(t, dir, file)
-	eventually(t, "web running", 30*time.Second, func() bool { return d.status()["web"].State == "Running" })
+	d.running("web")
 
 	fi, err := os.Stat(d.socket)
 	if err != nil {

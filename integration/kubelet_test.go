@@ -150,7 +150,7 @@ stop_timeout = "1s"
 command = ["sleep", "30"]
 `)
 	d := startDaemon(t, dir, file)
-	eventually(t, "app running", 30*time.Second, func() bool { return d.status()["app"].State == "Running" })
+	d.running("app")
 	d.ctlOK("stop", "app")
 	if _, err := os.Stat(filepath.Join(dir, "termed")); err != nil {
 		t.Fatalf("the TERM handler did not run: %v", err)

@@ -154,7 +154,7 @@ func TestListenSingleInstanceZeroDowntime(t *testing.T) {
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	dir, file := writeConfig(t, srvConfig(srv, port, "1", ""))
 	d := startDaemon(t, dir, file)
-	eventually(t, "srv running", 30*time.Second, func() bool { return d.status()["srv"].State == "Running" })
+	d.running("srv")
 
 	c := startClients(addr, 1, "http")
 	defer c.end()
@@ -466,7 +466,7 @@ stop_signal = "TERM"
 max = "1s"
 `, argv, port))
 			d := startDaemon(t, cdir, file)
-			eventually(t, "web running", 30*time.Second, func() bool { return d.status()["web"].State == "Running" })
+			d.running("web")
 			var mu sync.Mutex
 			pids := map[string]bool{}
 			var failures []string
@@ -547,7 +547,7 @@ stop_signal = "TERM"
 	}
 	dir, file := writeConfig(t, cfgText(fmt.Sprintf("tcp://127.0.0.1:%d?name=old", dropped)))
 	d := startDaemon(t, dir, file)
-	eventually(t, "srv running", 30*time.Second, func() bool { return d.status()["srv"].State == "Running" })
+	d.running("srv")
 	c := startClients(fmt.Sprintf("127.0.0.1:%d", kept), 1, "")
 	defer c.end()
 	eventually(t, "an answer", 30*time.Second, func() bool { return c.lastAnswer().names == "http:old" })

@@ -47,7 +47,7 @@ command = ["sleep", "100000"]
 	d := startDaemon(t, dir, file, "--http", "127.0.0.1:0")
 	addr := d.httpAddr()
 	base := "http://" + addr
-	eventually(t, "app running", 60*time.Second, func() bool { return d.status()["app"].State == "Running" })
+	d.running("app")
 
 	// As many as the listener admits, a request or a header line every
 	// 2 s: well inside the idle and header timeouts.

@@ -20,7 +20,7 @@ func TestNonRootSupervisorWithRootsCgroupTree(t *testing.T) {
 	needRoot(t)
 	dir0, file0 := writeConfig(t, "[program.mk]\ncommand = [\"sleep\", \"100000\"]\nsandbox = { pids_max = 8 }\n")
 	d0 := startDaemon(t, dir0, file0)
-	eventually(t, "the root supervise's program running", 60*time.Second, func() bool { return d0.status()["mk"].State == "Running" })
+	d0.running("mk")
 	t.Run("root's tree there", func(t *testing.T) { checkNonRootRun(t) })
 	d0.signal(syscall.SIGTERM)
 	d0.wait(60 * time.Second)

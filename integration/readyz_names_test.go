@@ -79,7 +79,7 @@ autostart = false
 `)
 	d := startDaemon(t, dir, file, "--http", "127.0.0.1:0")
 	base := "http://" + d.httpAddr()
-	eventually(t, "plain running", 60*time.Second, func() bool { return d.status()["plain"].State == "Running" })
+	d.running("plain")
 	out, code := d.ctl("status", "--json")
 	if code != 0 {
 		t.Fatalf("status --json: exit %d %s", code, out)

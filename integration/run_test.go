@@ -202,7 +202,7 @@ timeout = "300ms"
 initial = "1h"
 `)
 	d := startDaemon(t, dir, file)
-	eventually(t, "web running", 30*time.Second, func() bool { return d.status()["web"].State == "Running" })
+	d.running("web")
 	d.ctlOK("stop", "web")
 	eventually(t, "post_stop", 30*time.Second, func() bool {
 		b, _ := os.ReadFile(filepath.Join(dir, "hooks.log"))

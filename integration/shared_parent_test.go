@@ -24,10 +24,10 @@ func TestSharedParentCgroupGoesWithTheLastSupervisor(t *testing.T) {
 			config := "[program.app]\ncommand = [\"sleep\", \"100000\"]\nsandbox = { pids_max = 16 }\n"
 			dirA, fileA := writeConfig(t, config)
 			a := startInCgroups(t, dirA, fileA, cgs)
-			eventually(t, "the first supervisor's app running", 60*time.Second, func() bool { return a.status()["app"].State == "Running" })
+			a.running("app")
 			dirB, fileB := writeConfig(t, config)
 			b := startInCgroups(t, dirB, fileB, cgs)
-			eventually(t, "the second supervisor's app running", 60*time.Second, func() bool { return b.status()["app"].State == "Running" })
+			b.running("app")
 			for _, cg := range cgs {
 				ents, _ := os.ReadDir(filepath.Join(cg, "supervise"))
 				if len(ents) < 2 {

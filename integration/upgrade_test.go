@@ -342,7 +342,7 @@ func TestUpgradeRefusesABadBinary(t *testing.T) {
 	dir := t.TempDir()
 	log := filepath.Join(dir, "a.log")
 	d, exe := upgradeDaemon(t, fmt.Sprintf("[program.a]\ncommand = [\"bash\", \"-c\", \"i=0; while :; do i=$((i+1)); echo $i-x; sleep 0.05; done\"]\nstdout = { file = %q }\n", log))
-	eventually(t, "a running", 60*time.Second, func() bool { return d.status()["a"].State == "Running" })
+	d.running("a")
 	pid := d.status()["a"].Pid
 	good, err := os.ReadFile(exe)
 	if err != nil {
@@ -399,7 +399,7 @@ func TestUpgradeFallsBackToTheOldBinary(t *testing.T) {
 	dir := t.TempDir()
 	log := filepath.Join(dir, "a.log")
 	d, exe := upgradeDaemon(t, fmt.Sprintf("[program.a]\ncommand = [\"bash\", \"-c\", \"i=0; while :; do i=$((i+1)); echo $i-x; sleep 0.05; done\"]\nstdout = { file = %q }\n", log))
-	eventually(t, "a running", 60*time.Second, func() bool { return d.status()["a"].State == "Running" })
+	d.running("a")
 	pid := d.status()["a"].Pid
 	installBinary(t, upgradeBuild(t, "refuses"), exe, 0o755)
 	out, code := d.ctl("upgrade")
@@ -523,7 +523,7 @@ func TestUpgradeWithRelativeRoot(t *testing.T) {
 	}
 	exe := installV1(t, dir)
 	d := startDaemonBinary(t, exe, dir, "supervise.toml", "--root", "app")
-	eventually(t, "a running", 60*time.Second, func() bool { return d.status()["a"].State == "Running" })
+	d.running("a")
 	pid := d.status()["a"].Pid
 	d.upgradeTo(exe, "v2")
 	if v := d.version(); v.Version != "v2.0.0-test" {
