@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -165,7 +164,7 @@ func TestBenchThousandPrograms(t *testing.T) {
 	var lat []time.Duration
 	for range 50 {
 		t0 := time.Now()
-		cmd := exec.Command(filepath.Join(filepath.Dir(binary), "supervisectl"), "--socket", d.socket, "status", "--json")
+		cmd := d.ctlCmd("status", "--json")
 		if err := cmd.Run(); err != nil {
 			t.Fatal(err)
 		}

@@ -51,14 +51,10 @@ func TestCtlStatusRestartStopStartSignal(t *testing.T) {
 
 	// restart changes the pid, and clears the backoff of a crash-looping program.
 	oldPid := s["web"].Pid
-	if out, code := d.ctl("restart", "web"); code != 0 {
-		t.Fatalf("restart: %d %s", code, out)
-	}
+	d.ctlOK("restart", "web")
 	// crash ends at once: whether a waiting restart saw its short run as
 	// ready is a race, so this one does not wait.
-	if out, code := d.ctl("restart", "--no-wait", "crash"); code != 0 {
-		t.Fatalf("restart --no-wait crash: %d %s", code, out)
-	}
+	d.ctlOK("restart", "--no-wait", "crash")
 	s = d.status()
 	if s["web"].Pid == oldPid || s["web"].State != "Running" {
 		t.Errorf("after restart web is %+v (old pid %d)", s["web"], oldPid)
@@ -72,9 +68,7 @@ func TestCtlStatusRestartStopStartSignal(t *testing.T) {
 	}
 
 	// stop leaves it Stopped until start.
-	if out, code := d.ctl("stop", "worker"); code != 0 {
-		t.Fatalf("stop: %d %s", code, out)
-	}
+	d.ctlOK("stop", "worker")
 	if st := d.status()["worker"]; st.State != "Stopped" || st.Pid != 0 {
 		t.Errorf("after stop: %+v", st)
 	}
@@ -82,17 +76,13 @@ func TestCtlStatusRestartStopStartSignal(t *testing.T) {
 	if st := d.status()["worker"]; st.State != "Stopped" {
 		t.Errorf("worker came back by itself: %+v", st)
 	}
-	if out, code := d.ctl("start", "worker"); code != 0 {
-		t.Fatalf("start: %d %s", code, out)
-	}
+	d.ctlOK("start", "worker")
 	if st := d.status()["worker"]; st.State != "Running" || st.Pid == 0 {
 		t.Errorf("after start: %+v", st)
 	}
 
 	// signal HUP reaches the program.
-	if out, code := d.ctl("signal", "HUP", "web"); code != 0 {
-		t.Fatalf("signal: %d %s", code, out)
-	}
+	d.ctlOK("signal", "HUP", "web")
 	eventually(t, "web got HUP", 10*time.Second, func() bool { return len(readLines(t, filepath.Join(dir, "hup.log"))) > 0 })
 
 	// Errors: an unknown program is exit 1, a bad usage exit 2.
@@ -105,7 +95,7 @@ func TestCtlStatusRestartStopStartSignal(t *testing.T) {
 }
 
 func TestCtlNoSupervisorExit3(t *testing.T) {
-	cmd := exec.Command(filepath.Join(filepath.Dir(binary), "supervisectl"), "--socket", filepath.Join(t.TempDir(), "none.sock"), "status")
+	cmd := exec.Command(ctlBinary, "--socket", filepath.Join(t.TempDir(), "none.sock"), "status")
 	out, err := cmd.CombinedOutput()
 	ee, ok := err.(*exec.ExitError)
 	if !ok || ee.ExitCode() != 3 || !strings.Contains(string(out), "none.sock") {
@@ -129,7 +119,7 @@ func TestCtlLogsAndEventsFollow(t *testing.T) {
 	// logs -f keeps streaming across a restart; events -f shows the transitions.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ctlPath := filepath.Join(filepath.Dir(binary), "supervisectl")
+	ctlPath := ctlBinary
 	follow := exec.CommandContext(ctx, ctlPath, "--socket", d.socket, "logs", "-f", "-n", "1", "web")
 	logsOut, _ := follow.StdoutPipe()
 	if err := follow.Start(); err != nil {
@@ -219,7 +209,7 @@ func rawRequest(t *testing.T, socket, req string) string {
 func TestCtlSocketSecurityAndBadRequests(t *testing.T) {
 	dir, file := writeConfig(t, ctlConfig)
 	d := startDaemon(t, dir, file)
-	eventually(t, "web running", 30*time.Second, func() bool { return d.status()["web"].State == "Running" })
+	d.running("web")
 
 	fi, err := os.Stat(d.socket)
 	if err != nil {
@@ -267,7 +257,7 @@ func TestCtlSocketSecurityAndBadRequests(t *testing.T) {
 		// anything: the refusal must come from the peer check.
 		_ = os.Chmod(dir, 0o755)
 		_ = os.Chmod(d.socket, 0o666)
-		cmd := exec.Command(filepath.Join(filepath.Dir(binary), "supervisectl"), "--socket", d.socket, "status")
+		cmd := d.ctlCmd("status")
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 		out, err := cmd.CombinedOutput()
 		if err == nil || !strings.Contains(strings.ToLower(string(out)), "uid") {

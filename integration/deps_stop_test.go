@@ -34,9 +34,7 @@ initial = "100ms"
 		return isReady(s["db"]) && s["web"].State == "Running"
 	})
 	stopAt := time.Now()
-	if out, code := d.ctl("stop", "db"); code != 0 {
-		t.Fatalf("supervisectl stop db: exit %d: %s", code, out)
-	}
+	d.ctlOK("stop", "db")
 	s := d.status()
 	if s["web"].State != "Stopped" || s["db"].State != "Stopped" {
 		t.Fatalf("after stop db: web %s, db %s; want both Stopped", s["web"].State, s["db"].State)
@@ -58,9 +56,7 @@ initial = "100ms"
 		t.Error("db did not shut down cleanly")
 	}
 
-	if out, code := d.ctl("start", "db"); code != 0 {
-		t.Fatalf("supervisectl start db: exit %d: %s", code, out)
-	}
+	d.ctlOK("start", "db")
 	eventually(t, "web back once db is ready", 30*time.Second, func() bool {
 		s := d.healthStatus()
 		return isReady(s["db"]) && s["web"].State == "Running"
@@ -99,40 +95,33 @@ depends_on = ["web"]
 			}
 		}
 	}
-	ctl := func(args ...string) {
-		t.Helper()
-		if out, code := d.ctl(args...); code != 0 {
-			t.Fatalf("supervisectl %s: exit %d: %s", strings.Join(args, " "), code, out)
-		}
-	}
-
-	ctl("restart", "db")
+	d.ctlOK("restart", "db")
 	same("restart db", dependents...)
-	ctl("stop", "db")
+	d.ctlOK("stop", "db")
 	if s := d.status(); s["web:0"].State != "Running" || s["front"].State != "Running" {
 		t.Errorf("after stop db: web:0 %s, front %s; want both Running", s["web:0"].State, s["front"].State)
 	}
-	ctl("start", "db")
+	d.ctlOK("start", "db")
 	same("stop db + start db", dependents...)
-	ctl("restart", "web:0")
+	d.ctlOK("restart", "web:0")
 	same("restart web:0", "web:1", "front")
-	ctl("stop", "web:0")
+	d.ctlOK("stop", "web:0")
 	if s := d.status(); s["front"].State != "Running" || s["front"].Pid != pids["front"] {
 		t.Errorf("after stop web:0: front %s pid %d, want Running pid %d", s["front"].State, s["front"].Pid, pids["front"])
 	}
-	ctl("start", "web:0")
+	d.ctlOK("start", "web:0")
 	same("stop web:0 + start web:0", "web:1", "front")
 
 	pids = d.running(all...)
 	stopAt := time.Now()
-	ctl("restart", "--with-dependents", "db")
+	d.ctlOK("restart", "--with-dependents", "db")
 	now := d.running(all...)
 	for _, k := range all {
 		if now[k] == pids[k] {
 			t.Errorf("after restart --with-dependents db: %s kept pid %d", k, now[k])
 		}
 	}
-	ctl("stop", "--with-dependents", "db")
+	d.ctlOK("stop", "--with-dependents", "db")
 	var order []string
 	for _, ev := range d.events() {
 		if ev.To == "Stopped" && !ev.Time.Before(stopAt) {
@@ -144,7 +133,7 @@ depends_on = ["web"]
 	if got, want := strings.Join(order, " "), "front web web front web web db"; got != want {
 		t.Errorf("stopped in the order %q, want %q", got, want)
 	}
-	ctl("start", "db")
+	d.ctlOK("start", "db")
 	d.running(all...)
 	d.signal(15)
 	d.wait(60 * time.Second)

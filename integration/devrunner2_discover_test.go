@@ -20,7 +20,7 @@ func TestSupervisectlFindsProcfileDevRunner(t *testing.T) {
 	env := append(devEnv(t.TempDir()), "NO_COLOR=1")
 	startDev(t, dir, env, "-f", "Procfile.dev")
 	ctl := func(wd string) (string, error) {
-		cmd := exec.Command(filepath.Join(filepath.Dir(binary), "supervisectl"), "status")
+		cmd := exec.Command(ctlBinary, "status")
 		cmd.Dir, cmd.Env = wd, env
 		out, err := cmd.CombinedOutput()
 		return string(out), err

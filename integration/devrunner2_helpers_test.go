@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -50,23 +49,7 @@ func startRunner(t *testing.T, dir string, env []string, argv ...string) *devRun
 	r.cmd = exec.Command(argv[0], args...)
 	r.cmd.Dir, r.cmd.Env = dir, env
 	r.cmd.Stdout, r.cmd.Stderr = r.out, r.out
-	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := r.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { r.err = r.cmd.Wait(); close(r.done) }()
-	t.Cleanup(func() {
-		select {
-		case <-r.done:
-		default:
-			_ = r.cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-r.done:
-			case <-time.After(30 * time.Second):
-				_ = syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
-				<-r.done
-			}
-		}
+	startInGroup(t, r.cmd, r.done, &r.err, func() {
 		if t.Failed() {
 			t.Logf("%s %v in %s:\n%s", filepath.Base(argv[0]), args, dir, tail(r.out.String(), 40))
 		}

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -15,49 +14,31 @@ import (
 // devEnv is the environment of a developer's shell: a private runtime
 // directory, no socket named.
 func devEnv(runtimeDir string) []string {
+	return append(noRuntimeDirEnv(), "XDG_RUNTIME_DIR="+runtimeDir)
+}
+
+// noRuntimeDirEnv is the test's environment without XDG_RUNTIME_DIR and
+// SUPERVISE_SOCKET: a shell that names neither.
+func noRuntimeDirEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "SUPERVISE_SOCKET=") && !strings.HasPrefix(kv, "XDG_RUNTIME_DIR=") {
 			env = append(env, kv)
 		}
 	}
-	return append(env, "XDG_RUNTIME_DIR="+runtimeDir)
+	return env
 }
 
 // startDevRunner runs `supervise` with no arguments in dir, as a developer
 // (uid 65534) runs it in a project folder.
-func startDevRunner(t *testing.T, dir string, env []string) *exec.Cmd {
+func startDevRunner(t *testing.T, dir string, env []string) *devRun {
 	t.Helper()
-	argv := asNobody(binary)
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir = dir
-	cmd.Env = env
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("supervise in %s:\n%s", dir, tail(out.String(), 30))
-		}
-	})
-	return cmd
+	return startRunner(t, dir, env, asNobody(binary)...)
 }
 
 // ctlIn runs supervisectl in dir with env, no --socket, as uid 65534.
 func ctlIn(dir string, env []string, args ...string) (string, int) {
-	argv := asNobody(append([]string{filepath.Join(filepath.Dir(binary), "supervisectl")}, args...)...)
+	argv := asNobody(append([]string{ctlBinary}, args...)...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir, cmd.Env = dir, env
 	out, err := cmd.CombinedOutput()

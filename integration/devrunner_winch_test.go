@@ -3,7 +3,6 @@ package integration
 import (
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -117,11 +116,7 @@ func TestDevRunnerTtyResizeAfterUpgrade(t *testing.T) {
 	needRoot(t)
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"size.sh": sizeScript, "Procfile": "w: exec bash ./size.sh\nlonger: exec bash ./size.sh\n"})
-	exe := filepath.Join(dir, "bin", "supervise")
-	if err := os.MkdirAll(filepath.Dir(exe), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	installBinary(t, upgradeBuild(t, "v1"), exe, 0o755)
+	exe := installV1(t, dir)
 	env := append(devEnv(t.TempDir()), "NO_COLOR=1")
 	r := startOnTerminal(t, dir, env, 30, 100, exe, "--tty")
 	// The prefix is as wide as the longest name: "w      | ".

@@ -49,31 +49,15 @@ initial = "1s"
 max = "2s"
 `)
 	d := startDaemon(t, dir, file)
-	var pid int
-	eventually(t, "fdstarved running", 60*time.Second, func() bool {
-		st := d.status()[name]
-		pid = st.Pid
-		return st.State == "Running" && pid > 0
-	})
+	pid := d.running(name)[name]
 	if cgs := programCgroups(t, name); len(cgs) == 0 {
 		t.Fatalf("no cgroup of %s found; the test cannot see what it checks", name)
 	}
 	spid := d.cmd.Process.Pid
-	fdCount := func() int {
-		fds, err := os.ReadDir("/proc/" + strconv.Itoa(spid) + "/fd")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return len(fds)
-	}
 	// The soft limit only: raising a hard limit back needs
 	// CAP_SYS_RESOURCE, which a container may not have.
-	var old unix.Rlimit
-	if err := unix.Prlimit(spid, unix.RLIMIT_NOFILE, nil, &old); err != nil {
-		t.Fatalf("prlimit: %v", err)
-	}
-	t.Cleanup(func() { unix.Prlimit(spid, unix.RLIMIT_NOFILE, &old, nil) })
-	baseline := fdCount()
+	old := d.keepNofile()
+	baseline := d.fdCount()
 
 	// Each round leaves the restart a few descriptors fewer or more, so
 	// that it runs out at a different step: the sandbox, the notify
@@ -81,7 +65,7 @@ max = "2s"
 	failures := 0
 	for headroom := -3; headroom <= 6; headroom++ {
 		fails := strings.Count(d.stderr.String(), "too many open files")
-		starved := unix.Rlimit{Cur: uint64(fdCount() + headroom), Max: old.Max}
+		starved := unix.Rlimit{Cur: uint64(d.fdCount() + headroom), Max: old.Max}
 		if err := unix.Prlimit(spid, unix.RLIMIT_NOFILE, &starved, nil); err != nil {
 			t.Fatalf("prlimit: %v", err)
 		}
@@ -118,14 +102,35 @@ max = "2s"
 	// Descriptors the failed starts took are all back (a few may be
 	// a supervisectl connection closing).
 	eventually(t, "supervise's descriptors back to where they were", 60*time.Second, func() bool {
-		return fdCount() <= baseline
+		return d.fdCount() <= baseline
 	})
-	if out, code := d.ctl("stop", name); code != 0 {
-		t.Fatalf("stop: %d %s", code, out)
-	}
+	d.ctlOK("stop", name)
 	eventually(t, "no cgroup of fdstarved left", 60*time.Second, func() bool {
 		return len(programCgroups(t, name)) == 0
 	})
+}
+
+// fdCount is how many descriptors supervise has open.
+func (d *daemon) fdCount() int {
+	d.t.Helper()
+	fds, err := os.ReadDir("/proc/" + strconv.Itoa(d.cmd.Process.Pid) + "/fd")
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	return len(fds)
+}
+
+// keepNofile returns supervise's descriptor limit, which the test is about
+// to shrink, and puts it back at the test's end.
+func (d *daemon) keepNofile() unix.Rlimit {
+	d.t.Helper()
+	pid := d.cmd.Process.Pid
+	var old unix.Rlimit
+	if err := unix.Prlimit(pid, unix.RLIMIT_NOFILE, nil, &old); err != nil {
+		d.t.Fatalf("prlimit: %v", err)
+	}
+	d.t.Cleanup(func() { unix.Prlimit(pid, unix.RLIMIT_NOFILE, &old, nil) })
+	return old
 }
 
 // countHierarchies is how many directories one sandbox has among cgs: one
@@ -167,28 +172,12 @@ max_followers = 16
 command = ["sleep", "100000"]
 `)
 	d := startDaemon(t, dir, file)
-	var pid int
-	eventually(t, "flooded running", 60*time.Second, func() bool {
-		st := d.status()[name]
-		pid = st.Pid
-		return st.State == "Running" && pid > 0
-	})
+	pid := d.running(name)[name]
 	spid := d.cmd.Process.Pid
-	fdCount := func() int {
-		fds, err := os.ReadDir("/proc/" + strconv.Itoa(spid) + "/fd")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return len(fds)
-	}
 	// 100 descriptors to spare, as under a container's 1024 with a
 	// busy supervisor.
-	var old unix.Rlimit
-	if err := unix.Prlimit(spid, unix.RLIMIT_NOFILE, nil, &old); err != nil {
-		t.Fatalf("prlimit: %v", err)
-	}
-	t.Cleanup(func() { unix.Prlimit(spid, unix.RLIMIT_NOFILE, &old, nil) })
-	baseline := fdCount()
+	old := d.keepNofile()
+	baseline := d.fdCount()
 	lim := unix.Rlimit{Cur: uint64(baseline + 100), Max: old.Max}
 	if err := unix.Prlimit(spid, unix.RLIMIT_NOFILE, &lim, nil); err != nil {
 		t.Fatalf("prlimit: %v", err)
@@ -209,7 +198,7 @@ command = ["sleep", "100000"]
 		conns = append(conns, c)
 		io.WriteString(c, "GET /v1/logs?name=flooded&n=0&follow=1 HTTP/1.1\r\nHost: x\r\n\r\n")
 	}
-	peak := fdCount()
+	peak := d.fdCount()
 	t.Logf("supervise descriptors: %d before the flood, %d during it (limit %d)", baseline, peak, lim.Cur)
 	// max_connections, and at most 8 connections being told "too many".
 	if peak > baseline+48+8+4 {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"os/exec"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -31,7 +30,7 @@ func (d *daemon) followEvents() *eventFeed {
 		return code == 0
 	})
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, filepath.Join(filepath.Dir(binary), "supervisectl"), "--socket", d.socket, "events", "-f", "--json")
+	cmd := exec.CommandContext(ctx, ctlBinary, "--socket", d.socket, "events", "-f", "--json")
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		d.t.Fatal(err)

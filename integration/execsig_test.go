@@ -86,12 +86,7 @@ func TestExecForwardsRuntimeSignals(t *testing.T) {
 						t.Errorf("the grandchild got %s %d times, want %d", name, n, want)
 					}
 				}
-				if err := os.WriteFile(filepath.Join(dir, "stop"), nil, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				if code, _ := r.wait(60 * time.Second); code != 5 {
-					t.Errorf("exit code %d, want 5\n%s", code, r.stderr)
-				}
+				r.stopScript(dir)
 			})
 		}
 	}

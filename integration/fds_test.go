@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -91,32 +90,11 @@ restart = "never"
 // supervise.
 func startDaemonFiles(t *testing.T, dir, file string, files []*os.File, extra ...string) *daemon {
 	t.Helper()
-	d := &daemon{t: t, dir: dir, socket: filepath.Join(dir, "s.sock"), stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
-	d.cmd = exec.Command(binary, append([]string{"run", "-c", file, "--socket", d.socket}, extra...)...)
-	d.cmd.Dir = dir
-	d.cmd.Stdout, d.cmd.Stderr = d.stdout, d.stderr
-	d.cmd.ExtraFiles = files
-	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := d.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { d.err = d.cmd.Wait(); close(d.done) }()
-	t.Cleanup(func() {
-		select {
-		case <-d.done:
-		default:
-			_ = d.cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-d.done:
-			case <-time.After(30 * time.Second):
-				_ = syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL)
-				<-d.done
-			}
-		}
-		if t.Failed() {
-			t.Logf("supervise stderr:\n%s", tail(d.stderr.String(), 60))
-		}
-	})
+	d := newDaemon(t, dir)
+	cmd := exec.Command(binary, append([]string{"run", "-c", file, "--socket", d.socket}, extra...)...)
+	cmd.Dir = dir
+	cmd.ExtraFiles = files
+	d.launch(cmd)
 	return d
 }
 

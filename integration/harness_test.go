@@ -21,6 +21,7 @@ import (
 var (
 	binary     string // the supervise binary built for this run
 	initBinary string // and supervise-init, beside it
+	ctlBinary  string // and supervisectl, a link to it
 )
 
 func TestMain(m *testing.M) {
@@ -39,13 +40,14 @@ func TestMain(m *testing.M) {
 	_ = os.Chmod(dir, 0o755) // tests run the client as another uid too
 	binary = filepath.Join(dir, "supervise")
 	initBinary = filepath.Join(dir, "supervise-init")
+	ctlBinary = filepath.Join(dir, "supervisectl")
 	build := exec.Command("go", "build", "-o", dir+"/", "../cmd/supervise", "../cmd/supervise-init")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "building supervise: %v\n%s", err, out)
 		os.Exit(1)
 	}
-	if err := os.Symlink(binary, filepath.Join(dir, "supervisectl")); err != nil {
+	if err := os.Symlink(binary, ctlBinary); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -122,28 +124,30 @@ func startDaemonUnder(t *testing.T, wrapper []string, exe, dir, file string, ext
 			t.Skipf("needs %s", wrapper[0])
 		}
 	}
-	d := &daemon{t: t, dir: dir, socket: filepath.Join(dir, "s.sock"), stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
+	d := newDaemon(t, dir)
 	args := append(append(append([]string(nil), wrapper...), exe, "run", "-c", file, "--socket", d.socket), extra...)
-	d.cmd = exec.Command(args[0], args[1:]...)
-	d.cmd.Dir = dir
-	d.cmd.Stdout, d.cmd.Stderr = d.stdout, d.stderr
-	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := d.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { d.err = d.cmd.Wait(); close(d.done) }()
-	t.Cleanup(func() {
-		select {
-		case <-d.done:
-		default:
-			_ = d.cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-d.done:
-			case <-time.After(30 * time.Second):
-				_ = syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL)
-				<-d.done
-			}
-		}
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Dir = dir
+	d.launch(cmd)
+	return d
+}
+
+// newDaemon is a daemon in dir, its socket s.sock there, not started yet:
+// for tests that start supervise in a way of their own (with launch).
+func newDaemon(t *testing.T, dir string) *daemon {
+	return &daemon{t: t, dir: dir, socket: filepath.Join(dir, "s.sock"), stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
+}
+
+// launch starts cmd (a `supervise run` on d.socket, or what runs one) as
+// d's, its output captured. The test's cleanup stops it as
+// startInGroup does, then fails the test if supervise refused an illegal
+// state transition, and shows its stderr if the test failed.
+func (d *daemon) launch(cmd *exec.Cmd) {
+	t := d.t
+	t.Helper()
+	d.cmd = cmd
+	cmd.Stdout, cmd.Stderr = d.stdout, d.stderr
+	startInGroup(t, cmd, d.done, &d.err, func() {
 		// The controller refuses (and logs) a move its lifecycle table
 		// does not allow: any of them is a bug, whatever the test checked.
 		if strings.Contains(d.stderr.String(), "illegal state transition") {
@@ -153,7 +157,36 @@ func startDaemonUnder(t *testing.T, wrapper []string, exe, dir, file string, ext
 			t.Logf("supervise stderr:\n%s", tail(d.stderr.String(), 60))
 		}
 	})
-	return d
+}
+
+// startInGroup starts cmd in a process group of its own; done is closed
+// once it has exited, its error in *err. The test's cleanup stops it if it
+// still runs (SIGTERM, and after 30 s a SIGKILL of its whole group), then
+// calls after.
+func startInGroup(t *testing.T, cmd *exec.Cmd, done chan struct{}, err *error, after func()) {
+	t.Helper()
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid = true
+	if e := cmd.Start(); e != nil {
+		t.Fatal(e)
+	}
+	go func() { *err = cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		select {
+		case <-done:
+		default:
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-done:
+			case <-time.After(30 * time.Second):
+				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				<-done
+			}
+		}
+		after()
+	})
 }
 
 func tail(s string, n int) string {
@@ -188,10 +221,15 @@ func (d *daemon) wait(timeout time.Duration) int {
 	return 0
 }
 
+// ctlCmd is supervisectl args… against the daemon, not started.
+func (d *daemon) ctlCmd(args ...string) *exec.Cmd {
+	return exec.Command(ctlBinary, append([]string{"--socket", d.socket}, args...)...)
+}
+
 // ctl runs supervisectl against the daemon and returns stdout and the exit code.
 func (d *daemon) ctl(args ...string) (string, int) {
 	d.t.Helper()
-	cmd := exec.Command(filepath.Join(filepath.Dir(binary), "supervisectl"), append([]string{"--socket", d.socket}, args...)...)
+	cmd := d.ctlCmd(args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -202,6 +240,17 @@ func (d *daemon) ctl(args ...string) (string, int) {
 		d.t.Fatalf("supervisectl: %v", err)
 	}
 	return out.String() + errb.String(), code
+}
+
+// ctlOK is ctl for a command that must succeed: it fails the test, with
+// what supervisectl said, unless the exit code is 0.
+func (d *daemon) ctlOK(args ...string) string {
+	d.t.Helper()
+	out, code := d.ctl(args...)
+	if code != 0 {
+		d.t.Fatalf("supervisectl %s: exit %d: %s", strings.Join(args, " "), code, out)
+	}
+	return out
 }
 
 type programStatus struct {
@@ -275,15 +324,36 @@ func needRoot(t *testing.T) {
 	}
 }
 
-// alive reports whether pid exists and is not a zombie.
-func alive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
+// testdataProgram is a Go program of testdata for the tests to run: the
+// function it returns builds testdata/name once per run, beside the
+// supervise binary (where uid 65534 may run it), and gives its path.
+func testdataProgram(name string) func(t *testing.T) string {
+	build := sync.OnceValues(func() (string, error) {
+		out := filepath.Join(filepath.Dir(binary), name)
+		cmd := exec.Command("go", "build", "-o", out, "./testdata/"+name)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("building %s: %v\n%s", name, err, b)
+		}
+		return out, nil
+	})
+	return func(t *testing.T) string {
+		t.Helper()
+		p, err := build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
 	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+// needPython skips a test whose programs are python3 scripts (sd_notify
+// senders) where there is no python3.
+func needPython(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("needs python3 (sd_notify senders)")
+	}
 }
 
 // runCheck runs `supervise check -c file` and returns its combined output and exit code.

@@ -53,8 +53,9 @@ command = ["sh", "-c", "until [ -f go-log ]; do sleep 0.05; done; echo 'server a
 ready_log_line = "accepting connections"
 
 [program.notified]
-command = ["sh", "-c", "until [ -f go-notify ]; do sleep 0.05; done; python3 -c 'import os,socket; s=socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); s.connect(os.environ[\"NOTIFY_SOCKET\"]); s.send(b\"READY=1\")'; exec sleep 1000"]
+command = ["sh", "-c", "until [ -f go-notify ]; do sleep 0.05; done; python3 -c \"$SEND\" \"$NOTIFY_SOCKET\" READY=1; exec sleep 1000"]
 notify = "sd_notify"
+env = { SEND = '''`+sendNotify+`''' }
 
 [program.probed]
 command = ["sleep", "1000"]

@@ -3,10 +3,7 @@ package integration
 import (
 	"fmt"
 	"net"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -24,29 +21,12 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// childrenOf lists the pids whose parent is pid.
-func childrenOf(pid int) []int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
-	if err != nil {
-		return nil
-	}
-	var out []int
-	for _, f := range strings.Fields(string(b)) {
-		if n, err := strconv.Atoi(f); err == nil {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
 // An HTTP server behind a readiness probe gates its dependent; killing its
 // listener (the program itself lives on) makes the liveness probe restart
 // it; s6-style fd notification makes a program ready only when it writes
 // its newline, at the default fd 3 and at fd 5 inside a pid namespace.
 func TestHealthHTTPServerAndFdNotify(t *testing.T) {
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 not installed")
-	}
+	needPython(t)
 	needRoot(t)
 	port := freePort(t)
 	url := fmt.Sprintf("http://127.0.0.1:%d/", port)
@@ -134,7 +114,7 @@ depends_on = ["fd3", "fd5"]
 	if r := web.Probes["readiness"]; !r.OK || r.Message != "HTTP 200" {
 		t.Errorf("web ready: readiness probe in status %+v, want ok, HTTP 200", r)
 	}
-	kids := childrenOf(web.Pid)
+	kids := childPids(web.Pid)
 	if len(kids) != 1 {
 		t.Fatalf("web (pid %d) has children %v, want the one python listener", web.Pid, kids)
 	}
@@ -158,7 +138,18 @@ depends_on = ["fd3", "fd5"]
 // autostart program is ready, and its programs never see its own
 // NOTIFY_SOCKET.
 func TestSystemdNotifyAfterProgramsReady(t *testing.T) {
-	dir := t.TempDir()
+	dir, file := writeConfig(t, `
+[program.slow]
+command = ["sh", "-c", "until [ -f go ]; do sleep 0.05; done; echo up; exec sleep 1000"]
+ready_log_line = "^up$"
+
+[program.env]
+command = ["sh", "-c", "echo \"socket=[$NOTIFY_SOCKET]\"; exec sleep 1000"]
+
+[program.oneshot]
+command = ["true"]
+restart = "never"
+`)
 	sockPath := filepath.Join(dir, "systemd.sock")
 	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sockPath, Net: "unixgram"})
 	if err != nil {
@@ -177,21 +168,6 @@ func TestSystemdNotifyAfterProgramsReady(t *testing.T) {
 			msgs <- string(buf[:n])
 		}
 	}()
-	file := filepath.Join(dir, "supervise.toml")
-	if err := os.WriteFile(file, []byte(`
-[program.slow]
-command = ["sh", "-c", "until [ -f go ]; do sleep 0.05; done; echo up; exec sleep 1000"]
-ready_log_line = "^up$"
-
-[program.env]
-command = ["sh", "-c", "echo \"socket=[$NOTIFY_SOCKET]\"; exec sleep 1000"]
-
-[program.oneshot]
-command = ["true"]
-restart = "never"
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	t.Setenv("NOTIFY_SOCKET", sockPath)
 	d := startDaemon(t, dir, file)
 	eventually(t, "slow running and env printed", 30*time.Second, func() bool {

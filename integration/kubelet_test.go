@@ -150,10 +150,8 @@ stop_timeout = "1s"
 command = ["sleep", "30"]
 `)
 	d := startDaemon(t, dir, file)
-	eventually(t, "app running", 30*time.Second, func() bool { return d.status()["app"].State == "Running" })
-	if out, code := d.ctl("stop", "app"); code != 0 {
-		t.Fatalf("stop: exit %d: %s", code, out)
-	}
+	d.running("app")
+	d.ctlOK("stop", "app")
 	if _, err := os.Stat(filepath.Join(dir, "termed")); err != nil {
 		t.Fatalf("the TERM handler did not run: %v", err)
 	}
@@ -214,9 +212,7 @@ period = "100ms"
 		return isReady(st["web:0"]) && isReady(st["web:1"])
 	})
 	before, _ := d.ctl("events", "--json")
-	if out, code := d.ctl("restart", "web"); code != 0 {
-		t.Fatalf("restart: exit %d: %s", code, out)
-	}
+	d.ctlOK("restart", "web")
 	st := d.healthStatus()
 	if !isReady(st["web:0"]) || !isReady(st["web:1"]) {
 		t.Fatalf("restart returned before both were ready: %+v", st)

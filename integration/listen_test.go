@@ -18,26 +18,9 @@ import (
 	"time"
 )
 
-// buildFD3Server builds testdata/fd3server, the server that serves the
-// socket it inherits at descriptor 3, once per run.
-var buildFD3Server = sync.OnceValues(func() (string, error) {
-	out := filepath.Join(filepath.Dir(binary), "fd3server")
-	cmd := exec.Command("go", "build", "-o", out, "./testdata/fd3server")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building fd3server: %v\n%s", err, b)
-	}
-	return out, nil
-})
-
-func fd3server(t *testing.T) string {
-	t.Helper()
-	p, err := buildFD3Server()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
+// fd3server is testdata/fd3server, the server that serves the socket it
+// inherits at descriptor 3.
+var fd3server = testdataProgram("fd3server")
 
 // answer is one reply of fd3server, parsed.
 type answer struct {
@@ -171,7 +154,7 @@ func TestListenSingleInstanceZeroDowntime(t *testing.T) {
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	dir, file := writeConfig(t, srvConfig(srv, port, "1", ""))
 	d := startDaemon(t, dir, file)
-	eventually(t, "srv running", 30*time.Second, func() bool { return d.status()["srv"].State == "Running" })
+	d.running("srv")
 
 	c := startClients(addr, 1, "http")
 	defer c.end()
@@ -205,9 +188,7 @@ func TestListenSingleInstanceZeroDowntime(t *testing.T) {
 	if err := os.WriteFile(file, []byte(srvConfig(srv, port, "2", "")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out, code := d.ctl("reload"); code != 0 {
-		t.Fatalf("reload: %s", out)
-	}
+	d.ctlOK("reload")
 	eventually(t, "version 2 answering", 60*time.Second, func() bool { return c.lastAnswer().version == "2" })
 	c.end()
 	c.stop = make(chan struct{}) // the deferred end finds nothing to stop
@@ -233,10 +214,7 @@ func TestListenRollingTwoInstances(t *testing.T) {
 	cfg := strings.Replace(srvConfig(srv, port, "1", ""), `stop_signal = "TERM"`, "stop_signal = \"TERM\"\ninstances = 2", 1)
 	os.WriteFile(file, []byte(cfg), 0o644)
 	d := startDaemon(t, dir, file)
-	eventually(t, "both running", 30*time.Second, func() bool {
-		st := d.status()
-		return st["srv:0"].State == "Running" && st["srv:1"].State == "Running"
-	})
+	d.running("srv:0", "srv:1")
 	c := startClients(fmt.Sprintf("127.0.0.1:%d", port), 4, "http")
 	defer c.end()
 	eventually(t, "both first instances answering", 60*time.Second, func() bool {
@@ -379,9 +357,7 @@ listen = ["tcp://localhost:80", "unix://%s/a.sock"]
 
 	// Removing the program closes its socket.
 	os.WriteFile(file, []byte("[program.other]\ncommand = [\"sleep\", \"1000\"]\n"), 0o644)
-	if out, code := d.ctl("reload"); code != 0 {
-		t.Fatalf("reload: %s", out)
-	}
+	d.ctlOK("reload")
 	eventually(t, "the socket closed", 30*time.Second, func() bool {
 		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 5*time.Second)
 		if err == nil {
@@ -490,7 +466,7 @@ stop_signal = "TERM"
 max = "1s"
 `, argv, port))
 			d := startDaemon(t, cdir, file)
-			eventually(t, "web running", 30*time.Second, func() bool { return d.status()["web"].State == "Running" })
+			d.running("web")
 			var mu sync.Mutex
 			pids := map[string]bool{}
 			var failures []string
@@ -532,9 +508,7 @@ max = "1s"
 			}
 			pid := served(0)
 			for range 3 {
-				if out, code := d.ctl("restart", "web"); code != 0 {
-					t.Fatalf("restart: %s", out)
-				}
+				d.ctlOK("restart", "web")
 				pid = served(pid)
 			}
 			gate.Lock()
@@ -573,16 +547,14 @@ stop_signal = "TERM"
 	}
 	dir, file := writeConfig(t, cfgText(fmt.Sprintf("tcp://127.0.0.1:%d?name=old", dropped)))
 	d := startDaemon(t, dir, file)
-	eventually(t, "srv running", 30*time.Second, func() bool { return d.status()["srv"].State == "Running" })
+	d.running("srv")
 	c := startClients(fmt.Sprintf("127.0.0.1:%d", kept), 1, "")
 	defer c.end()
 	eventually(t, "an answer", 30*time.Second, func() bool { return c.lastAnswer().names == "http:old" })
 	sock := filepath.Join(dir, "run", "srv.sock")
 	os.Mkdir(filepath.Dir(sock), 0o755)
 	os.WriteFile(file, []byte(cfgText("unix://"+sock+"?name=admin&mode=0600")), 0o644)
-	if out, code := d.ctl("reload"); code != 0 {
-		t.Fatalf("reload: %s", out)
-	}
+	d.ctlOK("reload")
 	eventually(t, "the new process answering", 60*time.Second, func() bool { return c.lastAnswer().names == "http:admin" })
 	c.end()
 	c.stop = make(chan struct{})
@@ -604,8 +576,6 @@ stop_signal = "TERM"
 	}
 	// Removing the program removes its unix socket's file.
 	os.WriteFile(file, []byte("[program.other]\ncommand = [\"sleep\", \"1000\"]\n"), 0o644)
-	if out, code := d.ctl("reload"); code != 0 {
-		t.Fatalf("reload: %s", out)
-	}
+	d.ctlOK("reload")
 	eventually(t, "the socket file removed", 30*time.Second, func() bool { _, err := os.Lstat(sock); return os.IsNotExist(err) })
 }

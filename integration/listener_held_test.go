@@ -4,11 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -16,17 +13,9 @@ import (
 	"github.com/supervise-dev/supervise/metrics"
 )
 
-// buildHoldconns builds testdata/holdconns, the hostile client of the
-// listener tests, once per run, where uid 65534 may run it.
-var buildHoldconns = sync.OnceValues(func() (string, error) {
-	out := filepath.Join(filepath.Dir(binary), "holdconns")
-	cmd := exec.Command("go", "build", "-o", out, "./testdata/holdconns")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building holdconns: %v\n%s", err, b)
-	}
-	return out, nil
-})
+// holdconns is testdata/holdconns, the hostile client of the listener
+// tests.
+var holdconns = testdataProgram("holdconns")
 
 // A local user (uid 65534) holds every connection the HTTP listener lets
 // it have, dialing again whenever one is closed; a fresh client probing
@@ -50,10 +39,7 @@ func TestHTTPListenerFloodedByOneUser(t *testing.T) {
 
 func testListenerHeld(t *testing.T, mode string) {
 	needRoot(t)
-	hold, err := buildHoldconns()
-	if err != nil {
-		t.Fatal(err)
-	}
+	hold := holdconns(t)
 	dir, file := writeConfig(t, `
 [program.app]
 command = ["sleep", "100000"]
@@ -61,7 +47,7 @@ command = ["sleep", "100000"]
 	d := startDaemon(t, dir, file, "--http", "127.0.0.1:0")
 	addr := d.httpAddr()
 	base := "http://" + addr
-	eventually(t, "app running", 60*time.Second, func() bool { return d.status()["app"].State == "Running" })
+	d.running("app")
 
 	// As many as the listener admits, a request or a header line every
 	// 2 s: well inside the idle and header timeouts.

@@ -85,7 +85,7 @@ sandbox = { memory_max = "64MiB" }
 	if code, body := get(t, "GET", base+"/healthz", nil); code != 200 || body != "ok\n" {
 		t.Fatalf("/healthz: %d %q", code, body)
 	}
-	eventually(t, "web running", 60*time.Second, func() bool { return d.status()["web"].State == "Running" })
+	d.running("web")
 	if code, body := get(t, "GET", base+"/readyz?program=web", nil); code != 503 || !strings.Contains(body, "web (Running)") {
 		t.Fatalf("/readyz?program=web before the ready line: %d %q", code, body)
 	}

@@ -20,7 +20,7 @@ func TestNonRootSupervisorWithRootsCgroupTree(t *testing.T) {
 	needRoot(t)
 	dir0, file0 := writeConfig(t, "[program.mk]\ncommand = [\"sleep\", \"100000\"]\nsandbox = { pids_max = 8 }\n")
 	d0 := startDaemon(t, dir0, file0)
-	eventually(t, "the root supervise's program running", 60*time.Second, func() bool { return d0.status()["mk"].State == "Running" })
+	d0.running("mk")
 	t.Run("root's tree there", func(t *testing.T) { checkNonRootRun(t) })
 	d0.signal(syscall.SIGTERM)
 	d0.wait(60 * time.Second)
@@ -43,28 +43,14 @@ command = ["sleep", "100000"]
 restart = "never"
 sandbox = { memory_max = "64MiB" }
 `), 0o644))
-	d := &daemon{t: t, dir: dir, socket: filepath.Join(dir, "s.sock"), stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
-	d.cmd = exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", binary, "run", "-c", file, "--socket", d.socket)
-	d.cmd.Dir = dir
-	d.cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir}
-	d.cmd.Stdout, d.cmd.Stderr = d.stdout, d.stderr
-	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	must(t, d.cmd.Start())
-	go func() { d.err = d.cmd.Wait(); close(d.done) }()
-	t.Cleanup(func() {
-		select {
-		case <-d.done:
-		default:
-			syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL)
-			<-d.done
-		}
-		if t.Failed() {
-			t.Logf("supervise stderr:\n%s", tail(d.stderr.String(), 40))
-		}
-	})
+	d := newDaemon(t, dir)
+	cmd := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", binary, "run", "-c", file, "--socket", d.socket)
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir}
+	d.launch(cmd)
 	// The client trusts a server of uid 65534 only when told.
 	status := func() map[string]programStatus {
-		out, err := exec.Command(filepath.Join(filepath.Dir(binary), "supervisectl"), "--socket", d.socket, "--server-uid", "65534", "status", "--json").Output()
+		out, err := d.ctlCmd("--server-uid", "65534", "status", "--json").Output()
 		if err != nil {
 			return nil
 		}

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -63,21 +62,10 @@ sandbox = { pids_max = 32 }
 		}
 		return cmd, stderr, done
 	}
-	// inner is supervise, PID 1 of the namespace: unshare's only child.
-	inner := func(cmd *exec.Cmd) int {
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/task/" + strconv.Itoa(cmd.Process.Pid) + "/children")
-		if err != nil {
-			t.Fatal(err)
-		}
-		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-		if err != nil {
-			t.Fatalf("unshare's children: %q", b)
-		}
-		return pid
-	}
 	for round := 1; round <= 4; round++ {
 		cmd, _, done := start(round)
-		if err := syscall.Kill(inner(cmd), syscall.SIGKILL); err != nil {
+		// childOf: supervise, PID 1 of the namespace, unshare's only child.
+		if err := syscall.Kill(childOf(t, cmd.Process.Pid), syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
 		select {
@@ -87,7 +75,8 @@ sandbox = { pids_max = 32 }
 		}
 	}
 	cmd, stderr, done := start(5)
-	if err := syscall.Kill(inner(cmd), syscall.SIGTERM); err != nil {
+	// childOf: supervise, PID 1 of the namespace, unshare's only child.
+	if err := syscall.Kill(childOf(t, cmd.Process.Pid), syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {

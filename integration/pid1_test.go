@@ -145,48 +145,6 @@ func (r *initRun) wait(timeout time.Duration) (int, time.Duration) {
 	return 0, r.end.Sub(r.start)
 }
 
-// childPids lists the children of pid (every thread's).
-func childPids(pid int) []int {
-	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-	var out []int
-	for _, task := range tasks {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, task.Name()))
-		if err != nil {
-			continue
-		}
-		for f := range strings.FieldsSeq(string(b)) {
-			if n, err := strconv.Atoi(f); err == nil {
-				out = append(out, n)
-			}
-		}
-	}
-	return out
-}
-
-func descendantsOf(pid int) []int {
-	var out []int
-	for queue := []int{pid}; len(queue) > 0; queue = queue[1:] {
-		kids := childPids(queue[0])
-		out = append(out, kids...)
-		queue = append(queue, kids...)
-	}
-	return out
-}
-
-// procState is the state letter and command name of a pid.
-func procState(pid int) (state byte, comm string) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, ""
-	}
-	s := string(b)
-	i, j := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-	if i < 0 || j < i || j+2 >= len(s) {
-		return 0, ""
-	}
-	return s[j+2], s[i+1 : j]
-}
-
 // lineCount counts the lines of file equal to want.
 func lineCount(t *testing.T, file, want string) int {
 	n := 0
@@ -306,6 +264,16 @@ wait
 exit 5`, dir)
 }
 
+// stopScript has signalScript's command in dir exit (code 5) and checks
+// that the init exits with its code.
+func (r *initRun) stopScript(dir string) {
+	r.t.Helper()
+	must(r.t, writeFileNow(filepath.Join(dir, "stop")))
+	if code, _ := r.wait(60 * time.Second); code != 5 {
+		r.t.Errorf("exit code %d, want 5\n%s", code, r.stderr)
+	}
+}
+
 func grandchildPid(t *testing.T, log string) int {
 	for _, l := range readLines(t, log) {
 		if n, ok := strings.CutPrefix(l, "grandchild "); ok {
@@ -339,12 +307,7 @@ func TestExecForwardsSignalsToTheGroup(t *testing.T) {
 					t.Errorf("the child got %s %d times, want once", name, n)
 				}
 			}
-			if err := os.WriteFile(filepath.Join(dir, "stop"), nil, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			if code, _ := r.wait(60 * time.Second); code != 5 {
-				t.Errorf("exit code %d, want 5\n%s", code, r.stderr)
-			}
+			r.stopScript(dir)
 		})
 	}
 }
@@ -373,12 +336,7 @@ func TestExecSingleChild(t *testing.T) {
 			if n := lineCount(t, log, "grandchild USR1"); n != 0 {
 				t.Errorf("--single-child: the grandchild got USR1 %d times", n)
 			}
-			if err := os.WriteFile(filepath.Join(dir, "stop"), nil, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			if code, _ := r.wait(60 * time.Second); code != 5 {
-				t.Errorf("exit code %d, want 5\n%s", code, r.stderr)
-			}
+			r.stopScript(dir)
 		})
 	}
 }
@@ -426,12 +384,7 @@ func TestExecRewrite(t *testing.T) {
 					t.Errorf("%q appeared %d times: the rewrite did not apply", l, n)
 				}
 			}
-			if err := os.WriteFile(filepath.Join(dir, "stop"), nil, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			if code, _ := r.wait(60 * time.Second); code != 5 {
-				t.Errorf("exit code %d, want 5\n%s", code, r.stderr)
-			}
+			r.stopScript(dir)
 		})
 	}
 }

@@ -27,10 +27,7 @@ func TestReadyzNamesASingleInstanceProgramAsStatusDoes(t *testing.T) {
 	dir, file := writeConfig(t, readyzNamesConfig)
 	d := startDaemon(t, dir, file, "--http", "127.0.0.1:0")
 	base := "http://" + d.httpAddr()
-	eventually(t, "db, web:0 and web:1 running", 60*time.Second, func() bool {
-		st := d.status()
-		return st["db"].State == "Running" && st["web:0"].State == "Running" && st["web:1"].State == "Running"
-	})
+	d.running("db", "web:0", "web:1")
 	code, body := get(t, "GET", base+"/readyz", nil)
 	if code != 503 || !strings.Contains(body, "db (Running)") || !strings.Contains(body, "web:1 (Running)") || strings.Contains(body, "db:0") {
 		t.Errorf("/readyz: %d %q, want 503 naming db (as status does) and web:1", code, body)
@@ -82,7 +79,7 @@ autostart = false
 `)
 	d := startDaemon(t, dir, file, "--http", "127.0.0.1:0")
 	base := "http://" + d.httpAddr()
-	eventually(t, "plain running", 60*time.Second, func() bool { return d.status()["plain"].State == "Running" })
+	d.running("plain")
 	out, code := d.ctl("status", "--json")
 	if code != 0 {
 		t.Fatalf("status --json: exit %d %s", code, out)
@@ -125,13 +122,8 @@ command = ["sleep", "100000"]
 `)
 	d := startDaemon(t, dir, file, "--http", "127.0.0.1:0")
 	base := "http://" + d.httpAddr()
-	eventually(t, "web:0 and web:1 running", 60*time.Second, func() bool {
-		st := d.status()
-		return st["web:0"].State == "Running" && st["web:1"].State == "Running"
-	})
-	if out, code := d.ctl("scale", "web=0"); code != 0 {
-		t.Fatalf("scale web=0: exit %d %s", code, out)
-	}
+	d.running("web:0", "web:1")
+	d.ctlOK("scale", "web=0")
 	out, code := d.ctl("status", "web")
 	if code != 0 || !strings.Contains(out, "web") || !strings.Contains(out, "0 instances") {
 		t.Errorf("status web after scale web=0: exit %d %q, want it to say web has 0 instances", code, out)

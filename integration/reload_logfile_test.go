@@ -24,9 +24,7 @@ func TestReloadLogFileKeepsTheProcess(t *testing.T) {
 	if err := os.WriteFile(file, []byte(fmt.Sprintf(src, b)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out, code := d.ctl("reload"); code != 0 {
-		t.Fatalf("reload: %s", out)
-	}
+	d.ctlOK("reload")
 	// The old router gave up on its pipes after 5 s: 100 lines at 10 a
 	// second are well past that, however slow the machine.
 	eventually(t, "100 lines in b.log", 120*time.Second, func() bool { return len(readLines(t, b)) >= 100 })
@@ -34,10 +32,7 @@ func TestReloadLogFileKeepsTheProcess(t *testing.T) {
 	if st.Pid != pid || st.Restarts != 0 {
 		t.Fatalf("after the reload p is pid %d with %d restarts (last exit %+v), want pid %d still running", st.Pid, st.Restarts, st.LastExit, pid)
 	}
-	if out, code := d.ctl("shutdown"); code != 0 {
-		t.Fatalf("shutdown: %s", out)
-	}
-	d.wait(60 * time.Second)
+	d.shutdown(60 * time.Second)
 	lines := append(readLines(t, a), readLines(t, b)...)
 	for i, l := range lines {
 		if want := fmt.Sprintf("%d-x", i+1); l != want {

@@ -82,7 +82,7 @@ func (d *daemon) reloads() int {
 func (d *daemon) running(names ...string) map[string]int {
 	d.t.Helper()
 	var pids map[string]int
-	eventually(d.t, strings.Join(names, ", ")+" running", 30*time.Second, func() bool {
+	eventually(d.t, strings.Join(names, ", ")+" running", 60*time.Second, func() bool {
 		s := d.status()
 		pids = map[string]int{}
 		for _, n := range names {
@@ -271,9 +271,7 @@ func TestReloadOnSIGHUPAndCtl(t *testing.T) {
 	d.samePids("after SIGHUP", pids)
 
 	writeAtomic(t, file, edited+"\n[program.f]\ncommand = [\"sleep\", \"1005\"]\n")
-	if out, code := d.ctl("reload"); code != 0 {
-		t.Fatalf("supervisectl reload: exit %d\n%s", code, out)
-	}
+	d.ctlOK("reload")
 	d.running("f")
 	d.samePids("after supervisectl reload", pids)
 }

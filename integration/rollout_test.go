@@ -17,17 +17,8 @@ import (
 	"time"
 )
 
-// buildWebapp builds testdata/webapp, the small HTTP server of the
-// rollout tests, once per run.
-var buildWebapp = sync.OnceValues(func() (string, error) {
-	out := filepath.Join(filepath.Dir(binary), "webapp")
-	cmd := exec.Command("go", "build", "-o", out, "./testdata/webapp")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building webapp: %v\n%s", err, b)
-	}
-	return out, nil
-})
+// webapp is testdata/webapp, the small HTTP server of the rollout tests.
+var webapp = testdataProgram("webapp")
 
 // freePorts finds n consecutive free TCP ports on 127.0.0.1 (the first is
 // returned), as webapp's instances listen on BASE_PORT+N.
@@ -60,10 +51,7 @@ func freePorts(t *testing.T, n int) int {
 // webConfig is a program of two webapp instances with a readiness probe.
 func webConfig(t *testing.T, version string, base int, extra string) string {
 	t.Helper()
-	app, err := buildWebapp()
-	if err != nil {
-		t.Fatal(err)
-	}
+	app := webapp(t)
 	return fmt.Sprintf(`
 [program.web]
 command = [%q]
@@ -101,7 +89,7 @@ type sampler struct {
 func startSampler(d *daemon) *sampler {
 	s := &sampler{stop: make(chan struct{}), done: make(chan struct{})}
 	s.minReady.Store(1 << 30)
-	ctl := filepath.Join(filepath.Dir(binary), "supervisectl")
+	ctl := ctlBinary
 	go func() {
 		defer close(s.done)
 		tick := time.NewTicker(30 * time.Millisecond)
@@ -199,9 +187,7 @@ command = ["sh", "-c", "echo $SUPERVISE_INSTANCE >> stopped"]
 	if len(st) != 3 || !isReady(st["web:2"]) {
 		t.Fatalf("after scale web=3: %+v", st)
 	}
-	if out, code := d.ctl("scale", "web=1"); code != 0 {
-		t.Fatalf("scale web=1: exit %d: %s", code, out)
-	}
+	d.ctlOK("scale", "web=1")
 	st = d.healthStatus()
 	if len(st) != 1 || st["web:0"].Pid != pid0 {
 		t.Fatalf("after scale web=1: %+v (web:0 was pid %d)", st, pid0)

@@ -202,10 +202,8 @@ timeout = "300ms"
 initial = "1h"
 `)
 	d := startDaemon(t, dir, file)
-	eventually(t, "web running", 30*time.Second, func() bool { return d.status()["web"].State == "Running" })
-	if out, code := d.ctl("stop", "web"); code != 0 {
-		t.Fatalf("stop web: %d %s", code, out)
-	}
+	d.running("web")
+	d.ctlOK("stop", "web")
 	eventually(t, "post_stop", 30*time.Second, func() bool {
 		b, _ := os.ReadFile(filepath.Join(dir, "hooks.log"))
 		return strings.Contains(string(b), "post_stop")

@@ -1,9 +1,7 @@
 package integration
 
 import (
-	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -40,63 +38,22 @@ env = { SEND = '''`+sendNotify+`''' }
 // notify socket. The control sockets' directory is root's alone (0700).
 func TestRootDevRunnerAndNotifySocketsShareRun(t *testing.T) {
 	needRoot(t)
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("needs python3 to send sd_notify messages")
-	}
+	needPython(t)
 	notifyAsNobody(t)
 
 	project := t.TempDir()
 	must(t, os.WriteFile(filepath.Join(project, "Procfile"), []byte("web: sleep 100000\n"), 0o644))
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "SUPERVISE_SOCKET=") && !strings.HasPrefix(kv, "XDG_RUNTIME_DIR=") {
-			env = append(env, kv)
-		}
-	}
-	runner := exec.Command(binary)
-	runner.Dir, runner.Env = project, env
-	var out syncBuffer
-	runner.Stdout, runner.Stderr = &out, &out
-	runner.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	must(t, runner.Start())
-	exited := make(chan struct{})
-	go func() { runner.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		runner.Process.Signal(syscall.SIGTERM)
+	env := noRuntimeDirEnv()
+	runner := startDev(t, project, env)
+	eventually(t, "the dev runner's web running", 60*time.Second, func() bool {
 		select {
-		case <-exited:
-		case <-time.After(30 * time.Second):
-			syscall.Kill(-runner.Process.Pid, syscall.SIGKILL)
-			<-exited
-		}
-		if t.Failed() {
-			t.Logf("the dev runner:\n%s", tail(out.String(), 30))
-		}
-	})
-	ctlHere := func(args ...string) (string, error) {
-		c := exec.Command(filepath.Join(filepath.Dir(binary), "supervisectl"), args...)
-		c.Dir, c.Env = project, env
-		var b bytes.Buffer
-		c.Stdout, c.Stderr = &b, &b
-		err := c.Run()
-		return b.String(), err
-	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		st, err := ctlHere("status", "web")
-		if err == nil && strings.Contains(st, "Running") {
-			break
-		}
-		select {
-		case <-exited:
-			t.Fatalf("the root dev runner did not start:\n%s", out.String())
+		case <-runner.done:
+			t.Fatalf("the root dev runner did not start:\n%s", runner.out.String())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the dev runner's web not running after 60s: %v\n%s", err, st)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		out, _, code := devCtl(t, project, env, "status", "web")
+		return code == 0 && strings.Contains(out, "Running")
+	})
 	socks, _ := filepath.Glob("/run/supervise/*/" + filepath.Base(project) + "-*.sock")
 	direct, _ := filepath.Glob("/run/supervise/" + filepath.Base(project) + "-*.sock")
 	socks = append(socks, direct...)

@@ -24,10 +24,10 @@ func TestSharedParentCgroupGoesWithTheLastSupervisor(t *testing.T) {
 			config := "[program.app]\ncommand = [\"sleep\", \"100000\"]\nsandbox = { pids_max = 16 }\n"
 			dirA, fileA := writeConfig(t, config)
 			a := startInCgroups(t, dirA, fileA, cgs)
-			eventually(t, "the first supervisor's app running", 60*time.Second, func() bool { return a.status()["app"].State == "Running" })
+			a.running("app")
 			dirB, fileB := writeConfig(t, config)
 			b := startInCgroups(t, dirB, fileB, cgs)
-			eventually(t, "the second supervisor's app running", 60*time.Second, func() bool { return b.status()["app"].State == "Running" })
+			b.running("app")
 			for _, cg := range cgs {
 				ents, _ := os.ReadDir(filepath.Join(cg, "supervise"))
 				if len(ents) < 2 {
@@ -118,25 +118,11 @@ func testCgroups(t *testing.T) []string {
 // first moves itself into the cgroups dirs.
 func startInCgroups(t *testing.T, dir, file string, dirs []string) *daemon {
 	t.Helper()
-	d := &daemon{t: t, dir: dir, socket: filepath.Join(dir, "s.sock"), stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
+	d := newDaemon(t, dir)
 	script := `for d in $CGROUP_DIRS; do echo $$ > "$d/cgroup.procs" || exit 97; done; exec "$@"`
-	d.cmd = exec.Command("sh", "-c", script, "sh", binary, "run", "-c", file, "--socket", d.socket)
-	d.cmd.Dir = dir
-	d.cmd.Env = append(os.Environ(), "CGROUP_DIRS="+strings.Join(dirs, " "))
-	d.cmd.Stdout, d.cmd.Stderr = d.stdout, d.stderr
-	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	must(t, d.cmd.Start())
-	go func() { d.err = d.cmd.Wait(); close(d.done) }()
-	t.Cleanup(func() {
-		select {
-		case <-d.done:
-		default:
-			_ = syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL)
-			<-d.done
-		}
-		if t.Failed() {
-			t.Logf("supervise stderr:\n%s", tail(d.stderr.String(), 40))
-		}
-	})
+	cmd := exec.Command("sh", "-c", script, "sh", binary, "run", "-c", file, "--socket", d.socket)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGROUP_DIRS="+strings.Join(dirs, " "))
+	d.launch(cmd)
 	return d
 }

@@ -174,9 +174,7 @@ func TestStderrToStdoutOneDescriptorPerProgram(t *testing.T) {
 		for i := range names {
 			names[i] = fmt.Sprintf("%s%d", prefix, i)
 		}
-		if out, code := d.ctl(append([]string{"start"}, names...)...); code != 0 {
-			t.Fatalf("start: %s", out)
-		}
+		d.ctlOK(append([]string{"start"}, names...)...)
 		d.running(names...)
 	}
 	eventually(t, "supervise's control socket", 30*time.Second, func() bool { return d.status() != nil })
@@ -210,9 +208,7 @@ func TestUpgradeKeepsStderrToStdout(t *testing.T) {
 	pid := d.running("merged")["merged"]
 	eventually(t, "lines in the file", 60*time.Second, func() bool { return len(readLines(t, log)) >= 10 })
 	for u := 1; u <= 3; u++ {
-		if out, code := d.ctl("upgrade"); code != 0 {
-			t.Fatalf("upgrade %d: exit %d: %s", u, code, out)
-		}
+		d.upgrade(fmt.Sprintf("upgrade %d", u))
 		if got := d.pids()["merged"]; got != pid {
 			t.Fatalf("upgrade %d: pid %d, was %d", u, got, pid)
 		}
@@ -223,10 +219,7 @@ func TestUpgradeKeepsStderrToStdout(t *testing.T) {
 	}
 	at := len(readLines(t, log))
 	eventually(t, "lines after the upgrades", 60*time.Second, func() bool { return len(readLines(t, log)) >= at+10 })
-	if out, code := d.ctl("shutdown"); code != 0 {
-		t.Fatalf("shutdown: %s", out)
-	}
-	d.wait(60 * time.Second)
+	d.shutdown(60 * time.Second)
 	lines := readLines(t, log)
 	if n := len(lines); n > 0 && !isWhole(lines[n-1]) {
 		lines = lines[:n-1] // killed between the two writes of its last line

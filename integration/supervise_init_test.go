@@ -43,12 +43,7 @@ func TestSuperviseInitIsExec(t *testing.T) {
 			r.signal(syscall.SIGUSR1)
 			waitLine(t, log, "child USR1")
 			waitLine(t, log, "grandchild USR1")
-			if err := os.WriteFile(filepath.Join(dir, "stop"), nil, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			if code, _ := r.wait(60 * time.Second); code != 5 {
-				t.Errorf("exit code %d, want 5\n%s", code, r.stderr)
-			}
+			r.stopScript(dir)
 		})
 	}
 	t.Run("sandbox", func(t *testing.T) {

@@ -49,7 +49,7 @@ pids_max = 50
 	eventually(t, "the old program and its leftover killed", 30*time.Second, func() bool {
 		return !alive(leftover) && !alive(program)
 	})
-	eventually(t, "the new instance running", 30*time.Second, func() bool { return d2.status()["daemon"].State == "Running" })
+	d2.running("daemon")
 	if !strings.Contains(d2.stderr.String(), "removed the cgroup of a dead supervisor") {
 		t.Errorf("no log of the sweep:\n%s", tail(d2.stderr.String(), 20))
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -19,7 +18,7 @@ import (
 func (d *daemon) onTerminal(args ...string) string {
 	d.t.Helper()
 	master, slave := openPty(d.t)
-	cmd := exec.Command(filepath.Join(filepath.Dir(binary), "supervisectl"), append([]string{"--socket", d.socket}, args...)...)
+	cmd := d.ctlCmd(args...)
 	cmd.Stdout = slave
 	var errb bytes.Buffer
 	cmd.Stderr = &errb

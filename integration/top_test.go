@@ -3,8 +3,6 @@ package integration
 import (
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -28,10 +26,7 @@ command = ["sh", "-c", "while :; do :; done"]
 command = ["sleep", "100000"]
 `)
 	d := startDaemon(t, dir, file)
-	eventually(t, "three programs running", 60*time.Second, func() bool {
-		st := d.status()
-		return st["alpha"].State == "Running" && st["beta"].State == "Running" && st["gamma"].State == "Running"
-	})
+	d.running("alpha", "beta", "gamma")
 	top := startTop(t, d, 120)
 	seen, master, done := top.seen, top.master, top.done
 	eventually(t, "every program on the screen", 60*time.Second, func() bool {
@@ -87,7 +82,7 @@ func startTop(t *testing.T, d *daemon, cols uint16) *topOnPty {
 	if err := unix.IoctlSetWinsize(int(master.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 40, Col: cols}); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(filepath.Join(filepath.Dir(binary), "supervisectl"), "--socket", d.socket, "top", "--interval", "200ms")
+	cmd := d.ctlCmd("top", "--interval", "200ms")
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
 	cmd.Env = append(os.Environ(), "TERM=xterm", "NO_COLOR=1")
 	if err := cmd.Start(); err != nil {

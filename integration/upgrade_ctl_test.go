@@ -27,7 +27,7 @@ type bgCtl struct {
 func (d *daemon) ctlBackground(args ...string) *bgCtl {
 	d.t.Helper()
 	b := &bgCtl{out: &syncBuffer{}, errb: &syncBuffer{}, done: make(chan struct{})}
-	b.cmd = exec.Command(filepath.Join(filepath.Dir(binary), "supervisectl"), append([]string{"--socket", d.socket}, args...)...)
+	b.cmd = d.ctlCmd(args...)
 	b.cmd.Stdout, b.cmd.Stderr = b.out, b.errb
 	if err := b.cmd.Start(); err != nil {
 		d.t.Fatal(err)
@@ -109,9 +109,7 @@ ready_log_line = "^ready$"
 		pid, state, ready := d.readyOf("slow")
 		return state == "Running" && pid != old && pid != 0 && !ready
 	})
-	if out, code := d.ctl("upgrade"); code != 0 {
-		t.Fatalf("upgrade: exit %d: %s", code, out)
-	}
+	d.upgrade("upgrade")
 	if code := restart.wait(t, 60*time.Second); code != 0 {
 		t.Fatalf("restart --wait across the upgrade: exit %d: %s", code, restart.errb.String())
 	}

@@ -3,7 +3,6 @@ package integration
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -53,9 +52,7 @@ time.sleep(1000000)
 // writeNotifier puts the sd_notify client in dir.
 func writeNotifier(t *testing.T, dir string) string {
 	t.Helper()
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 not installed")
-	}
+	needPython(t)
 	path := filepath.Join(dir, "notifier.py")
 	if err := os.WriteFile(path, []byte(notifier), 0o644); err != nil {
 		t.Fatal(err)
@@ -135,10 +132,7 @@ namespaces = ["pid", "mount"]
 
 	binaries := []string{"v2", "v1", "v2"}
 	for i, b := range binaries {
-		installBinary(t, upgradeBuild(t, b), exe, 0o755)
-		if out, code := d.ctl("upgrade"); code != 0 {
-			t.Fatalf("upgrade %d: exit %d: %s", i+1, code, out)
-		}
+		d.upgradeTo(exe, b)
 		s := d.healthStatus()
 		if got := d.pids(); !mapsEqual(got, before) {
 			t.Fatalf("upgrade %d: pids changed:\nbefore %v\nafter  %v", i+1, before, got)
@@ -198,9 +192,7 @@ namespaces = ["pid", "mount"]
 		}
 	}
 	// Stopped, a program's socket and its directory go, as before.
-	if out, code := d.ctl("stop", "late", "pinger"); code != 0 {
-		t.Fatalf("stop: %s", out)
-	}
+	d.ctlOK("stop", "late", "pinger")
 	for _, path := range []string{sock, lateSock} {
 		if _, err := os.Lstat(path); !os.IsNotExist(err) {
 			t.Errorf("%s after its program stopped: %v, want it removed", path, err)
@@ -209,10 +201,7 @@ namespaces = ["pid", "mount"]
 			t.Errorf("%s after its program stopped: %v, want it removed", filepath.Dir(path), err)
 		}
 	}
-	if out, code := d.ctl("shutdown"); code != 0 {
-		t.Fatalf("shutdown: %s", out)
-	}
-	d.wait(60 * time.Second)
+	d.shutdown(60 * time.Second)
 }
 
 // TestUpgradeKeepsAWatchdogDeadline: a program that stopped pinging its
@@ -247,10 +236,7 @@ watchdog = "%s"
 	// the program until 8 s after the take-over.
 	time.Sleep(interval / 2)
 	upgradeAt := time.Now()
-	installBinary(t, upgradeBuild(t, "v2"), exe, 0o755)
-	if out, code := d.ctl("upgrade"); code != 0 {
-		t.Fatalf("upgrade: exit %d: %s", code, out)
-	}
+	d.upgradeTo(exe, "v2")
 	var st healthStatus
 	eventually(t, "lapse killed by its watchdog and restarted", 60*time.Second, func() bool {
 		st = d.healthStatus()["lapse"]
@@ -271,16 +257,16 @@ watchdog = "%s"
 	if v := d.version(); v.Version != "v2.0.0-test" {
 		t.Errorf("supervise is %s, want v2.0.0-test", v.Version)
 	}
-	if out, code := d.ctl("shutdown"); code != 0 {
-		t.Fatalf("shutdown: %s", out)
-	}
-	d.wait(60 * time.Second)
+	d.shutdown(60 * time.Second)
 }
 
 // An exec slower than the watchdog's interval (a loaded machine): the
 // pings the program sent meanwhile wait in the socket, and the restored
 // watchdog, its time run out, waits for the new binary's reader to hand
-// them on instead of killing a program that pinged all along.
+// them on instead of killing a program that pinged all along. The "slow"
+// build waits 5 s before it takes over, so the 4 s interval has always
+// run out by then; an interval that long leaves the pinger and the new
+// reader room on a loaded machine.
 func TestUpgradeSlowerThanTheWatchdog(t *testing.T) {
 	dir := t.TempDir()
 	py := writeNotifier(t, dir)
@@ -288,17 +274,15 @@ func TestUpgradeSlowerThanTheWatchdog(t *testing.T) {
 [program.pinger]
 command = ["python3", %q, "ping", "pinger.sock", "never"]
 notify = "sd_notify"
-watchdog = "2s"
+watchdog = "4s"
 `, py))
 	eventually(t, "pinger ready", 60*time.Second, func() bool { return isReady(d.healthStatus()["pinger"]) })
 	pid := d.healthStatus()["pinger"].Pid
 	installBinary(t, upgradeBuild(t, "slow"), exe, 0o755)
 	start := time.Now()
-	if out, code := d.ctl("upgrade"); code != 0 {
-		t.Fatalf("upgrade: exit %d: %s", code, out)
-	}
+	d.upgrade("upgrade to slow")
 	t.Logf("the upgrade took %s", time.Since(start).Round(time.Millisecond))
-	time.Sleep(3 * time.Second) // more than the interval, after the take-over
+	time.Sleep(6 * time.Second) // more than the interval, after the take-over
 	st := d.healthStatus()["pinger"]
 	if st.Pid != pid || st.Restarts != 0 || st.LastExit != nil || !isReady(st) {
 		t.Fatalf("after an upgrade slower than its watchdog, pinger is %+v (last exit %+v), want pid %d still running and ready", st, st.LastExit, pid)
@@ -306,8 +290,5 @@ watchdog = "2s"
 	if v := d.version(); v.Version != "v2.0.0-slow" {
 		t.Errorf("supervise is %s, want v2.0.0-slow", v.Version)
 	}
-	if out, code := d.ctl("shutdown"); code != 0 {
-		t.Fatalf("shutdown: %s", out)
-	}
-	d.wait(60 * time.Second)
+	d.shutdown(60 * time.Second)
 }

@@ -37,11 +37,7 @@ command = ["sleep", "10002"]
 command = ["sleep", "10003"]
 `
 	d, exe := upgradeDaemon(t, before)
-	eventually(t, "every program running", 60*time.Second, func() bool {
-		st := d.status()
-		return st["keep"].State == "Running" && st["gone"].State == "Running" && st["changed"].State == "Running"
-	})
-	pids := d.pids()
+	pids := d.running("keep", "gone", "changed")
 	after := `[supervisor]
 watch_config = false
 [program.keep]
@@ -54,11 +50,7 @@ command = ["sleep", "10005"]
 	if err := os.WriteFile(filepath.Join(d.dir, "supervise.toml"), []byte(after), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	installBinary(t, upgradeBuild(t, "v2"), exe, 0o755)
-	out, code := d.ctl("upgrade")
-	if code != 0 {
-		t.Fatalf("upgrade: exit %d: %s", code, out)
-	}
+	out := d.upgradeTo(exe, "v2")
 	for _, want := range []string{"v1.0.0-test → v2.0.0-test", "config reloaded: 1 added (added), 1 removed (gone), 1 changed (changed; 1 with new processes)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("upgrade says %q, want %q in it", out, want)
@@ -85,10 +77,7 @@ command = ["sleep", "10005"]
 	if v := d.version(); v.Version != "v2.0.0-test" || v.Pid != d.cmd.Process.Pid {
 		t.Errorf("version %+v", v)
 	}
-	if out, code := d.ctl("shutdown"); code != 0 {
-		t.Fatalf("shutdown: %s", out)
-	}
-	d.wait(60 * time.Second)
+	d.shutdown(60 * time.Second)
 }
 
 // TestUpgradeWithABrokenConfig: a config file with an error does not stop
@@ -104,20 +93,12 @@ command = ["sleep", "10011"]
 command = ["sleep", "10012"]
 `
 	d, exe := upgradeDaemon(t, cfg)
-	eventually(t, "a and b running", 60*time.Second, func() bool {
-		st := d.status()
-		return st["a"].State == "Running" && st["b"].State == "Running"
-	})
-	pids := d.pids()
+	pids := d.running("a", "b")
 	file := filepath.Join(d.dir, "supervise.toml")
 	if err := os.WriteFile(file, []byte("[supervisor]\nwatch_config = false\n[program.a]\ncommand = [\"sleep\", \"10013\"]\nrestart = \"sometimes\"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	installBinary(t, upgradeBuild(t, "v2"), exe, 0o755)
-	out, code := d.ctl("upgrade")
-	if code != 0 {
-		t.Fatalf("upgrade: exit %d: %s", code, out)
-	}
+	out := d.upgradeTo(exe, "v2")
 	for _, want := range []string{"v1.0.0-test → v2.0.0-test", "config reload failed", "supervise.toml:5", "restart", "the running config stays"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("upgrade says %q, want %q in it", out, want)
@@ -154,10 +135,7 @@ command = ["sleep", "10012"]
 	if out, code := d.ctl("reload"); code != 0 {
 		t.Errorf("reload: %s", out)
 	}
-	if out, code := d.ctl("shutdown"); code != 0 {
-		t.Fatalf("shutdown: %s", out)
-	}
-	d.wait(60 * time.Second)
+	d.shutdown(60 * time.Second)
 }
 
 // TestUpgradeKeepsAJobsLastRun: status shows a scheduled program's last
@@ -165,18 +143,13 @@ command = ["sleep", "10012"]
 func TestUpgradeKeepsAJobsLastRun(t *testing.T) {
 	d, exe := upgradeDaemon(t, "[supervisor]\nwatch_config = false\n[program.job]\ncommand = [\"true\"]\nschedule = \"0 0 1 1 *\"\n")
 	eventually(t, "supervise up", 60*time.Second, func() bool { _, ok := d.status()["job"]; return ok })
-	if out, code := d.ctl("start", "job"); code != 0 {
-		t.Fatalf("start job: %s", out)
-	}
+	d.ctlOK("start", "job")
 	var before jobStatus
 	eventually(t, "the job's run recorded", 60*time.Second, func() bool {
 		before = d.jobStatus("job")
 		return before.LastRun != nil && before.LastRun.Result == "succeeded"
 	})
-	installBinary(t, upgradeBuild(t, "v2"), exe, 0o755)
-	if out, code := d.ctl("upgrade"); code != 0 {
-		t.Fatalf("upgrade: exit %d: %s", code, out)
-	}
+	d.upgradeTo(exe, "v2")
 	after := d.jobStatus("job")
 	if after.LastRun == nil || after.LastRun.Result != "succeeded" || !after.LastRun.StartedAt.Equal(before.LastRun.StartedAt) {
 		t.Errorf("after the upgrade the last run is %+v, want %+v", after.LastRun, before.LastRun)
@@ -208,10 +181,7 @@ failure_threshold = 3
 		return strings.Count(string(b), "\n") == 2
 	})
 	first := d.status()["a"].Pid
-	installBinary(t, upgradeBuild(t, "v2"), exe, 0o755)
-	if out, code := d.ctl("upgrade"); code != 0 {
-		t.Fatalf("upgrade: exit %d: %s", code, out)
-	}
+	d.upgradeTo(exe, "v2")
 	eventually(t, "a restarted for its liveness", 60*time.Second, func() bool {
 		st := d.status()["a"]
 		return st.Restarts >= 1 && st.Pid != first

@@ -67,9 +67,7 @@ func rollThroughUpgrade(t *testing.T, restart func(d *daemon)) (d *daemon, start
 		n := startsOf(t, starts)
 		return n["web:0"] == 2 && n["web:1"] == 2
 	})
-	if out, code := d.ctl("upgrade"); code != 0 {
-		t.Fatalf("upgrade: exit %d: %s", code, out)
-	}
+	d.upgrade("upgrade")
 	return d, starts, s
 }
 
@@ -116,9 +114,7 @@ func checkReplacedOnce(t *testing.T, d *daemon, starts string, s *sampler) {
 // replaces the instances it had not come to.
 func TestUpgradeFinishesANoWaitRestart(t *testing.T) {
 	d, starts, s := rollThroughUpgrade(t, func(d *daemon) {
-		if out, code := d.ctl("restart", "--no-wait", "web"); code != 0 {
-			t.Fatalf("restart --no-wait: exit %d: %s", code, out)
-		}
+		d.ctlOK("restart", "--no-wait", "web")
 	})
 	checkReplacedOnce(t, d, starts, s)
 }

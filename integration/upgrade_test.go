@@ -89,17 +89,53 @@ func installBinary(t *testing.T, src, dst string, mode os.FileMode) {
 	}
 }
 
+// installV1 puts a copy of the v1 build in dir/bin, where an upgrade may
+// replace it, and returns its path.
+func installV1(t *testing.T, dir string) string {
+	t.Helper()
+	exe := filepath.Join(dir, "bin", "supervise")
+	if err := os.MkdirAll(filepath.Dir(exe), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	installBinary(t, upgradeBuild(t, "v1"), exe, 0o755)
+	return exe
+}
+
 // upgradeDaemon starts supervise from its own copy of the v1 build.
 func upgradeDaemon(t *testing.T, toml string) (d *daemon, exe string) {
 	t.Helper()
 	needRoot(t)
 	dir, file := writeConfig(t, toml)
-	exe = filepath.Join(dir, "bin", "supervise")
-	if err := os.MkdirAll(filepath.Dir(exe), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	installBinary(t, upgradeBuild(t, "v1"), exe, 0o755)
+	exe = installV1(t, dir)
 	return startDaemonBinary(t, exe, dir, file), exe
+}
+
+// upgrade runs `supervisectl upgrade` and returns what it said, failing
+// the test (saying what) unless it succeeded.
+func (d *daemon) upgrade(what string) string {
+	d.t.Helper()
+	out, code := d.ctl("upgrade")
+	if code != 0 {
+		d.t.Fatalf("%s: exit %d: %s", what, code, out)
+	}
+	return out
+}
+
+// upgradeTo installs the build named build at exe, as a package upgrade
+// does, and upgrades supervise to it (see upgrade).
+func (d *daemon) upgradeTo(exe, build string) string {
+	d.t.Helper()
+	installBinary(d.t, upgradeBuild(d.t, build), exe, 0o755)
+	return d.upgrade("upgrade to " + build)
+}
+
+// shutdown runs `supervisectl shutdown`, failing the test unless it
+// succeeded, and returns supervise's exit code once it exited (waiting at
+// most timeout).
+func (d *daemon) shutdown(timeout time.Duration) int {
+	d.t.Helper()
+	d.ctlOK("shutdown")
+	return d.wait(timeout)
 }
 
 type versionInfo struct {
@@ -245,10 +281,7 @@ func TestUpgradeKeepsEveryProgram(t *testing.T) {
 			installBinary(t, upgradeBuild(t, next), exe, 0o755)
 			current = next
 		}
-		out, code := d.ctl("upgrade")
-		if code != 0 {
-			t.Fatalf("upgrade %d: exit %d: %s", u, code, out)
-		}
+		d.upgrade(fmt.Sprintf("upgrade %d", u))
 		if got := d.pids(); !mapsEqual(got, before) {
 			t.Fatalf("upgrade %d: pids changed:\nbefore %v\nafter  %v", u, before, got)
 		}
@@ -279,10 +312,7 @@ func TestUpgradeKeepsEveryProgram(t *testing.T) {
 	}
 	// Lines keep coming after the last upgrade.
 	time.Sleep(500 * time.Millisecond)
-	if out, code := d.ctl("shutdown"); code != 0 {
-		t.Fatalf("shutdown: %s", out)
-	}
-	if code := d.wait(120 * time.Second); code != 0 {
+	if code := d.shutdown(120 * time.Second); code != 0 {
 		t.Errorf("supervise exited %d", code)
 	}
 	for i := range programs {
@@ -312,7 +342,7 @@ func TestUpgradeRefusesABadBinary(t *testing.T) {
 	dir := t.TempDir()
 	log := filepath.Join(dir, "a.log")
 	d, exe := upgradeDaemon(t, fmt.Sprintf("[program.a]\ncommand = [\"bash\", \"-c\", \"i=0; while :; do i=$((i+1)); echo $i-x; sleep 0.05; done\"]\nstdout = { file = %q }\n", log))
-	eventually(t, "a running", 60*time.Second, func() bool { return d.status()["a"].State == "Running" })
+	d.running("a")
 	pid := d.status()["a"].Pid
 	good, err := os.ReadFile(exe)
 	if err != nil {
@@ -348,10 +378,9 @@ func TestUpgradeRefusesABadBinary(t *testing.T) {
 	if !strings.Contains(events, "upgrade refused, nothing changed") {
 		t.Errorf("no event tells of the refused upgrades:\n%s", tail(events, 10))
 	}
-	installBinary(t, upgradeBuild(t, "v2"), exe, 0o755)
 	_ = good
-	if out, code := d.ctl("upgrade"); code != 0 || !strings.Contains(out, "v1.0.0-test → v2.0.0-test") {
-		t.Fatalf("good upgrade: exit %d: %s", code, out)
+	if out := d.upgradeTo(exe, "v2"); !strings.Contains(out, "v1.0.0-test → v2.0.0-test") {
+		t.Fatalf("good upgrade: %s", out)
 	}
 	if out, _ := d.ctl("status"); !strings.Contains(out, "supervise v2.0.0-test (pid "+strconv.Itoa(d.cmd.Process.Pid)+"), upgraded from v1.0.0-test") {
 		t.Errorf("status does not say the version before and after:\n%s", out)
@@ -359,10 +388,7 @@ func TestUpgradeRefusesABadBinary(t *testing.T) {
 	if st := d.status()["a"]; st.Pid != pid {
 		t.Errorf("after the good upgrade a has pid %d, want %d", st.Pid, pid)
 	}
-	if out, code := d.ctl("shutdown"); code != 0 {
-		t.Fatalf("shutdown: %s", out)
-	}
-	d.wait(60 * time.Second)
+	d.shutdown(60 * time.Second)
 	checkCounted(t, log)
 }
 
@@ -373,7 +399,7 @@ func TestUpgradeFallsBackToTheOldBinary(t *testing.T) {
 	dir := t.TempDir()
 	log := filepath.Join(dir, "a.log")
 	d, exe := upgradeDaemon(t, fmt.Sprintf("[program.a]\ncommand = [\"bash\", \"-c\", \"i=0; while :; do i=$((i+1)); echo $i-x; sleep 0.05; done\"]\nstdout = { file = %q }\n", log))
-	eventually(t, "a running", 60*time.Second, func() bool { return d.status()["a"].State == "Running" })
+	d.running("a")
 	pid := d.status()["a"].Pid
 	installBinary(t, upgradeBuild(t, "refuses"), exe, 0o755)
 	out, code := d.ctl("upgrade")
@@ -404,10 +430,7 @@ func TestUpgradeFallsBackToTheOldBinary(t *testing.T) {
 	if st := d.status()["a"]; st.Pid != pid {
 		t.Errorf("after SIGUSR2 a has pid %d, want %d", st.Pid, pid)
 	}
-	if out, code := d.ctl("shutdown"); code != 0 {
-		t.Fatalf("shutdown: %s", out)
-	}
-	d.wait(60 * time.Second)
+	d.shutdown(60 * time.Second)
 }
 
 // TestUpgradeAsPID1ReapsOrphans: supervise as PID 1 of a pid namespace,
@@ -430,11 +453,7 @@ backoff = { initial = "10ms", max = "10ms" }
 [program.steady]
 command = ["sleep", "infinity"]
 `)
-	exe := filepath.Join(dir, "bin", "supervise")
-	if err := os.MkdirAll(filepath.Dir(exe), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	installBinary(t, upgradeBuild(t, "v1"), exe, 0o755)
+	exe := installV1(t, dir)
 	d := startDaemonUnder(t, inPidNamespace, exe, dir, file)
 	eventually(t, "every program running", 60*time.Second, func() bool {
 		st := d.status()
@@ -449,10 +468,7 @@ command = ["sleep", "infinity"]
 		if u == 5 {
 			installBinary(t, upgradeBuild(t, "v2"), exe, 0o755)
 		}
-		out, code := d.ctl("upgrade")
-		if code != 0 {
-			t.Fatalf("upgrade %d: exit %d: %s", u, code, out)
-		}
+		d.upgrade(fmt.Sprintf("upgrade %d", u))
 		if got := d.status()["steady"].Pid; got != steady {
 			t.Fatalf("upgrade %d: steady has pid %d, want %d", u, got, steady)
 		}
@@ -465,15 +481,11 @@ command = ["sleep", "infinity"]
 		st := d.status()["short"]
 		return st.Restarts > restarts
 	})
-	if out, code := d.ctl("stop", "orphans", "short"); code != 0 {
-		t.Fatalf("stop: %s", out)
-	}
+	d.ctlOK("stop", "orphans", "short")
 	eventually(t, "no zombie left under supervise", 60*time.Second, func() bool {
 		return len(zombiesOf(sup)) == 0
 	})
-	if out, code := d.ctl("shutdown"); code != 0 {
-		t.Fatalf("shutdown: %s", out)
-	}
+	d.ctlOK("shutdown")
 	select {
 	case <-d.done:
 	case <-time.After(60 * time.Second):
@@ -486,44 +498,14 @@ func childOf(t *testing.T, pid int) int {
 	t.Helper()
 	var child int
 	eventually(t, "unshare's child", 30*time.Second, func() bool {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
-		if err != nil {
+		kids := childPids(pid)
+		if len(kids) != 1 {
 			return false
 		}
-		f := strings.Fields(string(b))
-		if len(f) != 1 {
-			return false
-		}
-		child, err = strconv.Atoi(f[0])
-		return err == nil
+		child = kids[0]
+		return true
 	})
 	return child
-}
-
-// zombiesOf lists the zombie children of pid.
-func zombiesOf(pid int) []int {
-	entries, _ := os.ReadDir("/proc")
-	var out []int
-	for _, e := range entries {
-		n, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) > 2 && f[0] == "Z" && f[1] == strconv.Itoa(pid) {
-			out = append(out, n)
-		}
-	}
-	return out
 }
 
 // TestUpgradeWithRelativeRoot: the new binary parses the same command
@@ -533,24 +515,17 @@ func TestUpgradeWithRelativeRoot(t *testing.T) {
 	needRoot(t)
 	dir := t.TempDir()
 	app := filepath.Join(dir, "app")
-	if err := os.MkdirAll(filepath.Join(dir, "bin"), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	if err := os.MkdirAll(app, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(app, "supervise.toml"), []byte("[program.a]\ncommand = [\"sleep\", \"infinity\"]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	exe := filepath.Join(dir, "bin", "supervise")
-	installBinary(t, upgradeBuild(t, "v1"), exe, 0o755)
+	exe := installV1(t, dir)
 	d := startDaemonBinary(t, exe, dir, "supervise.toml", "--root", "app")
-	eventually(t, "a running", 60*time.Second, func() bool { return d.status()["a"].State == "Running" })
+	d.running("a")
 	pid := d.status()["a"].Pid
-	installBinary(t, upgradeBuild(t, "v2"), exe, 0o755)
-	if out, code := d.ctl("upgrade"); code != 0 {
-		t.Fatalf("upgrade: exit %d: %s", code, out)
-	}
+	d.upgradeTo(exe, "v2")
 	if v := d.version(); v.Version != "v2.0.0-test" {
 		t.Fatalf("supervise is %s, want v2.0.0-test", v.Version)
 	}
@@ -572,19 +547,13 @@ func TestUpgradeKeepsTheParentDeathSignal(t *testing.T) {
 [program.a]
 command = ["sleep", "infinity"]
 `)
-	exe := filepath.Join(dir, "bin", "supervise")
-	if err := os.MkdirAll(filepath.Dir(exe), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	installBinary(t, upgradeBuild(t, "v1"), exe, 0o755)
+	exe := installV1(t, dir)
 	d := startDaemonUnder(t, []string{"unshare", "--fork", "--kill-child"}, exe, dir, file)
 	sup := childOf(t, d.cmd.Process.Pid)
 	t.Cleanup(func() { syscall.Kill(sup, syscall.SIGKILL) }) // when it outlived its parent
 	d.running("a")
 	for u := range 3 {
-		if out, code := d.ctl("upgrade"); code != 0 {
-			t.Fatalf("upgrade %d: exit %d: %s", u+1, code, out)
-		}
+		d.upgrade(fmt.Sprintf("upgrade %d", u+1))
 	}
 	if v := d.version(); v.Pid != sup {
 		t.Fatalf("supervise is pid %d after the upgrades, want %d", v.Pid, sup)
@@ -593,17 +562,6 @@ command = ["sleep", "infinity"]
 	eventually(t, "supervise ended with its parent", 30*time.Second, func() bool {
 		return syscall.Kill(sup, 0) == syscall.ESRCH || isZombie(sup)
 	})
-}
-
-// isZombie reports whether pid has exited and waits to be reaped.
-func isZombie(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i > 0 && len(s) > i+2 && s[i+2] == 'Z'
 }
 
 // TestUpgradeKeepsANamespacedSandbox: a program in its own pid and mount
@@ -632,10 +590,7 @@ period = "1s"
 [program.plain]
 command = ["sleep", "infinity"]
 `, counterProgram(fifo, "0.1"), logFile, flag))
-	eventually(t, "both running", 60*time.Second, func() bool {
-		st := d.status()
-		return st["nsbox"].State == "Running" && st["nsbox"].Pid > 0 && st["plain"].State == "Running"
-	})
+	d.running("nsbox", "plain")
 	before := d.pids()
 	nsPid := before["nsbox"]
 	init := parentPid(t, nsPid)
@@ -646,10 +601,7 @@ command = ["sleep", "infinity"]
 		if u == 2 {
 			installBinary(t, upgradeBuild(t, "v2"), exe, 0o755)
 		}
-		out, code := d.ctl("upgrade")
-		if code != 0 {
-			t.Fatalf("upgrade %d: exit %d: %s", u, code, out)
-		}
+		d.upgrade(fmt.Sprintf("upgrade %d", u))
 		if got := d.pids(); !mapsEqual(got, before) {
 			t.Fatalf("upgrade %d: pids changed:\nbefore %v\nafter  %v", u, before, got)
 		}
@@ -666,17 +618,13 @@ command = ["sleep", "infinity"]
 		return r != nil && *r
 	})
 	// An adopted program's exit is seen: a stop ends.
-	if out, code := d.ctl("stop", "plain"); code != 0 {
-		t.Fatalf("stopping plain after the upgrade: exit %d: %s", code, out)
-	}
+	d.ctlOK("stop", "plain")
 	// The adopted init serves a restart and a stop.
 	// Its lines across the upgrades: gapless, none twice, none cut.
 	if n := checkCounted(t, logFile); n < 2 {
 		t.Errorf("nsbox wrote %d lines", n)
 	}
-	if out, code := d.ctl("restart", "nsbox"); code != 0 {
-		t.Fatalf("restart after the upgrade: exit %d: %s", code, out)
-	}
+	d.ctlOK("restart", "nsbox")
 	eventually(t, "nsbox running again with another pid", 60*time.Second, func() bool {
 		st := d.status()["nsbox"]
 		return st.State == "Running" && st.Pid > 0 && st.Pid != nsPid
@@ -686,35 +634,14 @@ command = ["sleep", "infinity"]
 			t.Errorf("the first nsbox process (pid %d) outlived its restart", nsPid)
 		}
 	}
-	if out, code := d.ctl("stop", "nsbox"); code != 0 {
-		t.Fatalf("stop after the upgrade: exit %d: %s", code, out)
-	}
+	d.ctlOK("stop", "nsbox")
 	eventually(t, "nsbox stopped, its cgroup gone", 60*time.Second, func() bool {
 		return d.status()["nsbox"].State == "Stopped" && len(programCgroups(t, "nsbox")) == 0
 	})
 	if _, err := os.Stat(fmt.Sprintf("/proc/%d", init)); err == nil {
 		t.Errorf("the first sandbox init (pid %d) is still there", init)
 	}
-	if out, code := d.ctl("shutdown"); code != 0 {
-		t.Fatalf("shutdown: %s", out)
-	}
-	if code := d.wait(120 * time.Second); code != 0 {
+	if code := d.shutdown(120 * time.Second); code != 0 {
 		t.Errorf("supervise exited %d", code)
 	}
-}
-
-// parentPid reads pid's parent from /proc.
-func parentPid(t *testing.T, pid int) int {
-	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(b)
-	var ppid int
-	var state byte
-	if _, err := fmt.Sscanf(s[strings.LastIndexByte(s, ')')+2:], "%c %d", &state, &ppid); err != nil {
-		t.Fatal(err)
-	}
-	return ppid
 }

@@ -20,7 +20,7 @@ import (
 // runner's socket from there) and returns its stdout, stderr and code.
 func devCtl(t *testing.T, dir string, env []string, args ...string) (string, string, int) {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(filepath.Dir(binary), "supervisectl"), args...)
+	cmd := exec.Command(ctlBinary, args...)
 	cmd.Dir, cmd.Env = dir, env
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -97,11 +97,7 @@ done
 		"count.sh": script,
 		"Procfile": "a: exec bash ./count.sh\nb: exec bash ./count.sh\n",
 	})
-	exe := filepath.Join(dir, "bin", "supervise")
-	if err := os.MkdirAll(filepath.Dir(exe), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	installBinary(t, upgradeBuild(t, "v1"), exe, 0o755)
+	exe := installV1(t, dir)
 	env := append(devEnv(t.TempDir()), "NO_COLOR=1")
 	r := startRunner(t, dir, env, exe, "--tty")
 	var before map[string]int
@@ -185,9 +181,7 @@ sandbox = { pids_max = 16 }
 `, grandchild)
 	file := filepath.Join(dir, "supervise.toml")
 	must(t, os.WriteFile(file, []byte(toml), 0o644))
-	exe := filepath.Join(dir, "bin", "supervise")
-	must(t, os.MkdirAll(filepath.Dir(exe), 0o755))
-	installBinary(t, upgradeBuild(t, "v1"), exe, 0o755)
+	exe := installV1(t, dir)
 	// Started in cgroups of the test's own, so that the subtree checked is
 	// this supervisor's alone.
 	wrapper := []string{"sh", "-c", `for d in ` + strings.Join(cgs, " ") + `; do echo $$ > "$d/cgroup.procs" || exit 97; done; exec "$@"`, "sh"}
@@ -202,11 +196,8 @@ sandbox = { pids_max = 16 }
 			t.Fatalf("%s/supervise holds no cgroup: the test cannot see what it checks", cg)
 		}
 	}
-	for u, next := range []string{"v2", "v1"} {
-		installBinary(t, upgradeBuild(t, next), exe, 0o755)
-		if out, code := d.ctl("upgrade"); code != 0 {
-			t.Fatalf("upgrade %d: exit %d: %s", u+1, code, out)
-		}
+	for _, next := range []string{"v2", "v1"} {
+		d.upgradeTo(exe, next)
 	}
 	d.signal(syscall.SIGTERM)
 	if code := d.wait(60 * time.Second); code != 0 {

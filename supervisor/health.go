@@ -295,12 +295,7 @@ func (h *health) stop() {
 	if h == nil {
 		return
 	}
-	if h.probes != nil {
-		h.probes.Stop()
-	}
-	if h.watchdog != nil {
-		h.watchdog.Stop()
-	}
+	h.stopWatching()
 	if h.sock != nil {
 		_ = h.sock.Close()
 	}
