@@ -43,8 +43,10 @@ func startError(file string, err error) *StartError {
 	return &StartError{Code: 126, Err: fmt.Errorf("exec %q: %w", file, err)}
 }
 
-// spawn forks and execs the command in its own session (or, run from a
-// shell's terminal, its own foreground process group). Of the descriptors
+// spawn forks and execs the command in its own process group: in a
+// session of its own when it takes our terminal over or must be cut off
+// from it, in the foreground when run from a shell's terminal
+// (tty_linux.go). Of the descriptors
 // beyond stdio, only those the caller left without close-on-exec pass
 // (Config.PreserveFDs); with socket activation the command is started
 // through the shim that sets LISTEN_PID.
@@ -65,9 +67,9 @@ func (d *direct) spawn(path string) (int, error) {
 		attr.Env = append(listenenv.WithoutVar(d.cfg.Env, "LISTEN_FDS"), "LISTEN_FDS="+strconv.Itoa(d.cfg.ListenFDs))
 	}
 	pid, err := syscall.ForkExec(exe, argv, attr)
-	if err != nil && d.tty != ttyNone && ttyError(err) {
+	if err != nil && (d.tty == ttySession || d.tty == ttyForeground) && ttyError(err) {
 		d.log.Warn("cannot hand the terminal to the command; running it without one", "err", err)
-		d.tty = ttyNone
+		d.tty = ttyDetached
 		sys = d.tty.sysProcAttr(d.cfg.Stdin)
 		pid, err = syscall.ForkExec(exe, argv, attr)
 	}
