@@ -26,6 +26,20 @@ func lookPath(file string, env []string) (string, error) {
 	return p, err
 }
 
+// commandPath is the file to exec for the command. A name with a slash
+// goes to execve(2) as it is, without lookPath's stat and access(2) on
+// every start: when the exec fails, spawn asks lookPath why, so the
+// exit code and the message are the same. The socket-activation shim
+// execs the command after our fork, too late to report that: for it the
+// command is looked up first.
+func (d *direct) commandPath() (string, error) {
+	file := d.cfg.Args[0]
+	if strings.Contains(file, "/") && d.cfg.ListenFDs == 0 {
+		return file, nil
+	}
+	return lookPath(file, d.cfg.Env)
+}
+
 func notFound(err error) bool {
 	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOTDIR)
 }
@@ -74,6 +88,9 @@ func (d *direct) spawn(path string) (int, error) {
 		pid, err = syscall.ForkExec(exe, argv, attr)
 	}
 	if err != nil {
+		if _, lerr := lookPath(d.cfg.Args[0], d.cfg.Env); lerr != nil {
+			return 0, lerr // not there, or not runnable (commandPath)
+		}
 		if errors.Is(err, unix.ENOENT) {
 			if _, serr := os.Stat(path); serr == nil {
 				return 0, &StartError{Code: 126, Err: fmt.Errorf("exec %q: its interpreter (#! line) or loader was not found", d.cfg.Args[0])}
