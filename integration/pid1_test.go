@@ -313,6 +313,23 @@ wait
 exit 5`, dir)
 }
 
+// usr1ThenStop: under signalScript(dir), a SIGUSR1 to the init reaches
+// the command and its child (the command's process group); then the
+// script is told to stop and must exit 5.
+func usr1ThenStop(t *testing.T, r *initRun, dir string) {
+	t.Helper()
+	log := filepath.Join(dir, "log")
+	r.signal(syscall.SIGUSR1)
+	waitLine(t, log, "child USR1")
+	waitLine(t, log, "grandchild USR1")
+	if err := os.WriteFile(filepath.Join(dir, "stop"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := r.wait(60 * time.Second); code != 5 {
+		t.Errorf("exit code %d, want 5\n%s", code, r.stderr)
+	}
+}
+
 func grandchildPid(t *testing.T, log string) int {
 	for _, l := range readLines(t, log) {
 		if n, ok := strings.CutPrefix(l, "grandchild "); ok {
@@ -755,15 +772,7 @@ echo "stat $pid $pgrp $sess $tty" >> ` + log + `
 				if !c.newSession && sess == pid {
 					t.Errorf("command pid %d leads session %d, want the init's session (a new one costs every start)", pid, sess)
 				}
-				r.signal(syscall.SIGUSR1)
-				waitLine(t, log, "child USR1")
-				waitLine(t, log, "grandchild USR1")
-				if err := os.WriteFile(filepath.Join(dir, "stop"), nil, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				if code, _ := r.wait(60 * time.Second); code != 5 {
-					t.Errorf("exit code %d, want 5\n%s", code, r.stderr)
-				}
+				usr1ThenStop(t, r, dir)
 			})
 		}
 	}

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -40,15 +39,7 @@ func TestSuperviseInitIsExec(t *testing.T) {
 			r = start("--", "sh", "-c", signalScript(dir))
 			waitLine(t, log, "child ready")
 			waitLine(t, log, "grandchild ready")
-			r.signal(syscall.SIGUSR1)
-			waitLine(t, log, "child USR1")
-			waitLine(t, log, "grandchild USR1")
-			if err := os.WriteFile(filepath.Join(dir, "stop"), nil, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			if code, _ := r.wait(60 * time.Second); code != 5 {
-				t.Errorf("exit code %d, want 5\n%s", code, r.stderr)
-			}
+			usr1ThenStop(t, r, dir)
 		})
 	}
 	t.Run("sandbox", func(t *testing.T) {
