@@ -99,7 +99,7 @@ func startInitExtra(t *testing.T, m initMode, stdio *os.File, extra []*os.File, 
 		default:
 		}
 		// A failed test: kill the init and everything below it (its
-		// command has its own session, so the group kill misses it).
+		// command has its own process group, so a group kill misses it).
 		pids := append(descendantsOf(r.cmd.Process.Pid), r.cmd.Process.Pid)
 		for _, pid := range pids {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
