@@ -65,8 +65,15 @@ func startInit(t *testing.T, m initMode, stdio *os.File, sys *syscall.SysProcAtt
 
 func startInitArgv(t *testing.T, m initMode, stdio *os.File, sys *syscall.SysProcAttr, argv ...string) *initRun {
 	t.Helper()
+	return startInitExtra(t, m, stdio, nil, sys, argv...)
+}
+
+// startInitExtra is startInitArgv with extra descriptors from 3 up.
+func startInitExtra(t *testing.T, m initMode, stdio *os.File, extra []*os.File, sys *syscall.SysProcAttr, argv ...string) *initRun {
+	t.Helper()
 	r := &initRun{t: t, mode: m, stderr: &syncBuffer{}, done: make(chan struct{})}
 	r.cmd = exec.Command(argv[0], argv[1:]...)
+	r.cmd.ExtraFiles = extra
 	if stdio != nil {
 		r.cmd.Stdin, r.cmd.Stdout, r.cmd.Stderr = stdio, stdio, stdio
 	} else {
@@ -92,7 +99,7 @@ func startInitArgv(t *testing.T, m initMode, stdio *os.File, sys *syscall.SysPro
 		default:
 		}
 		// A failed test: kill the init and everything below it (its
-		// command has its own session, so the group kill misses it).
+		// command has its own process group, so a group kill misses it).
 		pids := append(descendantsOf(r.cmd.Process.Pid), r.cmd.Process.Pid)
 		for _, pid := range pids {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
@@ -272,6 +279,18 @@ func (r *initRun) stopScript(dir string) {
 	if code, _ := r.wait(60 * time.Second); code != 5 {
 		r.t.Errorf("exit code %d, want 5\n%s", code, r.stderr)
 	}
+}
+
+// usr1ThenStop: under signalScript(dir), a SIGUSR1 to the init reaches
+// the command and its child (the command's process group); then the
+// script is told to stop and must exit 5.
+func (r *initRun) usr1ThenStop(dir string) {
+	r.t.Helper()
+	log := filepath.Join(dir, "log")
+	r.signal(syscall.SIGUSR1)
+	waitLine(r.t, log, "child USR1")
+	waitLine(r.t, log, "grandchild USR1")
+	r.stopScript(dir)
 }
 
 func grandchildPid(t *testing.T, log string) int {
@@ -643,6 +662,67 @@ while :; do sleep 0.05 & wait $!; done`
 			slave.Close()
 			<-copied
 		})
+	}
+}
+
+// TestExecWithoutTerminal: without a terminal to hand over, the command
+// gets a process group of its own; a new session only when the init has
+// a controlling terminal, so that the command is cut off from it (as it
+// was from a shell's terminal it was not given). Signals to the init
+// reach the whole group either way.
+func TestExecWithoutTerminal(t *testing.T) {
+	cases := []struct {
+		name       string
+		terminal   bool // the init has a controlling terminal (not its stdin)
+		newSession bool // the command must lead a session of its own
+	}{
+		{"no terminal", false, false},
+		{"terminal not handed over", true, true},
+	}
+	for _, c := range cases {
+		for _, m := range initModes {
+			t.Run(c.name+"/"+m.name, func(t *testing.T) {
+				m.skip(t)
+				dir := t.TempDir()
+				log := filepath.Join(dir, "log")
+				script := `read pid comm state ppid pgrp sess tty rest < /proc/$$/stat
+echo "stat $pid $pgrp $sess $tty" >> ` + log + `
+` + signalScript(dir)
+				argv := []string{binary, "exec", "--", "sh", "-c", script}
+				if m.pid1 {
+					argv = append([]string{"unshare", "--pid", "--fork", "--mount-proc"}, argv...)
+				}
+				// The init leads a session of its own, with no terminal,
+				// or with a pseudo-terminal as its controlling terminal
+				// on descriptor 3 (closed for the command).
+				sys := &syscall.SysProcAttr{Setsid: true}
+				var extra []*os.File
+				if c.terminal {
+					_, slave := openPty(t)
+					extra = []*os.File{slave}
+					sys = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 3}
+				}
+				r := startInitExtra(t, m, nil, extra, sys, argv...)
+				waitLine(t, log, "child ready")
+				waitLine(t, log, "grandchild ready")
+				var pid, pgrp, sess, tty int
+				for _, l := range readLines(t, log) {
+					if f, ok := strings.CutPrefix(l, "stat "); ok {
+						fmt.Sscan(f, &pid, &pgrp, &sess, &tty)
+					}
+				}
+				if pid == 0 || pgrp != pid || tty != 0 {
+					t.Errorf("command pid %d pgrp %d tty %#x: want a group of its own, no terminal", pid, pgrp, tty)
+				}
+				if c.newSession && sess != pid {
+					t.Errorf("command pid %d in session %d, want a session of its own", pid, sess)
+				}
+				if !c.newSession && sess == pid {
+					t.Errorf("command pid %d leads session %d, want the init's session (a new one costs every start)", pid, sess)
+				}
+				r.usr1ThenStop(dir)
+			})
+		}
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -40,10 +39,7 @@ func TestSuperviseInitIsExec(t *testing.T) {
 			r = start("--", "sh", "-c", signalScript(dir))
 			waitLine(t, log, "child ready")
 			waitLine(t, log, "grandchild ready")
-			r.signal(syscall.SIGUSR1)
-			waitLine(t, log, "child USR1")
-			waitLine(t, log, "grandchild USR1")
-			r.stopScript(dir)
+			r.usr1ThenStop(dir)
 		})
 	}
 	t.Run("sandbox", func(t *testing.T) {

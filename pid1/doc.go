@@ -4,13 +4,19 @@
 //
 // The contract of Run:
 //
-//   - The command runs in its own session and process group. When stdin is
-//     our controlling terminal, the command takes it over: as a session
+//   - The command runs in its own process group. When stdin is our
+//     controlling terminal, the command takes it over: as a session
 //     leader (PID 1 of `docker run -it`) we give the terminal up and the
 //     command's new session acquires it; otherwise (run from a shell) the
-//     command gets its own process group and is put in the foreground. So
-//     an interactive shell under the init has job control and Ctrl-C goes
-//     to the foreground job, never through the init.
+//     command's group is put in the foreground. So an interactive shell
+//     under the init has job control and Ctrl-C goes to the foreground
+//     job, never through the init. When we have a controlling terminal
+//     the command does not get (stdin redirected, a background job), it
+//     gets a new session without one, cut off from the terminal. With no
+//     controlling terminal at all (a container without -t, a service) it
+//     stays in our session, as under tini: a new session would cut it off
+//     from nothing and costs every start (the kernel makes a scheduling
+//     autogroup for it).
 //   - Every catchable signal sent to the init is forwarded to the
 //     command's process group (Config.SingleChild: to the command alone),
 //     after Config.Rewrite, as tini and dumb-init do. The signals come

@@ -171,7 +171,7 @@ func (d *direct) arm() {
 }
 
 func (d *direct) runOnce(ctx context.Context) (exit, error) {
-	path, err := lookPath(d.cfg.Args[0], d.cfg.Env)
+	path, err := d.commandPath()
 	if err != nil {
 		return exit{}, err
 	}

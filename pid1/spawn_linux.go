@@ -26,6 +26,20 @@ func lookPath(file string, env []string) (string, error) {
 	return p, err
 }
 
+// commandPath is the file to exec for the command. A name with a slash
+// goes to execve(2) as it is, without lookPath's stat and access(2) on
+// every start: when the exec fails, spawn asks lookPath why, so the
+// exit code and the message are the same. The socket-activation shim
+// execs the command after our fork, too late to report that: for it the
+// command is looked up first.
+func (d *direct) commandPath() (string, error) {
+	file := d.cfg.Args[0]
+	if strings.Contains(file, "/") && d.cfg.ListenFDs == 0 {
+		return file, nil
+	}
+	return lookPath(file, d.cfg.Env)
+}
+
 func notFound(err error) bool {
 	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOTDIR)
 }
@@ -43,8 +57,10 @@ func startError(file string, err error) *StartError {
 	return &StartError{Code: 126, Err: fmt.Errorf("exec %q: %w", file, err)}
 }
 
-// spawn forks and execs the command in its own session (or, run from a
-// shell's terminal, its own foreground process group). Of the descriptors
+// spawn forks and execs the command in its own process group: in a
+// session of its own when it takes our terminal over or must be cut off
+// from it, in the foreground when run from a shell's terminal
+// (tty_linux.go). Of the descriptors
 // beyond stdio, only those the caller left without close-on-exec pass
 // (Config.PreserveFDs); with socket activation the command is started
 // through the shim that sets LISTEN_PID.
@@ -65,13 +81,16 @@ func (d *direct) spawn(path string) (int, error) {
 		attr.Env = append(listenenv.WithoutVar(d.cfg.Env, "LISTEN_FDS"), "LISTEN_FDS="+strconv.Itoa(d.cfg.ListenFDs))
 	}
 	pid, err := syscall.ForkExec(exe, argv, attr)
-	if err != nil && d.tty != ttyNone && ttyError(err) {
+	if err != nil && (d.tty == ttySession || d.tty == ttyForeground) && ttyError(err) {
 		d.log.Warn("cannot hand the terminal to the command; running it without one", "err", err)
-		d.tty = ttyNone
+		d.tty = ttyDetached
 		sys = d.tty.sysProcAttr(d.cfg.Stdin)
 		pid, err = syscall.ForkExec(exe, argv, attr)
 	}
 	if err != nil {
+		if _, lerr := lookPath(d.cfg.Args[0], d.cfg.Env); lerr != nil {
+			return 0, lerr // not there, or not runnable (commandPath)
+		}
 		if errors.Is(err, unix.ENOENT) {
 			if _, serr := os.Stat(path); serr == nil {
 				return 0, &StartError{Code: 126, Err: fmt.Errorf("exec %q: its interpreter (#! line) or loader was not found", d.cfg.Args[0])}

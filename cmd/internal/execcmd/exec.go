@@ -41,9 +41,11 @@ type Options struct {
 }
 
 // Description is what help says of the exec init.
-const Description = `Runs CMD in its own session and process group and forwards every signal sent
-to it (SIGPIPE, SIGURG and SIGPROF included) to that group (--single-child: to
-CMD alone). It reaps every zombie (as PID 1, or as a child subreaper
+const Description = `Runs CMD in its own process group and forwards every signal sent to it
+(SIGPIPE, SIGURG and SIGPROF included) to that group (--single-child: to CMD
+alone). CMD takes the terminal over when stdin is supervise's controlling
+terminal; when supervise has one CMD does not get, CMD runs in a new session,
+cut off from it. It reaps every zombie (as PID 1, or as a child subreaper
 otherwise) and exits with CMD's exit code, or 128+N when signal N killed it;
 127 when CMD is not found, 126 when it cannot be run. When CMD exits, what it
 left behind gets --stop-signal, then SIGKILL after --grace; supervise exits
