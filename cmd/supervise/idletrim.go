@@ -19,9 +19,9 @@ type resetter interface {
 	Stop() bool
 }
 
-// idleTrim runs startupRelease (releaseStartupMemory) once every program
-// is up, and release (releaseBinaryPages) once requests and collections
-// have stopped for quiet: serving a request maps back 64 KiB of the
+// idleTrim runs startupRelease (binaryPages.releaseStartup) once every
+// program is up, and release (binaryPages.release) once requests and
+// collections have stopped for quiet: serving a request maps back 64 KiB of the
 // binary around each page it touches (the HTTP server, the JSON encoder),
 // and every collection, the runtime's own every two minutes included,
 // maps what its walk of each goroutine's stack reads (the functions'
@@ -41,7 +41,8 @@ type idleTrim struct {
 }
 
 func newIdleTrim(log *slog.Logger) *idleTrim {
-	return &idleTrim{quiet: trimQuiet, startupRelease: releaseStartupMemory, release: releaseBinaryPages, log: log,
+	pages := newBinaryPages()
+	return &idleTrim{quiet: trimQuiet, startupRelease: pages.releaseStartup, release: pages.release, log: log,
 		afterFunc: func(d time.Duration, f func()) resetter { return time.AfterFunc(d, f) }}
 }
 

@@ -2,8 +2,11 @@
 
 package main
 
-// releaseStartupMemory does nothing off Linux.
-func releaseStartupMemory() error { return nil }
+// binaryPages does nothing off Linux.
+type binaryPages struct{}
 
-// releaseBinaryPages does nothing off Linux.
-func releaseBinaryPages() error { return nil }
+func newBinaryPages() *binaryPages { return &binaryPages{} }
+
+func (*binaryPages) releaseStartup() error { return nil }
+
+func (*binaryPages) release() error { return nil }
