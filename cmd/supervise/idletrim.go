@@ -43,7 +43,7 @@ type idleTrim struct {
 func newIdleTrim(log *slog.Logger) *idleTrim {
 	pages := newBinaryPages()
 	return &idleTrim{quiet: trimQuiet, startupRelease: pages.releaseStartup, release: pages.release, log: log,
-		afterFunc: func(d time.Duration, f func()) resetter { return time.AfterFunc(d, f) }}
+		afterFunc: afterQuiet}
 }
 
 // startup is the release once every program is up; it arms the idle one.

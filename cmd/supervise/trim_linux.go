@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -189,4 +191,88 @@ func binaryMapping(line string, exe unix.Stat_t) (lo, hi uintptr, ok bool) {
 		return 0, 0, false
 	}
 	return uintptr(start), uintptr(end), true
+}
+
+// fdTimer is the idle release's timer, on a timerfd that the runtime's
+// poller waits for. A runtime timer also wakes the runtime's monitor
+// thread at its deadline, which then polls every 20 µs until another
+// thread has run the timer, and epoll_wait's whole milliseconds make that
+// thread up to one late: 10 to 40 context switches at each release. The
+// timerfd's expiry wakes only the thread blocked in epoll, which runs the
+// release itself.
+type fdTimer struct {
+	file *os.File
+	done chan struct{} // closed as wait returns
+}
+
+// afterQuiet calls f once d has passed, and again d after each Reset,
+// until Stop. It falls back on a runtime timer when no timerfd can be had.
+func afterQuiet(d time.Duration, f func()) resetter {
+	t, err := newFDTimer(d, f)
+	if err != nil {
+		return time.AfterFunc(d, f)
+	}
+	return t
+}
+
+func newFDTimer(d time.Duration, f func()) (*fdTimer, error) {
+	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("creating a timerfd: %w", err)
+	}
+	file := os.NewFile(uintptr(fd), "timerfd")
+	rc, err := file.SyscallConn()
+	if err != nil {
+		file.Close()
+		return nil, err
+	}
+	t := &fdTimer{file: file, done: make(chan struct{})}
+	t.Reset(d)
+	go t.wait(rc, f)
+	return t, nil
+}
+
+// wait calls f at each expiry until the file is closed. Its reads are raw
+// system calls, which leave the monitor thread asleep.
+func (t *fdTimer) wait(rc syscall.RawConn, f func()) {
+	defer close(t.done)
+	var count uint64 // expiries since the last read
+	fired := false
+	read := func(fd uintptr) bool {
+		_, _, errno := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&count)), 8)
+		fired = errno == 0
+		return errno != unix.EAGAIN
+	}
+	for {
+		if err := rc.Read(read); err != nil {
+			return // closed by Stop
+		}
+		if fired {
+			f()
+		}
+	}
+}
+
+// Reset arms the timer to expire d from now, replacing a pending expiry.
+// It always reports false: timerfd does not say, and idleTrim does not ask.
+func (t *fdTimer) Reset(d time.Duration) bool {
+	its := unix.ItimerSpec{Value: unix.NsecToTimespec(max(d.Nanoseconds(), 1))}
+	_ = t.control(func(fd uintptr) { _ = unix.TimerfdSettime(int(fd), 0, &its, nil) })
+	return false
+}
+
+// Stop ends the timer for good, unlike a runtime timer's (idleTrim stops
+// it only as it stops too), and waits until a running f has returned.
+func (t *fdTimer) Stop() bool {
+	err := t.file.Close()
+	<-t.done
+	return err == nil
+}
+
+func (t *fdTimer) control(f func(fd uintptr)) error {
+	rc, err := t.file.SyscallConn()
+	if err != nil {
+		return err
+	}
+	return rc.Control(f)
 }

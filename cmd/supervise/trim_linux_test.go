@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -200,5 +201,37 @@ func TestReleaseBinaryPagesAllocatesNothing(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Errorf("a release after the first allocated %v times, want none", allocs)
+	}
+}
+
+// The idle release's timer fires once its delay has passed, again after
+// a Reset, and Stop ends its goroutine even while it is armed.
+func TestFDTimer(t *testing.T) {
+	fired := make(chan struct{}, 10)
+	tm, err := newFDTimer(time.Millisecond, func() { fired <- struct{}{} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFired := func(what string) {
+		t.Helper()
+		select {
+		case <-fired:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s: not fired in 30 s", what)
+		}
+	}
+	waitFired("armed for 1 ms")
+	tm.Reset(time.Millisecond)
+	waitFired("reset for 1 ms")
+	tm.Reset(time.Hour)
+	stopped := make(chan struct{})
+	go func() { tm.Stop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Stop of a timer armed for an hour did not return in 30 s")
+	}
+	if len(fired) != 0 {
+		t.Errorf("fired %d more times", len(fired))
 	}
 }
