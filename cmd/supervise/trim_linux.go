@@ -197,7 +197,7 @@ func binaryMapping(line string, exe unix.Stat_t) (lo, hi uintptr, ok bool) {
 // poller waits for. A runtime timer also wakes the runtime's monitor
 // thread at its deadline, which then polls every 20 µs until another
 // thread has run the timer, and epoll_wait's whole milliseconds make that
-// thread up to one late: 10 to 40 context switches at each release. The
+// thread up to one late: 15 to 45 context switches at each release. The
 // timerfd's expiry wakes only the thread blocked in epoll, which runs the
 // release itself.
 type fdTimer struct {
