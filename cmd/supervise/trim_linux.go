@@ -196,10 +196,11 @@ func binaryMapping(line string, exe unix.Stat_t) (lo, hi uintptr, ok bool) {
 // fdTimer is the idle release's timer, on a timerfd that the runtime's
 // poller waits for. A runtime timer also wakes the runtime's monitor
 // thread at its deadline, which then polls every 20 µs until another
-// thread has run the timer, and epoll_wait's whole milliseconds make that
-// thread up to one late: 15 to 45 context switches at each release. The
-// timerfd's expiry wakes only the thread blocked in epoll, which runs the
-// release itself.
+// thread has run the timer; that thread waits in epoll_wait, which the
+// kernel lets end late by a thousandth of its timeout (about 4 ms of a
+// 5 s wait, traced): 15 to 45 context switches at each release. The
+// timerfd's expiry wakes only the thread blocked in epoll, at once, and
+// that thread runs the release itself.
 type fdTimer struct {
 	file *os.File
 	done chan struct{} // closed as wait returns
