@@ -21,12 +21,14 @@ type resetter interface {
 
 // idleTrim runs startupRelease (binaryPages.releaseStartup) once every
 // program is up, and release (binaryPages.release) once requests and
-// collections have stopped for quiet: serving a request maps back 64 KiB of the
-// binary around each page it touches (the HTTP server, the JSON encoder),
-// and every collection, the runtime's own every two minutes included,
-// maps what its walk of each goroutine's stack reads (the functions'
-// tables and stack maps): about 3 MiB at 100 programs. At most one release
-// per quiet period, and none while nothing came since the last one.
+// collections have stopped for quiet: serving a request maps back 64 KiB
+// of the binary around each page it touches (the HTTP server, the JSON
+// encoder), and every collection, the runtime's own every two minutes
+// included, maps what its walk of each goroutine's stack reads (the
+// functions' tables and stack maps): about 3 MiB at 100 programs. At most
+// one release per quiet period, and none while nothing came since the
+// last one. afterFunc is afterQuiet: a timer whose expiry wakes one
+// thread (trim_linux.go).
 type idleTrim struct {
 	quiet          time.Duration
 	startupRelease func() error
