@@ -19,14 +19,16 @@ type resetter interface {
 	Stop() bool
 }
 
-// idleTrim runs startupRelease (releaseStartupMemory) once every program
-// is up, and release (releaseBinaryPages) once requests and collections
-// have stopped for quiet: serving a request maps back 64 KiB of the
-// binary around each page it touches (the HTTP server, the JSON encoder),
-// and every collection, the runtime's own every two minutes included,
-// maps what its walk of each goroutine's stack reads (the functions'
-// tables and stack maps): about 3 MiB at 100 programs. At most one release
-// per quiet period, and none while nothing came since the last one.
+// idleTrim runs startupRelease (binaryPages.releaseStartup) once every
+// program is up, and release (binaryPages.release) once requests and
+// collections have stopped for quiet: serving a request maps back 64 KiB
+// of the binary around each page it touches (the HTTP server, the JSON
+// encoder), and every collection, the runtime's own every two minutes
+// included, maps what its walk of each goroutine's stack reads (the
+// functions' tables and stack maps): about 3 MiB at 100 programs. At most
+// one release per quiet period, and none while nothing came since the
+// last one. afterFunc is afterQuiet: a timer whose expiry wakes one
+// thread (trim_linux.go).
 type idleTrim struct {
 	quiet          time.Duration
 	startupRelease func() error
@@ -41,8 +43,9 @@ type idleTrim struct {
 }
 
 func newIdleTrim(log *slog.Logger) *idleTrim {
-	return &idleTrim{quiet: trimQuiet, startupRelease: releaseStartupMemory, release: releaseBinaryPages, log: log,
-		afterFunc: func(d time.Duration, f func()) resetter { return time.AfterFunc(d, f) }}
+	pages := newBinaryPages()
+	return &idleTrim{quiet: trimQuiet, startupRelease: pages.releaseStartup, release: pages.release, log: log,
+		afterFunc: afterQuiet}
 }
 
 // startup is the release once every program is up; it arms the idle one.

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -36,7 +37,7 @@ func rssFile(t *testing.T) int {
 // binary's own resident file pages fall by most of its code.
 func TestReleaseStartupMemoryUnmapsTheBinarysPages(t *testing.T) {
 	before := rssFile(t)
-	if err := releaseStartupMemory(); err != nil {
+	if err := newBinaryPages().releaseStartup(); err != nil {
 		t.Fatal(err)
 	}
 	after := rssFile(t)
@@ -94,13 +95,9 @@ func TestReleaseFilePagesKeepsPrivateCopies(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = m[0] + m[2*page] + m[3*page] // pages 0, 2 and 3 mapped from the file
-	pagemap, err := os.Open("/proc/self/pagemap")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pagemap.Close()
+	pagemap := openPagemap(t)
 	lo := uintptr(unsafe.Pointer(&m[0]))
-	if err := releaseFilePages(pagemap, lo, lo+uintptr(4*page)); err != nil {
+	if err := releaseFilePages(int(pagemap.Fd()), new([pagemapBlock]uint64), lo, lo+uintptr(4*page)); err != nil {
 		t.Fatal(err)
 	}
 	if m[page] != 'c' {
@@ -110,6 +107,66 @@ func TestReleaseFilePagesKeepsPrivateCopies(t *testing.T) {
 	if present != "0100" {
 		t.Errorf("pages present after the release: %s, want 0100 (only the copy)", present)
 	}
+}
+
+// The page map is read a block at a time: copies on either side of a
+// block's edge are kept, and the runs between them, across the edge,
+// released.
+func TestReleaseFilePagesAcrossBlocks(t *testing.T) {
+	page := os.Getpagesize()
+	n := 2*pagemapBlock + 3
+	f, err := os.CreateTemp(t.TempDir(), "mapped")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Truncate(int64(n * page)); err != nil {
+		t.Fatal(err)
+	}
+	m, err := unix.Mmap(int(f.Fd()), 0, n*page, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(m)
+	copies := []int{0, pagemapBlock - 1, pagemapBlock, pagemapBlock + 2, n - 1}
+	for _, c := range copies {
+		m[c*page] = 'c'
+	}
+	if err := unix.Mprotect(m, unix.PROT_READ); err != nil {
+		t.Fatal(err)
+	}
+	want := bytes.Repeat([]byte{'0'}, n)
+	for _, c := range copies {
+		want[c] = '1'
+	}
+	for i := range n { // every page mapped, from the file or a copy
+		if b := m[i*page]; b != 0 && b != 'c' {
+			t.Fatalf("page %d reads %q", i, b)
+		}
+	}
+	pagemap := openPagemap(t)
+	lo := uintptr(unsafe.Pointer(&m[0]))
+	if err := releaseFilePages(int(pagemap.Fd()), new([pagemapBlock]uint64), lo, lo+uintptr(n*page)); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range copies {
+		if m[c*page] != 'c' {
+			t.Fatalf("the private copy at page %d reads %q after the release, want 'c'", c, m[c*page])
+		}
+	}
+	if present := mappedPages(t, pagemap, lo, n, page); present != string(want) {
+		t.Errorf("pages present after the release:\n%s\nwant (only the copies):\n%s", present, want)
+	}
+}
+
+func openPagemap(t *testing.T) *os.File {
+	t.Helper()
+	pagemap, err := os.Open("/proc/self/pagemap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pagemap.Close() })
+	return pagemap
 }
 
 // mappedPages says, page by page, which of n pages from lo are mapped.
@@ -128,4 +185,53 @@ func mappedPages(t *testing.T, pagemap *os.File, lo uintptr, n, page int) string
 		}
 	}
 	return b.String()
+}
+
+// The idle release allocates nothing: an allocation can start a
+// collection, and a collection arms the next release.
+func TestReleaseBinaryPagesAllocatesNothing(t *testing.T) {
+	pages := newBinaryPages()
+	if err := pages.release(); err != nil {
+		t.Fatal(err)
+	}
+	allocs := testing.AllocsPerRun(10, func() {
+		if err := pages.release(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("a release after the first allocated %v times, want none", allocs)
+	}
+}
+
+// The idle release's timer fires once its delay has passed, again after
+// a Reset, and Stop ends its goroutine even while it is armed.
+func TestFDTimer(t *testing.T) {
+	fired := make(chan struct{}, 10)
+	tm, err := newFDTimer(time.Millisecond, func() { fired <- struct{}{} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFired := func(what string) {
+		t.Helper()
+		select {
+		case <-fired:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s: not fired in 30 s", what)
+		}
+	}
+	waitFired("armed for 1 ms")
+	tm.Reset(time.Millisecond)
+	waitFired("reset for 1 ms")
+	tm.Reset(time.Hour)
+	stopped := make(chan struct{})
+	go func() { tm.Stop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Stop of a timer armed for an hour did not return in 30 s")
+	}
+	if len(fired) != 0 {
+		t.Errorf("fired %d more times", len(fired))
+	}
 }

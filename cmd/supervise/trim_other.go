@@ -2,8 +2,16 @@
 
 package main
 
-// releaseStartupMemory does nothing off Linux.
-func releaseStartupMemory() error { return nil }
+import "time"
 
-// releaseBinaryPages does nothing off Linux.
-func releaseBinaryPages() error { return nil }
+// binaryPages does nothing off Linux.
+type binaryPages struct{}
+
+func newBinaryPages() *binaryPages { return &binaryPages{} }
+
+func (*binaryPages) releaseStartup() error { return nil }
+
+func (*binaryPages) release() error { return nil }
+
+// afterQuiet is a runtime timer off Linux.
+func afterQuiet(d time.Duration, f func()) resetter { return time.AfterFunc(d, f) }
