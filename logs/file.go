@@ -325,9 +325,16 @@ func (f *File) WriteChunk(c *Chunk) error {
 }
 
 // appendLocked adds whole lines to the file: into the buffer when they
-// fit, else straight to the file after what the buffer holds.
+// fit, else straight to the file after what the buffer holds. Lines of at
+// least half a buffer that find it empty go straight to the file too: a
+// fast writer's read is written as it came, not copied into the buffer
+// first (its pump flushes after nearly every read anyway), and the lines
+// a write holds stay whole either way.
 func (f *File) appendLocked(b []byte) error {
 	f.size += int64(len(b))
+	if len(f.buf) == 0 && len(b) >= f.cfg.BufferSize/2 {
+		return f.writeOutLocked(b)
+	}
 	if len(f.buf)+len(b) <= f.cfg.BufferSize {
 		f.buf = append(f.buf, b...)
 		if len(f.buf) >= f.cfg.BufferSize {

@@ -205,3 +205,49 @@ func TestOpenFileErrors(t *testing.T) {
 		t.Errorf("OpenFile of a directory = %v, want an error naming it", err)
 	}
 }
+
+// A chunk of at least half the buffer that finds it empty is written to
+// the file at once, not copied into the buffer to wait for a flush; a
+// smaller one waits in the buffer, and what the buffer holds is written
+// before any later lines, so the order and the whole lines hold.
+func TestFileWritesLargeChunkStraight(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.log")
+	f, err := OpenFile(FileConfig{Path: path, BufferSize: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	size := func() int64 {
+		t.Helper()
+		st, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Size()
+	}
+	big := []byte(strings.Repeat(strings.Repeat("b", 99)+"\n", 5)) // half the buffer
+	if err := f.WriteChunk(&Chunk{Data: big}); err != nil {
+		t.Fatal(err)
+	}
+	if got := size(); got != int64(len(big)) {
+		t.Fatalf("after a chunk of half the buffer the file holds %d bytes, want %d", got, len(big))
+	}
+	small := []byte("small\n")
+	if err := f.WriteChunk(&Chunk{Data: small}); err != nil {
+		t.Fatal(err)
+	}
+	if got := size(); got != int64(len(big)) {
+		t.Fatalf("a small chunk went to the file at once (%d bytes), want it buffered", got)
+	}
+	// The buffer is not empty: this one goes after the small line.
+	if err := f.WriteChunk(&Chunk{Data: big}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	want := string(big) + string(small) + string(big)
+	if b, err := os.ReadFile(path); err != nil || string(b) != want {
+		t.Fatalf("file holds %d bytes (%v), want the three chunks in order (%d bytes)", len(b), err, len(want))
+	}
+}
