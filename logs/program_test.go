@@ -330,3 +330,51 @@ func TestProgramWait(t *testing.T) {
 	}
 	closeProgram(t, p)
 }
+
+// flushWatch is a sink that reports, on flushed, each flush that finds
+// at least want lines written.
+type flushWatch struct {
+	collect
+	want    int
+	flushed chan struct{}
+}
+
+func (f *flushWatch) Flush() error {
+	f.collect.Flush()
+	if len(f.all()) >= f.want {
+		select {
+		case f.flushed <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+
+// Output that exactly fills a read and is followed by silence is flushed
+// at once: the pump does not wait for more output before the buffered
+// lines reach the file and the console.
+func TestPumpFlushesReadThatFilledItsBuffer(t *testing.T) {
+	sink := &flushWatch{want: initialBuffer / 64, flushed: make(chan struct{}, 1)}
+	p, err := NewProgram(ProgramConfig{Name: "quiet"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.stdout = sink
+	w, err := p.NewPipe(Stdout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeProgram(t, p)
+	defer w.Close()
+	// One write, smaller than PIPE_BUF, so one read takes it whole: lines
+	// of 64 bytes that fill the pump's first buffer exactly.
+	line := strings.Repeat("q", 63) + "\n"
+	if _, err := w.WriteString(strings.Repeat(line, initialBuffer/64)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-sink.flushed:
+	case <-time.After(10 * time.Second): // bounds a hang only: the program writes nothing more
+		t.Fatalf("%d lines written by a program now quiet, not flushed after 10 s", len(sink.all()))
+	}
+}

@@ -116,8 +116,9 @@ func (p *Pump) run() {
 			break
 		}
 		// Flush only when the pipe looks empty: a read that did not fill
-		// the buffer took everything there was.
-		if n < len(buf) {
+		// the buffer took everything there was. One that filled it may
+		// have too, and the program then be quiet: ask the pipe.
+		if n < len(buf) || p.drained() {
 			p.flush()
 		}
 	}
@@ -127,6 +128,26 @@ func (p *Pump) run() {
 	if p.after != nil {
 		p.after()
 	}
+}
+
+// drained reports whether nothing is left to read for now, after a read
+// that filled its buffer: a pipe or a terminal is asked how much it
+// holds. A reader that cannot be asked is taken as drained, so that no
+// line waits in a buffer for output that may never come.
+func (p *Pump) drained() bool {
+	sc, ok := p.r.(syscall.Conn)
+	if !ok {
+		return true
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return true
+	}
+	held, ierr := 0, error(nil)
+	if err := rc.Control(func(fd uintptr) { held, ierr = unread(fd) }); err != nil || ierr != nil {
+		return true
+	}
+	return held == 0
 }
 
 func (p *Pump) emit(text []byte, partial bool) {
