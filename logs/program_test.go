@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -377,4 +378,34 @@ func TestPumpFlushesReadThatFilledItsBuffer(t *testing.T) {
 	case <-time.After(10 * time.Second): // bounds a hang only: the program writes nothing more
 		t.Fatalf("%d lines written by a program now quiet, not flushed after 10 s", len(sink.all()))
 	}
+}
+
+// A reader the runtime does not poll (a pipe in blocking mode) is read
+// as before: its sink is flushed after each read that took what there
+// was, so its lines reach the sink while the program is quiet too.
+func TestPumpFlushesUnpolledReader(t *testing.T) {
+	var fds [2]int
+	if err := syscall.Pipe(fds[:]); err != nil { // blocking: os.NewFile does not poll it
+		t.Fatal(err)
+	}
+	r, w := os.NewFile(uintptr(fds[0]), "r"), os.NewFile(uintptr(fds[1]), "w")
+	defer w.Close()
+	sink := &flushWatch{want: 3, flushed: make(chan struct{}, 1)}
+	p := StartPump(r, sink, PumpConfig{Program: "blocking", Stream: Stdout})
+	if p.raw != nil {
+		t.Fatal("a blocking pipe was taken as polled")
+	}
+	if _, err := w.WriteString("a\nb\nc\n"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-sink.flushed:
+	case <-time.After(10 * time.Second): // bounds a hang only
+		t.Fatalf("%d lines, not flushed after 10 s", len(sink.all()))
+	}
+	w.Close()
+	if err := p.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
 }
