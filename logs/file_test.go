@@ -218,26 +218,18 @@ func TestFileWritesLargeChunkStraight(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	size := func() int64 {
-		t.Helper()
-		st, err := os.Stat(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return st.Size()
-	}
 	big := []byte(strings.Repeat(strings.Repeat("b", 99)+"\n", 5)) // half the buffer
 	if err := f.WriteChunk(&Chunk{Data: big}); err != nil {
 		t.Fatal(err)
 	}
-	if got := size(); got != int64(len(big)) {
+	if got := fileSize(t, path); got != int64(len(big)) {
 		t.Fatalf("after a chunk of half the buffer the file holds %d bytes, want %d", got, len(big))
 	}
 	small := []byte("small\n")
 	if err := f.WriteChunk(&Chunk{Data: small}); err != nil {
 		t.Fatal(err)
 	}
-	if got := size(); got != int64(len(big)) {
+	if got := fileSize(t, path); got != int64(len(big)) {
 		t.Fatalf("a small chunk went to the file at once (%d bytes), want it buffered", got)
 	}
 	// The buffer is not empty: this one goes after the small line.
@@ -277,19 +269,11 @@ func TestFileAlignsLargeWrites(t *testing.T) {
 	}
 	defer f.Close()
 	const perChunk = 655 // a 64 KiB pipe's worth of 100-byte lines
-	size := func() int64 {
-		t.Helper()
-		st, err := os.Stat(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return st.Size()
-	}
 	for i := range 5 {
 		if err := f.WriteChunk(&Chunk{Data: numberedLines(i*perChunk, perChunk)}); err != nil {
 			t.Fatal(err)
 		}
-		if got := size(); got%(64<<10) != 0 {
+		if got := fileSize(t, path); got%(64<<10) != 0 {
 			t.Fatalf("after chunk %d the file holds %d bytes, not a multiple of %d", i, got, 64<<10)
 		}
 	}
@@ -332,4 +316,13 @@ func TestFileAlignsLargeWrites(t *testing.T) {
 	if last := lines[len(lines)-1]; !strings.HasPrefix(last, fmt.Sprintf("%09d ", 8*perChunk-1)) {
 		t.Fatalf("the new file's last line is %.12q…, want the last one written", last)
 	}
+}
+
+func fileSize(t *testing.T, path string) int64 {
+	t.Helper()
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Size()
 }
