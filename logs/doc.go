@@ -16,8 +16,9 @@
 //     rotates it by size, never in the middle of a line. [Ring] keeps the last
 //     lines of a program across its restarts. [Multi] fans one line out.
 //   - Sinks that buffer implement [Flusher]; a pump flushes its sink each time
-//     it has emptied the pipe, so a line never waits in a buffer while the
-//     program is quiet, and nothing is left unwritten when the pump ends.
+//     it finds the pipe empty, just before it waits for more, so a line never
+//     waits in a buffer while the program is quiet, and nothing is left
+//     unwritten when the pump ends.
 //   - [Program] is the helper the supervisor keeps per program: it makes the
 //     pipes for each process run, pumps them into the program's sinks and
 //     waits for the pumps on Close.

@@ -90,6 +90,9 @@ type File struct {
 	// through: the lines go through a symlink root made (see openName),
 	// and nothing is rotated; guarded by mu.
 	through bool
+	// midLine: the file ends inside a line whose rest is in buf (see
+	// appendLocked); guarded by mu.
+	midLine bool
 }
 
 // OpenFile opens (creating it and its directory if needed) the file cfg
@@ -259,31 +262,108 @@ func (f *File) flushLocked() error {
 	return err
 }
 
-// writeOutLocked writes b, whole lines already counted in size, to the
-// file, (re)opening it first when needed; what could not be written is
-// dropped and accounted.
-func (f *File) writeOutLocked(b []byte) error {
+// writeOutLocked writes b (one or two pieces, written with one call),
+// whole lines already counted in size, to the file, (re)opening it first
+// when needed; what could not be written is dropped and accounted. The
+// file ends inside a line afterwards when the last piece does not end
+// with a newline (appendLocked keeps that line's rest).
+func (f *File) writeOutLocked(b ...[]byte) error {
 	var err error
+	lost := 0
+	for _, p := range b {
+		lost += len(p)
+	}
 	if f.f != nil && !f.through && unlinked(f.f) {
 		// Its name was removed (by the program, or a cleanup): writing
-		// on would put the lines where no one can read them.
+		// on would put the lines where no one can read them. A line the
+		// file ends inside is finished there first: its rest must not
+		// begin the new file.
+		if f.midLine {
+			var head [][]byte
+			head, b = cutAfterLine(b)
+			n, herr := writeAll(f.f, head)
+			lost -= n
+			f.midLine = false
+			if len(b) == 0 {
+				f.size -= int64(lost)
+				return f.account(herr, lost)
+			}
+		}
 		f.f.Close()
 		f.f = nil
 	}
 	if f.f == nil {
 		err = f.openLocked()
 	}
-	lost := len(b)
 	if err == nil {
 		var n int
-		n, err = f.f.Write(b)
+		n, err = writeAll(f.f, b)
 		lost -= n
 		if err != nil {
 			err = fmt.Errorf("log file %s: %w", f.cfg.Path, err)
 		}
 	}
+	last := b[len(b)-1]
+	f.midLine = err == nil && len(last) > 0 && last[len(last)-1] != '\n'
 	f.size -= int64(lost)
 	return f.account(err, lost)
+}
+
+// cutAfterLine splits the pieces of b after their first newline.
+func cutAfterLine(b [][]byte) (head, tail [][]byte) {
+	for i, p := range b {
+		if k := bytes.IndexByte(p, '\n'); k >= 0 {
+			head = append(append(head, b[:i]...), p[:k+1])
+			if k+1 < len(p) {
+				tail = append(tail, p[k+1:])
+			}
+			return head, append(tail, b[i+1:]...)
+		}
+	}
+	return b, nil
+}
+
+// writeAll writes the pieces of b in order, with one writev when they fit
+// one call.
+func writeAll(f *os.File, b [][]byte) (int, error) {
+	if len(b) == 1 {
+		return f.Write(b[0])
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var n int
+	var werr error
+	err = rc.Write(func(fd uintptr) bool {
+		for {
+			n, werr = unix.Writev(int(fd), b)
+			if werr != unix.EINTR {
+				return true
+			}
+		}
+	})
+	if err == nil {
+		err = werr
+	}
+	n = max(n, 0)
+	if err != nil {
+		return n, err
+	}
+	total := n
+	for _, p := range b { // a short write: the rest one piece at a time
+		if n >= len(p) {
+			n -= len(p)
+			continue
+		}
+		m, err := f.Write(p[n:])
+		total += m
+		if err != nil {
+			return total, err
+		}
+		n = 0
+	}
+	return total, nil
 }
 
 // WriteChunk appends the lines of c: with one write when they do not fit
@@ -324,10 +404,32 @@ func (f *File) WriteChunk(c *Chunk) error {
 	return errors.Join(errs...)
 }
 
+// writeAlign is where a fast writer's writes end in the file: writes
+// ending at multiples of 64 KiB cost the kernel a quarter less than the
+// same bytes ending anywhere (a page cache of whole large pages).
+const writeAlign = 64 << 10
+
 // appendLocked adds whole lines to the file: into the buffer when they
 // fit, else straight to the file after what the buffer holds.
+//
+// With a buffer of writeAlign or more (the default), when the buffer and
+// b reach its size the write ends at the last multiple of writeAlign in
+// the file, and the rest waits in the buffer: the file ends inside a line
+// until the next write or flush, which its pump does as soon as its pipe
+// is empty. A flush, a rotation, a reopen and Close write the buffer whole
+// first, and a file that ends inside a line is never replaced.
+//
+// With a smaller buffer, lines of at least half of it that find it empty
+// go straight to the file, not copied into the buffer first.
 func (f *File) appendLocked(b []byte) error {
 	f.size += int64(len(b))
+	aligned := f.cfg.BufferSize >= writeAlign
+	switch {
+	case aligned && len(f.buf)+len(b) >= f.cfg.BufferSize:
+		return f.writeAlignedLocked(b)
+	case !aligned && len(f.buf) == 0 && len(b) >= f.cfg.BufferSize/2:
+		return f.writeOutLocked(b)
+	}
 	if len(f.buf)+len(b) <= f.cfg.BufferSize {
 		f.buf = append(f.buf, b...)
 		if len(f.buf) >= f.cfg.BufferSize {
@@ -336,6 +438,33 @@ func (f *File) appendLocked(b []byte) error {
 		return nil
 	}
 	return errors.Join(f.flushLocked(), f.writeOutLocked(b))
+}
+
+// writeAlignedLocked writes the buffer and b up to the last multiple of
+// writeAlign in the file, and keeps the rest (less than writeAlign, so
+// within the buffer's size) in the buffer.
+func (f *File) writeAlignedLocked(b []byte) error {
+	end := f.size
+	start := end - int64(len(f.buf)+len(b)) // what the file holds
+	cut := int(end&^(writeAlign-1) - start) // of buf and b, written now
+	var err error
+	switch {
+	case cut <= 0: // cannot be: buf and b span writeAlign
+		return errors.Join(f.flushLocked(), f.writeOutLocked(b))
+	case cut <= len(f.buf):
+		err = f.writeOutLocked(f.buf[:cut])
+		n := copy(f.buf, f.buf[cut:])
+		f.buf = append(f.buf[:n], b...)
+	default:
+		k := cut - len(f.buf)
+		if len(f.buf) == 0 {
+			err = f.writeOutLocked(b[:k])
+		} else {
+			err = f.writeOutLocked(f.buf, b[:k])
+		}
+		f.buf = append(f.buf[:0], b[k:]...)
+	}
+	return err
 }
 
 // account keeps a failure episode to one report: its first error is

@@ -1,6 +1,7 @@
 package logs
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -204,4 +205,124 @@ func TestOpenFileErrors(t *testing.T) {
 	if _, err := OpenFile(FileConfig{Path: dir}); err == nil || !strings.Contains(err.Error(), dir) {
 		t.Errorf("OpenFile of a directory = %v, want an error naming it", err)
 	}
+}
+
+// A chunk of at least half the buffer that finds it empty is written to
+// the file at once, not copied into the buffer to wait for a flush; a
+// smaller one waits in the buffer, and what the buffer holds is written
+// before any later lines, so the order and the whole lines hold.
+func TestFileWritesLargeChunkStraight(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.log")
+	f, err := OpenFile(FileConfig{Path: path, BufferSize: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	big := []byte(strings.Repeat(strings.Repeat("b", 99)+"\n", 5)) // half the buffer
+	if err := f.WriteChunk(&Chunk{Data: big}); err != nil {
+		t.Fatal(err)
+	}
+	if got := fileSize(t, path); got != int64(len(big)) {
+		t.Fatalf("after a chunk of half the buffer the file holds %d bytes, want %d", got, len(big))
+	}
+	small := []byte("small\n")
+	if err := f.WriteChunk(&Chunk{Data: small}); err != nil {
+		t.Fatal(err)
+	}
+	if got := fileSize(t, path); got != int64(len(big)) {
+		t.Fatalf("a small chunk went to the file at once (%d bytes), want it buffered", got)
+	}
+	// The buffer is not empty: this one goes after the small line.
+	if err := f.WriteChunk(&Chunk{Data: big}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	want := string(big) + string(small) + string(big)
+	if b, err := os.ReadFile(path); err != nil || string(b) != want {
+		t.Fatalf("file holds %d bytes (%v), want the three chunks in order (%d bytes)", len(b), err, len(want))
+	}
+}
+
+// numberedLines returns n lines of 100 bytes, newline included, numbered
+// from first.
+func numberedLines(first, n int) []byte {
+	var b []byte
+	for i := first; i < first+n; i++ {
+		b = fmt.Appendf(b, "%09d %s\n", i, strings.Repeat("x", 89))
+	}
+	return b
+}
+
+// A fast writer's chunks go to the file in writes that end at multiples
+// of 64 KiB, the rest of the line cut there waiting in the buffer until
+// the next write or a flush; what the file holds after the flush is every
+// line, whole and in order. A file removed while it ends inside a line
+// gets that line's rest; the file made in its place starts with a whole
+// line.
+func TestFileAlignsLargeWrites(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.log")
+	f, err := OpenFile(FileConfig{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	const perChunk = 655 // a 64 KiB pipe's worth of 100-byte lines
+	for i := range 5 {
+		if err := f.WriteChunk(&Chunk{Data: numberedLines(i*perChunk, perChunk)}); err != nil {
+			t.Fatal(err)
+		}
+		if got := fileSize(t, path); got%(64<<10) != 0 {
+			t.Fatalf("after chunk %d the file holds %d bytes, not a multiple of %d", i, got, 64<<10)
+		}
+	}
+	if err := f.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := numberedLines(0, 5*perChunk); !bytes.Equal(b, want) {
+		t.Fatalf("the file holds %d bytes, want the %d lines in order (%d bytes)", len(b), 5*perChunk, len(want))
+	}
+
+	// Now the file ends inside a line when it is removed.
+	if err := f.WriteChunk(&Chunk{Data: numberedLines(5*perChunk, 2*perChunk)}); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(path); err != nil || b[len(b)-1] == '\n' {
+		t.Fatalf("the file (%v) ends with a whole line; the test wants it cut inside one", err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.WriteChunk(&Chunk{Data: numberedLines(7*perChunk, perChunk)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	lines := readLines(t, path)
+	if len(lines) == 0 {
+		t.Fatal("nothing written after the file was removed")
+	}
+	for i, l := range lines {
+		if len(l) != 99 || l[9] != ' ' {
+			t.Fatalf("line %d of the new file is not a whole line: %q", i, l)
+		}
+	}
+	if last := lines[len(lines)-1]; !strings.HasPrefix(last, fmt.Sprintf("%09d ", 8*perChunk-1)) {
+		t.Fatalf("the new file's last line is %.12q…, want the last one written", last)
+	}
+}
+
+func fileSize(t *testing.T, path string) int64 {
+	t.Helper()
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Size()
 }

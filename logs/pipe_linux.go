@@ -30,3 +30,7 @@ func setPipeSize(f *os.File, size int) {
 		}
 	})
 }
+
+// unread returns how many bytes the pipe or terminal fd holds unread.
+// (TIOCINQ is FIONREAD, which pipes answer too.)
+func unread(fd uintptr) (int, error) { return unix.IoctlGetInt(int(fd), unix.TIOCINQ) }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -329,4 +330,82 @@ func TestProgramWait(t *testing.T) {
 		t.Errorf("ring holds %q, want [a bc]", got)
 	}
 	closeProgram(t, p)
+}
+
+// flushWatch is a sink that reports, on flushed, each flush that finds
+// at least want lines written.
+type flushWatch struct {
+	collect
+	want    int
+	flushed chan struct{}
+}
+
+func (f *flushWatch) Flush() error {
+	f.collect.Flush()
+	if len(f.all()) >= f.want {
+		select {
+		case f.flushed <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+
+// Output that exactly fills a read and is followed by silence is flushed
+// at once: the pump does not wait for more output before the buffered
+// lines reach the file and the console.
+func TestPumpFlushesReadThatFilledItsBuffer(t *testing.T) {
+	sink := &flushWatch{want: initialBuffer / 64, flushed: make(chan struct{}, 1)}
+	p, err := NewProgram(ProgramConfig{Name: "quiet"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.stdout = sink
+	w, err := p.NewPipe(Stdout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeProgram(t, p)
+	defer w.Close()
+	// One write, smaller than PIPE_BUF, so one read takes it whole: lines
+	// of 64 bytes that fill the pump's first buffer exactly.
+	line := strings.Repeat("q", 63) + "\n"
+	if _, err := w.WriteString(strings.Repeat(line, initialBuffer/64)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-sink.flushed:
+	case <-time.After(10 * time.Second): // bounds a hang only: the program writes nothing more
+		t.Fatalf("%d lines written by a program now quiet, not flushed after 10 s", len(sink.all()))
+	}
+}
+
+// A reader the runtime does not poll (a pipe in blocking mode) is read
+// as before: its sink is flushed after each read that took what there
+// was, so its lines reach the sink while the program is quiet too.
+func TestPumpFlushesUnpolledReader(t *testing.T) {
+	var fds [2]int
+	if err := syscall.Pipe(fds[:]); err != nil { // blocking: os.NewFile does not poll it
+		t.Fatal(err)
+	}
+	r, w := os.NewFile(uintptr(fds[0]), "r"), os.NewFile(uintptr(fds[1]), "w")
+	defer w.Close()
+	sink := &flushWatch{want: 3, flushed: make(chan struct{}, 1)}
+	p := StartPump(r, sink, PumpConfig{Program: "blocking", Stream: Stdout})
+	if p.raw != nil {
+		t.Fatal("a blocking pipe was taken as polled")
+	}
+	if _, err := w.WriteString("a\nb\nc\n"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-sink.flushed:
+	case <-time.After(10 * time.Second): // bounds a hang only
+		t.Fatalf("%d lines, not flushed after 10 s", len(sink.all()))
+	}
+	w.Close()
+	if err := p.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
 }

@@ -3,6 +3,7 @@ package logs
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -30,10 +31,14 @@ type PumpConfig struct {
 // one goroutine, which ends at end of file or on a read error (such as the
 // reader being closed under it), after a final flush.
 type Pump struct {
-	r      io.Reader
-	sink   Sink
-	cfg    PumpConfig
-	sp     *splitter
+	r    io.Reader
+	sink Sink
+	cfg  PumpConfig
+	sp   *splitter
+	// raw reads r when it is a file the runtime polls (a pipe, a
+	// terminal's master): the pump then flushes its sink just before it
+	// waits for more, and only then. Nil for other readers.
+	raw    syscall.RawConn
 	now    time.Time // time of the current read; used only by the pump goroutine
 	after  func()    // run by the goroutine before it reports the end; set before start
 	tty    bool      // r is a pseudo-terminal's master, which Program.Resize sizes; set before start
@@ -70,6 +75,13 @@ func newPump(r io.Reader, sink Sink, cfg PumpConfig) *Pump {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	p := &Pump{r: r, sink: sink, cfg: cfg, finish: make(chan struct{})}
+	// Asked before the pump starts: clearing a deadline cannot undo a
+	// Detach's yet. A file the runtime cannot poll refuses deadlines.
+	if f, ok := r.(*os.File); ok && f.SetReadDeadline(time.Time{}) == nil {
+		if rc, err := f.SyscallConn(); err == nil {
+			p.raw = rc
+		}
+	}
 	p.sp = newSplitter(cfg.MaxLineLength, p.emit)
 	p.sp.chunk = p.emitChunk
 	return p
@@ -93,7 +105,7 @@ func (p *Pump) run() {
 	defer close(p.finish)
 	for {
 		buf := p.sp.free()
-		n, err := p.r.Read(buf)
+		n, err := p.read(buf)
 		if n > 0 {
 			p.now = p.cfg.Now()
 			p.sp.advance(n)
@@ -115,9 +127,11 @@ func (p *Pump) run() {
 			}
 			break
 		}
-		// Flush only when the pipe looks empty: a read that did not fill
-		// the buffer took everything there was.
-		if n < len(buf) {
+		// A polled file is flushed by read, when it is empty. Another
+		// reader: flush only when it looks empty. A read that did not
+		// fill the buffer took everything there was; one that filled it
+		// may have too, and the program then be quiet: ask the pipe.
+		if p.raw == nil && (n < len(buf) || p.drained()) {
 			p.flush()
 		}
 	}
@@ -127,6 +141,69 @@ func (p *Pump) run() {
 	if p.after != nil {
 		p.after()
 	}
+}
+
+// read reads into buf. From a polled file it flushes the sink when the
+// file has nothing to read, just before waiting for it: a line never
+// waits in a buffer while the program is quiet, and a program that keeps
+// the pipe full has its lines written in large writes (see
+// File.appendLocked) rather than one or two per read.
+func (p *Pump) read(buf []byte) (int, error) {
+	if p.raw == nil {
+		return p.r.Read(buf)
+	}
+	var n int
+	var rerr error
+	flushed := false
+	err := p.raw.Read(func(fd uintptr) bool {
+		for {
+			n, rerr = syscall.Read(int(fd), buf)
+			if rerr != syscall.EINTR {
+				break
+			}
+		}
+		if rerr == syscall.EAGAIN {
+			if !flushed {
+				p.flush()
+				flushed = true
+			}
+			return false // wait until it is readable, and call again
+		}
+		return true
+	})
+	switch {
+	case err != nil && errors.Is(err, os.ErrDeadlineExceeded):
+		return 0, err
+	case err != nil:
+		// The runtime's only other answer for a polled file: it was
+		// closed under the read (Program.Close), as os.File.Read says.
+		return 0, fmt.Errorf("%w: %v", os.ErrClosed, err)
+	case rerr != nil:
+		return 0, rerr
+	case n == 0:
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+// drained reports whether nothing is left to read for now, after a read
+// that filled its buffer: a pipe or a terminal is asked how much it
+// holds. A reader that cannot be asked is taken as drained, so that no
+// line waits in a buffer for output that may never come.
+func (p *Pump) drained() bool {
+	sc, ok := p.r.(syscall.Conn)
+	if !ok {
+		return true
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return true
+	}
+	held, ierr := 0, error(nil)
+	if err := rc.Control(func(fd uintptr) { held, ierr = unread(fd) }); err != nil || ierr != nil {
+		return true
+	}
+	return held == 0
 }
 
 func (p *Pump) emit(text []byte, partial bool) {
