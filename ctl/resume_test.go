@@ -2,6 +2,7 @@ package ctl
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -172,5 +173,49 @@ func TestEndCommandsWaitsForTheTrailer(t *testing.T) {
 		}
 		c.Close()
 		ts.stop()
+	}
+}
+
+// status --json reads the raw array, not through call: it too waits out
+// an upgrade in place and asks again, instead of failing with the
+// upgrading reply.
+func TestStatusJSONGoesOnThroughAnUpgrade(t *testing.T) {
+	var requests atomic.Int64
+	ts := startServer(t, newMemBackend("web"), "", func(cfg *ServerConfig) {
+		cfg.OnRequest = func() { requests.Add(1) }
+	})
+	c := newClient(t, ts.path)
+	ts.EndCommandsForUpgrade(30 * time.Second)
+	type result struct {
+		raw json.RawMessage
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		raw, err := c.StatusJSON(t.Context(), nil)
+		got <- result{raw, err}
+	}()
+	// The status refused, then version asked at least once: the client
+	// waits for the new binary.
+	deadline := time.Now().Add(30 * time.Second)
+	for requests.Load() < 3 {
+		select {
+		case r := <-got:
+			t.Fatalf("status --json during the upgrade returned at once: %v", r.err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d requests, want the status and version asked", requests.Load())
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	ts.ResumeCommands() // the new binary answers
+	select {
+	case r := <-got:
+		if r.err != nil || !strings.Contains(string(r.raw), `"web"`) {
+			t.Fatalf("status --json through the upgrade: %s, %v", r.raw, r.err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("status --json did not go on after the upgrade")
 	}
 }
