@@ -71,9 +71,8 @@ func TestCommandsGoOnThroughAnUpgrade(t *testing.T) {
 	// The restart waits in the backend (restartGap): it is under way.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		ts.mu.Lock()
-		n := ts.inflight
-		ts.mu.Unlock()
+		commands, _ := ts.leftForUpgrade()
+		n := len(commands)
 		if n == 2 {
 			break
 		}
