@@ -14,7 +14,7 @@ import (
 // inherited). Paused, Accept waits without taking a connection; the
 // accept under way is cut short by a deadline.
 type acceptGate struct {
-	*net.UnixListener
+	deadlineListener
 
 	mu      sync.Mutex
 	paused  bool
@@ -24,8 +24,15 @@ type acceptGate struct {
 	once    sync.Once
 }
 
-func newAcceptGate(ln *net.UnixListener) *acceptGate {
-	return &acceptGate{UnixListener: ln, closed: make(chan struct{})}
+// deadlineListener is a listener whose Accept a deadline cuts short
+// (*net.UnixListener, *net.TCPListener).
+type deadlineListener interface {
+	net.Listener
+	SetDeadline(time.Time) error
+}
+
+func newAcceptGate(ln deadlineListener) *acceptGate {
+	return &acceptGate{deadlineListener: ln, closed: make(chan struct{})}
 }
 
 // Accept is the listener's, but for the pause.
@@ -34,7 +41,7 @@ func (g *acceptGate) Accept() (net.Conn, error) {
 		if err := g.waitResumed(); err != nil {
 			return nil, err
 		}
-		c, err := g.UnixListener.Accept()
+		c, err := g.deadlineListener.Accept()
 		if err == nil {
 			return c, nil
 		}
@@ -81,7 +88,7 @@ func (g *acceptGate) pause(deadline time.Time) bool {
 		g.resumed = make(chan struct{})
 	}
 	g.mu.Unlock()
-	_ = g.UnixListener.SetDeadline(time.Now())
+	_ = g.deadlineListener.SetDeadline(time.Now())
 	for {
 		g.mu.Lock()
 		parked := g.parked
@@ -103,7 +110,7 @@ func (g *acceptGate) pause(deadline time.Time) bool {
 
 // resume accepts again after pause.
 func (g *acceptGate) resume() {
-	_ = g.UnixListener.SetDeadline(time.Time{})
+	_ = g.deadlineListener.SetDeadline(time.Time{})
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.paused {
@@ -115,5 +122,5 @@ func (g *acceptGate) resume() {
 // Close closes the listener and ends a parked Accept.
 func (g *acceptGate) Close() error {
 	g.once.Do(func() { close(g.closed) })
-	return g.UnixListener.Close()
+	return g.deadlineListener.Close()
 }

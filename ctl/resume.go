@@ -62,7 +62,7 @@ type RestartResume struct {
 func (s *Server) EndCommandsForUpgrade(wait time.Duration) {
 	s.mu.Lock()
 	s.upgrading = true
-	cancel, gate := s.upCancel, s.gate
+	cancel, gates := s.upCancel, s.gatesLocked()
 	s.mu.Unlock()
 	if cancel != nil {
 		cancel(ErrUpgrading)
@@ -70,7 +70,10 @@ func (s *Server) EndCommandsForUpgrade(wait time.Duration) {
 	deadline := time.Now().Add(wait)
 	// No connection is taken from now on: those not accepted yet wait in
 	// the backlog for the new binary.
-	parked := gate == nil || gate.pause(deadline)
+	parked := true
+	for _, g := range gates {
+		parked = g.pause(deadline) && parked
+	}
 	for {
 		commands, conns := s.leftForUpgrade()
 		if parked && len(commands)+len(conns) == 0 {
@@ -150,9 +153,37 @@ func (s *Server) ResumeCommands() {
 	defer s.mu.Unlock()
 	s.upgrading = false
 	s.upCtx, s.upCancel = context.WithCancelCause(context.Background())
-	if s.gate != nil {
-		s.gate.resume()
+	for _, g := range s.gatesLocked() {
+		g.resume()
 	}
+}
+
+// gatesLocked is every listener an upgrade pauses.
+func (s *Server) gatesLocked() []*acceptGate {
+	gates := slices.Clone(s.others)
+	if s.gate != nil {
+		gates = append(gates, s.gate)
+	}
+	return gates
+}
+
+// TrackListener makes another listener, one that serves VerbHandler (the
+// HTTP listener), part of an upgrade's wait before the exec, as the
+// socket is: the listener returned stops accepting with the socket (one
+// that cannot be given a deadline is returned as it is), and connState,
+// called from its http.Server's ConnState, counts its connections with
+// a request under way or not read yet. A stream's trailer, written after
+// its handler returned, so leaves before the exec.
+func (s *Server) TrackListener(ln net.Listener) (tracked net.Listener, connState func(net.Conn, http.ConnState)) {
+	tracked = ln
+	if dl, ok := ln.(deadlineListener); ok {
+		g := newAcceptGate(dl)
+		s.mu.Lock()
+		s.others = append(s.others, g)
+		s.mu.Unlock()
+		tracked = g
+	}
+	return tracked, s.connState
 }
 
 // enterCommand counts a command in and returns the context that ends with

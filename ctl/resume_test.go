@@ -1,6 +1,7 @@
 package ctl
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -216,5 +217,69 @@ func TestStatusJSONGoesOnThroughAnUpgrade(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("status --json did not go on after the upgrade")
+	}
+}
+
+// The HTTP listener serves the verbs too (VerbHandler), and an upgrade
+// waits for its connections as for the socket's, once the listener is
+// tracked as supervise tracks it: a client that connected and writes its
+// request while the commands end gets the "upgrading" reply before the
+// exec, not a connection cut unanswered.
+func TestEndCommandsWaitsForTheHTTPListener(t *testing.T) {
+	ts := startServer(t, newMemBackend("web"), "", nil)
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, tracked := ts.TrackListener(raw)
+	accepted := make(chan struct{}, 1)
+	hs := &http.Server{Handler: ts.VerbHandler(), ConnState: func(c net.Conn, st http.ConnState) {
+		tracked(c, st)
+		if st == http.StateNew {
+			accepted <- struct{}{}
+		}
+	}}
+	go hs.Serve(ln)
+	defer hs.Close()
+	conn, err := net.Dial("tcp", raw.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	select {
+	case <-accepted:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the connection was not accepted")
+	}
+	ended := make(chan struct{})
+	go func() {
+		ts.EndCommandsForUpgrade(30 * time.Second)
+		close(ended)
+	}()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+		ts.mu.Lock()
+		upgrading := ts.upgrading
+		ts.mu.Unlock()
+		if upgrading {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the commands did not start to end")
+		}
+	}
+	if _, err := io.WriteString(conn, "GET /v1/status HTTP/1.1\r\nHost: supervise\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	<-ended
+	hs.Close() // the exec: every connection cut
+	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("the request written during the upgrade's wait: %v, want the upgrading reply", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), codeUpgrading) {
+		t.Fatalf("reply %d %s (%v), want 503 %s", resp.StatusCode, body, err, codeUpgrading)
 	}
 }

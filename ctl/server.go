@@ -68,6 +68,7 @@ type Server struct {
 	mu       sync.Mutex
 	ln       *net.UnixListener // guarded by mu; set by Listen
 	gate     *acceptGate       // guarded by mu; ln, as Serve accepts on it
+	others   []*acceptGate     // guarded by mu; other listeners' (TrackListener)
 	sock     os.FileInfo       // guarded by mu; the socket file Listen created
 	gid      int               // guarded by mu; the allowed group, -1 for none
 	hs       *http.Server      // guarded by mu; set by Serve

@@ -100,18 +100,32 @@ func (s *Supervisor) Status(ctx context.Context, names []string) ([]ctl.ProgramS
 		sandboxes = append(sandboxes, in.sandboxID)
 	}
 	s.mu.Unlock()
-	// cgroup reads outside the lock: they are file reads. While frozen
-	// for an upgrade the runtime is not asked (frozen.go): the figures
-	// are the last ones read, however old.
+	for i := range out {
+		if out[i].Pid == 0 {
+			sandboxes[i] = ""
+		}
+	}
+	// cgroup reads outside the lock: they are file reads.
+	s.figures(sandboxes, now, func(i int, st proc.Stats) {
+		out[i].MemoryBytes = st.MemoryBytes
+		out[i].CPUSeconds = st.CPUUsage.Seconds()
+	})
+	return out, nil
+}
+
+// figures reads the cgroup figures of each sandbox of sids ("" for none)
+// and gives them to set by index. While frozen for an upgrade the
+// runtime is not asked (frozen.go): they are the last ones read, however
+// old.
+func (s *Supervisor) figures(sids []string, now time.Time, set func(i int, st proc.Stats)) {
 	fill := func(get func(sid string) (proc.Stats, bool)) func() {
 		return func() {
-			for i, sid := range sandboxes {
-				if sid == "" || out[i].Pid == 0 {
+			for i, sid := range sids {
+				if sid == "" {
 					continue
 				}
-				if stats, ok := get(sid); ok {
-					out[i].MemoryBytes = stats.MemoryBytes
-					out[i].CPUSeconds = stats.CPUUsage.Seconds()
+				if st, ok := get(sid); ok {
+					set(i, st)
 				}
 			}
 		}
@@ -119,7 +133,6 @@ func (s *Supervisor) Status(ctx context.Context, names []string) ([]ctl.ProgramS
 	if !s.tryRuntimeCall(fill(func(sid string) (proc.Stats, bool) { return s.stats.get(s.rt, sid, now) })) {
 		fill(s.stats.cached)()
 	}
-	return out, nil
 }
 
 // statusLocked is what status shows of in, less the cgroup figures.

@@ -563,12 +563,16 @@ func (r *run) listenMetrics(c *cli.Context, srv *ctl.Server, inherited *upgradeS
 		// The old binary's listener, which never stopped taking
 		// connections: they waited in its backlog through the exec.
 		ms := metrics.ListenOn(ln, served, r.log)
+		ms.Track(srv.TrackListener)
 		return ms, ms.Addr().String(), nil
 	}
 	ms, err := metrics.Listen(addr, served, r.log)
 	if err != nil {
 		return nil, "", err
 	}
+	// An upgrade's wait before the exec covers its requests and streams
+	// as the socket's, and it stops accepting with the socket.
+	ms.Track(srv.TrackListener)
 	return ms, ms.Addr().String(), nil
 }
 
