@@ -2,6 +2,7 @@ package integration
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"syscall"
@@ -136,5 +137,60 @@ instances = %d
 		if strings.HasPrefix(name, "kept") && p.State != "Running" {
 			t.Errorf("%s is %s, want Running", name, p.State)
 		}
+	}
+}
+
+// An upgrade waits (up to 30 s) for busy workers before it is refused;
+// a SIGHUP or SIGTERM sent meanwhile is acted on at once, not after it.
+func TestSignalsDoNotWaitBehindAnUpgrade(t *testing.T) {
+	dir := t.TempDir()
+	gate := dir + "/hook-may-end"
+	// slow's pre_start holds a worker (and so the freeze) until the test
+	// lets it end.
+	toml := fmt.Sprintf(`
+[supervisor]
+watch_config = false # the reload is the SIGHUP's
+
+[program.keep]
+command = ["sleep", "3600"]
+
+[program.slow]
+command = ["sleep", "3600"]
+autostart = false
+
+[program.slow.hooks.pre_start]
+command = ["sh", "-c", "while [ ! -e %s ]; do sleep 0.1; done"]
+timeout = "5m"
+`, gate)
+	d, _ := upgradeDaemon(t, toml)
+	eventually(t, "keep running", time.Minute, func() bool { return d.status()["keep"].State == "Running" })
+	start := d.ctlBackground("start", "--no-wait", "slow")
+	if code := start.wait(t, time.Minute); code != 0 {
+		t.Fatalf("start slow: exit %d: %s", code, start.errb.String())
+	}
+	eventually(t, "slow's pre_start under way", time.Minute, func() bool { return d.status()["slow"].State == "Starting" })
+
+	d.signal(syscall.SIGUSR2)
+	eventually(t, "the upgrade waiting for the workers", time.Minute, func() bool {
+		return strings.Contains(d.stderr.String(), "SIGUSR2: upgrading in place")
+	})
+	// A reload by SIGHUP meanwhile: a program added.
+	cfg := d.dir + "/supervise.toml"
+	b, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, append(b, "\n[program.added]\ncommand = [\"sleep\", \"3600\"]\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d.signal(syscall.SIGHUP)
+	eventually(t, "the SIGHUP's reload", 2*time.Minute, func() bool {
+		return strings.Contains(d.stderr.String(), "config reloaded")
+	})
+	if s := d.stderr.String(); strings.Contains(s, "upgrade refused") {
+		t.Errorf("the SIGHUP's reload waited for the upgrade to be refused:\n%s", grepLines(s, "upgrad"))
+	}
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
