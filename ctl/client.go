@@ -109,6 +109,17 @@ func (c *Client) Close() { c.tr.CloseIdleConnections() }
 // StatusJSON is Status as the server encoded it: a JSON array of
 // [ProgramStatus]. `status --json` prints it without decoding it.
 func (c *Client) StatusJSON(ctx context.Context, names []string) (json.RawMessage, error) {
+	var raw json.RawMessage
+	err := c.resuming(ctx, "status", func() error {
+		var err error
+		raw, err = c.statusJSONOnce(ctx, names)
+		return err
+	})
+	return raw, err
+}
+
+// statusJSONOnce is StatusJSON without the resume.
+func (c *Client) statusJSONOnce(ctx context.Context, names []string) (json.RawMessage, error) {
 	resp, err := c.do(ctx, "status", &statusArgs{programNames{names}})
 	if err != nil {
 		return nil, err
@@ -166,8 +177,14 @@ func (c *Client) do(ctx context.Context, verb string, a args) (*http.Response, e
 // supervisor answers: every verb but restart (see Restart) and upgrade
 // does the same the second time.
 func (c *Client) call(ctx context.Context, verb string, a args, out any) error {
+	return c.resuming(ctx, verb, func() error { return c.callOnce(ctx, verb, a, out) })
+}
+
+// resuming runs once, one request of verb, and while an upgrade in place
+// ends or refuses it, waits for a supervisor to answer and runs it again.
+func (c *Client) resuming(ctx context.Context, verb string, once func() error) error {
 	for range maxResumes {
-		err := c.callOnce(ctx, verb, a, out)
+		err := once()
 		if verb == "upgrade" || !isUpgrading(err) {
 			return err
 		}
@@ -175,7 +192,7 @@ func (c *Client) call(ctx context.Context, verb string, a args, out any) error {
 			return err
 		}
 	}
-	return c.callOnce(ctx, verb, a, out)
+	return once()
 }
 
 // callOnce is call without the resume.

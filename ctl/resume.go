@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 )
@@ -52,54 +53,96 @@ type RestartResume struct {
 
 // EndCommandsForUpgrade ends every command under way (but the upgrade
 // itself) with ErrUpgrading as cause, answers later ones "upgrading",
-// and waits, up to wait, until their replies have left: the handlers have
+// stops accepting connections (the backlog is the new binary's), and
+// waits, up to wait, until their replies have left: the handlers have
 // returned, and on the socket every connection but the upgrade's has
 // finished its response (net/http writes a stream's trailer after the
-// handler returns). The exec comes next. ResumeCommands undoes it when
-// the exec did not happen.
+// handler returns) and none accepted is left unread. The exec comes
+// next. ResumeCommands undoes it when the exec did not happen.
 func (s *Server) EndCommandsForUpgrade(wait time.Duration) {
 	s.mu.Lock()
 	s.upgrading = true
-	cancel := s.upCancel
+	cancel, gates := s.upCancel, s.gatesLocked()
 	s.mu.Unlock()
 	if cancel != nil {
 		cancel(ErrUpgrading)
 	}
 	deadline := time.Now().Add(wait)
+	// No connection is taken from now on: those not accepted yet wait in
+	// the backlog for the new binary.
+	parked := true
+	for _, g := range gates {
+		parked = g.pause(deadline) && parked
+	}
 	for {
-		s.mu.Lock()
-		busy := s.inflight
-		for c := range s.busy {
-			if c != s.upgradeConn {
-				busy++
-			}
-		}
-		s.mu.Unlock()
-		if busy == 0 {
+		commands, conns := s.leftForUpgrade()
+		if parked && len(commands)+len(conns) == 0 {
 			return
 		}
 		if time.Now().After(deadline) {
-			s.log.Warn("control socket: commands did not end before the upgrade; their connections drop", "wait", wait, "left", busy)
+			// Which: a command is the backend not answering its cancel; a
+			// connection alone is a reply that has not left, or a request
+			// not read yet ("new": a client that connected and has not
+			// written, or not been read, within the wait).
+			s.log.Warn("control socket: commands did not end before the upgrade; their connections drop",
+				"wait", wait, "commands", commands, "connections", conns, "accepting_stopped", parked)
 			return
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
 }
 
+// leftForUpgrade names what EndCommandsForUpgrade waits for: the verbs of
+// the commands under way, and of the connections (but the upgrade's) with
+// a request under way ("?" before it is routed) or none read yet ("new").
+func (s *Server) leftForUpgrade() (commands, conns []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for verb, n := range s.inflight {
+		for range n {
+			commands = append(commands, verb)
+		}
+	}
+	for c, verb := range s.busy {
+		if c != s.upgradeConn {
+			conns = append(conns, verb)
+		}
+	}
+	slices.Sort(commands)
+	slices.Sort(conns)
+	return commands, conns
+}
+
 // connState tracks the socket's connections with a request under way.
 func (s *Server) connState(c net.Conn, st http.ConnState) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if st == http.StateActive {
+	switch st {
+	case http.StateNew, http.StateActive:
+		// A new connection is waited for too: its request, once read, is
+		// answered "upgrading"; the exec would cut it unanswered.
 		if s.busy == nil {
-			s.busy = map[net.Conn]bool{}
+			s.busy = map[net.Conn]string{}
 		}
-		s.busy[c] = true
+		s.busy[c] = map[http.ConnState]string{http.StateNew: "new", http.StateActive: "?"}[st]
 		return
 	}
 	delete(s.busy, c)
 	if c == s.upgradeConn {
 		s.upgradeConn = nil
+	}
+}
+
+// routed names the verb that r, under way on its connection, asked.
+func (s *Server) routed(r *http.Request, verb string) {
+	c, ok := r.Context().Value(connKey{}).(net.Conn)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, busy := s.busy[c]; busy {
+		s.busy[c] = verb
 	}
 }
 
@@ -110,11 +153,42 @@ func (s *Server) ResumeCommands() {
 	defer s.mu.Unlock()
 	s.upgrading = false
 	s.upCtx, s.upCancel = context.WithCancelCause(context.Background())
+	for _, g := range s.gatesLocked() {
+		g.resume()
+	}
+}
+
+// gatesLocked is every listener an upgrade pauses.
+func (s *Server) gatesLocked() []*acceptGate {
+	gates := slices.Clone(s.others)
+	if s.gate != nil {
+		gates = append(gates, s.gate)
+	}
+	return gates
+}
+
+// TrackListener makes another listener, one that serves VerbHandler (the
+// HTTP listener), part of an upgrade's wait before the exec, as the
+// socket is: the listener returned stops accepting with the socket (one
+// that cannot be given a deadline is returned as it is), and connState,
+// called from its http.Server's ConnState, counts its connections with
+// a request under way or not read yet. A stream's trailer, written after
+// its handler returned, so leaves before the exec.
+func (s *Server) TrackListener(ln net.Listener) (tracked net.Listener, connState func(net.Conn, http.ConnState)) {
+	tracked = ln
+	if dl, ok := ln.(deadlineListener); ok {
+		g := newAcceptGate(dl)
+		s.mu.Lock()
+		s.others = append(s.others, g)
+		s.mu.Unlock()
+		tracked = g
+	}
+	return tracked, s.connState
 }
 
 // enterCommand counts a command in and returns the context that ends with
 // an upgrade, or false while one is under way.
-func (s *Server) enterCommand() (context.Context, bool) {
+func (s *Server) enterCommand(verb string) (context.Context, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.upgrading {
@@ -123,14 +197,19 @@ func (s *Server) enterCommand() (context.Context, bool) {
 	if s.upCtx == nil {
 		s.upCtx, s.upCancel = context.WithCancelCause(context.Background())
 	}
-	s.inflight++
+	if s.inflight == nil {
+		s.inflight = map[string]int{}
+	}
+	s.inflight[verb]++
 	return s.upCtx, true
 }
 
-func (s *Server) leaveCommand() {
+func (s *Server) leaveCommand(verb string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.inflight--
+	if s.inflight[verb]--; s.inflight[verb] == 0 {
+		delete(s.inflight, verb)
+	}
 }
 
 var upgradingReply = &apiError{Status: http.StatusServiceUnavailable, Code: codeUpgrading, Msg: ErrUpgrading.Error()}

@@ -1,7 +1,9 @@
 package ctl
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -70,9 +72,8 @@ func TestCommandsGoOnThroughAnUpgrade(t *testing.T) {
 	// The restart waits in the backend (restartGap): it is under way.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		ts.mu.Lock()
-		n := ts.inflight
-		ts.mu.Unlock()
+		commands, _ := ts.leftForUpgrade()
+		n := len(commands)
 		if n == 2 {
 			break
 		}
@@ -172,5 +173,113 @@ func TestEndCommandsWaitsForTheTrailer(t *testing.T) {
 		}
 		c.Close()
 		ts.stop()
+	}
+}
+
+// status --json reads the raw array, not through call: it too waits out
+// an upgrade in place and asks again, instead of failing with the
+// upgrading reply.
+func TestStatusJSONGoesOnThroughAnUpgrade(t *testing.T) {
+	var requests atomic.Int64
+	ts := startServer(t, newMemBackend("web"), "", func(cfg *ServerConfig) {
+		cfg.OnRequest = func() { requests.Add(1) }
+	})
+	c := newClient(t, ts.path)
+	ts.EndCommandsForUpgrade(30 * time.Second)
+	type result struct {
+		raw json.RawMessage
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		raw, err := c.StatusJSON(t.Context(), nil)
+		got <- result{raw, err}
+	}()
+	// The status refused, then version asked at least once: the client
+	// waits for the new binary.
+	deadline := time.Now().Add(30 * time.Second)
+	for requests.Load() < 3 {
+		select {
+		case r := <-got:
+			t.Fatalf("status --json during the upgrade returned at once: %v", r.err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d requests, want the status and version asked", requests.Load())
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	ts.ResumeCommands() // the new binary answers
+	select {
+	case r := <-got:
+		if r.err != nil || !strings.Contains(string(r.raw), `"web"`) {
+			t.Fatalf("status --json through the upgrade: %s, %v", r.raw, r.err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("status --json did not go on after the upgrade")
+	}
+}
+
+// The HTTP listener serves the verbs too (VerbHandler), and an upgrade
+// waits for its connections as for the socket's, once the listener is
+// tracked as supervise tracks it: a client that connected and writes its
+// request while the commands end gets the "upgrading" reply before the
+// exec, not a connection cut unanswered.
+func TestEndCommandsWaitsForTheHTTPListener(t *testing.T) {
+	ts := startServer(t, newMemBackend("web"), "", nil)
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, tracked := ts.TrackListener(raw)
+	accepted := make(chan struct{}, 1)
+	hs := &http.Server{Handler: ts.VerbHandler(), ConnState: func(c net.Conn, st http.ConnState) {
+		tracked(c, st)
+		if st == http.StateNew {
+			accepted <- struct{}{}
+		}
+	}}
+	go hs.Serve(ln)
+	defer hs.Close()
+	conn, err := net.Dial("tcp", raw.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	select {
+	case <-accepted:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the connection was not accepted")
+	}
+	ended := make(chan struct{})
+	go func() {
+		ts.EndCommandsForUpgrade(30 * time.Second)
+		close(ended)
+	}()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+		ts.mu.Lock()
+		upgrading := ts.upgrading
+		ts.mu.Unlock()
+		if upgrading {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the commands did not start to end")
+		}
+	}
+	if _, err := io.WriteString(conn, "GET /v1/status HTTP/1.1\r\nHost: supervise\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	<-ended
+	hs.Close() // the exec: every connection cut
+	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("the request written during the upgrade's wait: %v, want the upgrading reply", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), codeUpgrading) {
+		t.Fatalf("reply %d %s (%v), want 503 %s", resp.StatusCode, body, err, codeUpgrading)
 	}
 }

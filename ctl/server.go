@@ -67,6 +67,8 @@ type Server struct {
 
 	mu       sync.Mutex
 	ln       *net.UnixListener // guarded by mu; set by Listen
+	gate     *acceptGate       // guarded by mu; ln, as Serve accepts on it
+	others   []*acceptGate     // guarded by mu; other listeners' (TrackListener)
 	sock     os.FileInfo       // guarded by mu; the socket file Listen created
 	gid      int               // guarded by mu; the allowed group, -1 for none
 	hs       *http.Server      // guarded by mu; set by Serve
@@ -80,11 +82,12 @@ type Server struct {
 	upgrading bool                    // guarded by mu; commands are refused
 	upCtx     context.Context         // guarded by mu
 	upCancel  context.CancelCauseFunc // guarded by mu
-	inflight  int                     // guarded by mu; commands under way
-	// The socket's connections with a request under way, and the
-	// upgrade's own (which stays busy through the exec).
-	busy        map[net.Conn]bool // guarded by mu
-	upgradeConn net.Conn          // guarded by mu
+	inflight  map[string]int          // guarded by mu; commands under way, by verb
+	// The socket's connections with a request under way (by the verb it
+	// asked, once routed), and the upgrade's own (which stays busy
+	// through the exec).
+	busy        map[net.Conn]string // guarded by mu
+	upgradeConn net.Conn            // guarded by mu
 
 	followers     atomic.Int64 // following streams being served
 	followRefused atomic.Int64 // streams refused since the limit was last reached
@@ -258,7 +261,8 @@ func (s *Server) Serve(ctx context.Context) error {
 		return errors.New("control socket: Serve called twice")
 	}
 	s.hs = hs
-	ln := connlimit.New(s.ln, s.cfg.MaxConns, "control socket", "application/json", tooManyBody, s.log)
+	s.gate = newAcceptGate(s.ln)
+	ln := connlimit.New(s.gate, s.cfg.MaxConns, "control socket", "application/json", tooManyBody, s.log)
 	s.mu.Unlock()
 
 	errc := make(chan error, 1)
@@ -453,6 +457,7 @@ func (s *Server) verb(v *verbDef) http.Handler {
 		}
 		ctx, cancel := context.WithCancelCause(r.Context())
 		defer cancel(nil)
+		s.routed(r, v.name)
 		// The upgrade's own command stays: it execs the new binary.
 		if v.name == "upgrade" {
 			if c, ok := r.Context().Value(connKey{}).(net.Conn); ok {
@@ -461,12 +466,12 @@ func (s *Server) verb(v *verbDef) http.Handler {
 				s.mu.Unlock()
 			}
 		} else {
-			up, ok := s.enterCommand()
+			up, ok := s.enterCommand(v.name)
 			if !ok {
 				s.replyNow(w, upgradingReply)
 				return
 			}
-			defer s.leaveCommand()
+			defer s.leaveCommand(v.name)
 			defer context.AfterFunc(up, func() { cancel(context.Cause(up)) })()
 		}
 		if err := v.serve.run(s, ctx, w, a); err != nil {

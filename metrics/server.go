@@ -177,30 +177,46 @@ func ListenOn(ln net.Listener, h http.Handler, log *slog.Logger) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	s := &Server{log: log, tcp: ln}
+	s.build(ln, h, nil)
+	return s
+}
+
+// build sets up serving h on ln (ln itself, or tcp wrapped by Track);
+// connState, when set, hears each connection's state too.
+func (s *Server) build(ln net.Listener, h http.Handler, connState func(net.Conn, http.ConnState)) {
 	const body = "too many connections to the metrics listener; try again\n"
-	limited := connlimit.New(ln, MaxConnections, "metrics listener", "text/plain; charset=utf-8", body, log)
+	limited := connlimit.New(ln, MaxConnections, "metrics listener", "text/plain; charset=utf-8", body, s.log)
 	limited.MakeRoom(client)
-	return &Server{
-		ln:  limited,
-		log: log,
-		hs: &http.Server{
-			Handler: h,
-			ConnState: func(c net.Conn, s http.ConnState) {
-				// New: its first request is on the way; Idle: between
-				// requests. Either may be closed to make room.
-				limited.Waiting(c, s == http.StateNew || s == http.StateIdle)
-			},
-			// A client that is slow to send its request, or idles, gives
-			// its slot back soon.
-			ReadHeaderTimeout: 5 * time.Second,
-			ReadTimeout:       10 * time.Second,
-			WriteTimeout:      30 * time.Second,
-			IdleTimeout:       30 * time.Second,
-			MaxHeaderBytes:    16 << 10,
-			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	s.ln = limited
+	s.hs = &http.Server{
+		Handler: h,
+		ConnState: func(c net.Conn, st http.ConnState) {
+			// New: its first request is on the way; Idle: between
+			// requests. Either may be closed to make room.
+			limited.Waiting(c, st == http.StateNew || st == http.StateIdle)
+			if connState != nil {
+				connState(c, st)
+			}
 		},
-		tcp: ln,
+		// A client that is slow to send its request, or idles, gives
+		// its slot back soon.
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       30 * time.Second,
+		MaxHeaderBytes:    16 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
+}
+
+// Track hands the listener's accepting and its connections to another
+// server's bookkeeping (the control server's, whose wait before an
+// upgrade's exec covers them): track wraps the listener to accept on, and
+// gives what hears each connection's state. Call it before Serve.
+func (s *Server) Track(track func(net.Listener) (net.Listener, func(net.Conn, http.ConnState))) {
+	ln, connState := track(s.tcp)
+	s.build(ln, s.hs.Handler, connState)
 }
 
 // client names who holds c, for sharing the listener's slots: the local

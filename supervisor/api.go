@@ -100,17 +100,39 @@ func (s *Supervisor) Status(ctx context.Context, names []string) ([]ctl.ProgramS
 		sandboxes = append(sandboxes, in.sandboxID)
 	}
 	s.mu.Unlock()
-	// cgroup reads outside the lock: they are file reads.
-	for i, sid := range sandboxes {
-		if sid == "" || out[i].Pid == 0 {
-			continue
-		}
-		if stats, ok := s.stats.get(s.rt, sid, now); ok {
-			out[i].MemoryBytes = stats.MemoryBytes
-			out[i].CPUSeconds = stats.CPUUsage.Seconds()
+	for i := range out {
+		if out[i].Pid == 0 {
+			sandboxes[i] = ""
 		}
 	}
+	// cgroup reads outside the lock: they are file reads.
+	s.figures(sandboxes, now, func(i int, st proc.Stats) {
+		out[i].MemoryBytes = st.MemoryBytes
+		out[i].CPUSeconds = st.CPUUsage.Seconds()
+	})
 	return out, nil
+}
+
+// figures reads the cgroup figures of each sandbox of sids ("" for none)
+// and gives them to set by index. While frozen for an upgrade the
+// runtime is not asked (frozen.go): they are the last ones read, however
+// old.
+func (s *Supervisor) figures(sids []string, now time.Time, set func(i int, st proc.Stats)) {
+	fill := func(get func(sid string) (proc.Stats, bool)) func() {
+		return func() {
+			for i, sid := range sids {
+				if sid == "" {
+					continue
+				}
+				if st, ok := get(sid); ok {
+					set(i, st)
+				}
+			}
+		}
+	}
+	if !s.tryRuntimeCall(fill(func(sid string) (proc.Stats, bool) { return s.stats.get(s.rt, sid, now) })) {
+		fill(s.stats.cached)()
+	}
 }
 
 // statusLocked is what status shows of in, less the cgroup figures.
@@ -196,6 +218,14 @@ func (c *statsCache) get(rt Runtime, sid string, now time.Time) (proc.Stats, boo
 	c.entries[sid] = statsEntry{at: now, stats: st}
 	c.mu.Unlock()
 	return st, true
+}
+
+// cached is the last figures read of sid, however old.
+func (c *statsCache) cached(sid string) (proc.Stats, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[sid]
+	return e.stats, ok
 }
 
 // Start asks named instances to run and, unless opts.NoWait, waits until
@@ -319,16 +349,20 @@ func (s *Supervisor) Signal(ctx context.Context, sig syscall.Signal, names []str
 	}
 	s.mu.Unlock()
 	var errs []error
-	for _, k := range keys {
-		if ids[k] == "" {
-			if len(keys) == 1 {
-				errs = append(errs, fmt.Errorf("%q is not running", k))
+	if err := s.runtimeCall(ctx, func() {
+		for _, k := range keys {
+			if ids[k] == "" {
+				if len(keys) == 1 {
+					errs = append(errs, fmt.Errorf("%q is not running", k))
+				}
+				continue
 			}
-			continue
+			if err := s.rt.Signal(ids[k], sig); err != nil {
+				errs = append(errs, fmt.Errorf("signalling %q: %w", k, err))
+			}
 		}
-		if err := s.rt.Signal(ids[k], sig); err != nil {
-			errs = append(errs, fmt.Errorf("signalling %q: %w", k, err))
-		}
+	}); err != nil {
+		return err
 	}
 	return errors.Join(errs...)
 }

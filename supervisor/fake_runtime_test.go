@@ -319,7 +319,13 @@ func (f *fakeRuntime) Status(id string) (proc.ProcessStatus, error) {
 		FinishedAt: p.finished, ExitCode: p.code, Signal: p.sig}, nil
 }
 
-func (f *fakeRuntime) Usage(id string) (proc.Stats, error) { return proc.Stats{}, nil }
+// Usage takes the lock as proc's does (its lookup of the sandbox): a
+// frozen runtime holds it.
+func (f *fakeRuntime) Usage(id string) (proc.Stats, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return proc.Stats{MemoryBytes: 1 << 20}, nil
+}
 
 func (f *fakeRuntime) Exec(ctx context.Context, sid string, cfg proc.ExecConfig) (proc.ExecResult, error) {
 	f.mu.Lock()

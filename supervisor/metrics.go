@@ -9,6 +9,7 @@ import (
 
 	"github.com/supervise-dev/supervise/config"
 	"github.com/supervise-dev/supervise/metrics"
+	"github.com/supervise-dev/supervise/proc"
 	"github.com/supervise-dev/supervise/supervisor/workqueue"
 )
 
@@ -64,17 +65,11 @@ func (s *Supervisor) Snapshot() metrics.Snapshot {
 	}
 	snap.Empty = s.emptyProgramsLocked()
 	s.mu.Unlock()
-	now := s.clock.Now()
-	for i, sid := range sandboxes {
-		if sid == "" {
-			continue
-		}
-		if st, ok := s.stats.get(s.rt, sid, now); ok {
-			snap.Programs[i].Stats = true
-			snap.Programs[i].MemoryBytes = st.MemoryBytes
-			snap.Programs[i].CPUSeconds = st.CPUUsage.Seconds()
-		}
-	}
+	s.figures(sandboxes, s.clock.Now(), func(i int, st proc.Stats) {
+		snap.Programs[i].Stats = true
+		snap.Programs[i].MemoryBytes = st.MemoryBytes
+		snap.Programs[i].CPUSeconds = st.CPUUsage.Seconds()
+	})
 	snap.Queue = queueFigures(s.queue.Stats())
 	return snap
 }

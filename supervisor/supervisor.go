@@ -170,6 +170,10 @@ type Supervisor struct {
 	// frozen (under mu) refuses reloads and scales while Freeze holds the
 	// gate: what they change would not be in the hand-over.
 	frozen bool
+	// rtCalls (under mu) counts the commands' calls into the runtime
+	// under way (frozen.go): Freeze waits for them, since the runtime
+	// freezes next and holds its lock through the exec.
+	rtCalls int
 
 	listen listenSet  // the programs' listening sockets (listen.go)
 	watch  watchers   // file watchers of [program.N.watch]

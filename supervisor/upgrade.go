@@ -141,6 +141,7 @@ func (s *Supervisor) Freeze(ctx context.Context) (*Frozen, error) {
 		}
 		s.mu.Lock()
 		s.frozen = false
+		s.notifyChangedLocked() // the commands waiting to call the runtime
 		// No exec: the clients of the waiting restarts resume here.
 		maps.DeleteFunc(s.rollouts, func(_ string, r *rolloutRun) bool { return r.orphan })
 		s.mu.Unlock()
@@ -158,6 +159,13 @@ func (s *Supervisor) Freeze(ctx context.Context) (*Frozen, error) {
 		return fail(errors.New("supervise is shutting down"))
 	}
 	s.frozen = true
+	s.mu.Unlock()
+	// The commands' runtime calls under way end first: each is a file
+	// read or a kill, and none starts now (frozen.go).
+	if err := s.waitFor(ctx, func() bool { return s.rtCalls == 0 }); err != nil {
+		return fail(fmt.Errorf("commands calling the runtime: %w", err))
+	}
+	s.mu.Lock()
 	var st Handover
 	st.Config, st.Scaled = s.cfg, s.scaled
 	for _, key := range s.sortedKeysLocked() {

@@ -415,6 +415,9 @@ type run struct {
 	// resized asks followResizes to pass a resize of our terminal on to
 	// the --tty programs; one pending request stands for any number.
 	resized chan struct{}
+	// upgradeAsked asks followUpgrades for an upgrade in place (SIGUSR2);
+	// one may wait while one is under way.
+	upgradeAsked chan struct{}
 }
 
 // loadRun reads the config to run; its error is for printConfigError.
@@ -563,12 +566,16 @@ func (r *run) listenMetrics(c *cli.Context, srv *ctl.Server, inherited *upgradeS
 		// The old binary's listener, which never stopped taking
 		// connections: they waited in its backlog through the exec.
 		ms := metrics.ListenOn(ln, served, r.log)
+		ms.Track(srv.TrackListener)
 		return ms, ms.Addr().String(), nil
 	}
 	ms, err := metrics.Listen(addr, served, r.log)
 	if err != nil {
 		return nil, "", err
 	}
+	// An upgrade's wait before the exec covers its requests and streams
+	// as the socket's, and it stops accepting with the socket.
+	ms.Track(srv.TrackListener)
 	return ms, ms.Addr().String(), nil
 }
 
@@ -596,8 +603,10 @@ func (r *run) actors(srv *ctl.Server, ms *metrics.Server, code *int) *rungroup.G
 	// Signals are taken before any actor runs: one sent as soon as we are
 	// up must not find the default action.
 	r.resized = make(chan struct{}, 1)
+	r.upgradeAsked = make(chan struct{}, 1)
 	r.addSignals(&g)
 	r.addHelper(&g, r.followResizes)
+	r.addHelper(&g, r.followUpgrades)
 	r.addHelper(&g, func() {
 		if err := srv.Serve(r.stop); err != nil {
 			r.log.Error("control socket", "err", err)
@@ -714,6 +723,21 @@ func (r *run) followResizes() {
 	}
 }
 
+// followUpgrades upgrades in place on each request (SIGUSR2), until
+// stop, off the signal loop: an upgrade may wait its freeze timeout for
+// busy workers, and a SIGTERM or SIGHUP meanwhile must not wait behind it
+// (SIGTERM ends stop, which ends the upgrade's wait).
+func (r *run) followUpgrades() {
+	for {
+		select {
+		case <-r.upgradeAsked:
+			r.upgradeOnSignal()
+		case <-r.stop.Done():
+			return
+		}
+	}
+}
+
 // onSignal acts on sig and says whether the shutdown has begun.
 // SIGTERM, SIGINT and SIGQUIT stop everything (as does a dev runner's
 // SIGHUP, from its closed terminal, as Ctrl-C); a second SIGINT or
@@ -721,7 +745,11 @@ func (r *run) followResizes() {
 func (r *run) onSignal(sig os.Signal, stopping bool) bool {
 	switch {
 	case sig == syscall.SIGUSR2 && !stopping:
-		r.upgradeOnSignal()
+		select {
+		case r.upgradeAsked <- struct{}{}:
+		default:
+			r.log.Info("SIGUSR2: an upgrade in place is asked for already")
+		}
 	case sig == syscall.SIGWINCH:
 		// Our terminal changed size: so do the --tty programs'.
 		r.resizeTerminals()

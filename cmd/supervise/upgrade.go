@@ -153,7 +153,11 @@ type upgrader struct {
 	// flushLog writes what the log has queued: the exec would drop it.
 	flushLog func()
 
-	mu         sync.Mutex // one upgrade at a time; guards the fields below
+	mu sync.Mutex // one upgrade at a time, held from the probe to the exec
+	// recMu guards what version reports; never held for long, so that
+	// version answers while an upgrade holds mu (a command blocked until
+	// the exec would lose its connection). Written with mu held too.
+	recMu      sync.Mutex
 	generation int
 	records    []ctl.UpgradeRecord
 }
@@ -167,14 +171,18 @@ type backend struct {
 
 // Version is the version verb.
 func (u *upgrader) Version(context.Context) (ctl.VersionInfo, error) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
+	u.recMu.Lock()
+	defer u.recMu.Unlock()
 	exe, _ := os.Readlink("/proc/self/exe")
 	return ctl.VersionInfo{Version: version.Version, Pid: os.Getpid(), Exe: exe, Upgrades: append([]ctl.UpgradeRecord(nil), u.records...)}, nil
 }
 
-// record adds the outcome of an upgrade (under u.mu).
-func (u *upgrader) recordLocked(r ctl.UpgradeRecord) {
+// record adds the outcome of an upgrade of generation gen (under u.mu).
+func (u *upgrader) record(gen int, r ctl.UpgradeRecord) {
+	u.recMu.Lock()
+	defer u.recMu.Unlock()
+	u.generation = gen
+	r.Generation = gen
 	u.records = append(u.records, r)
 	if len(u.records) > maxUpgradeRecords {
 		u.records = u.records[len(u.records)-maxUpgradeRecords:]
@@ -249,8 +257,7 @@ func (u *upgrader) Upgrade(ctx context.Context) (ctl.UpgradeStarted, func(), err
 	}
 	started, commit, err := u.prepare(ctx)
 	if err != nil {
-		u.generation++
-		u.recordLocked(ctl.UpgradeRecord{Generation: u.generation, From: version.Version, At: time.Now(), Error: err.Error()})
+		u.record(u.generation+1, ctl.UpgradeRecord{From: version.Version, At: time.Now(), Error: err.Error()})
 		u.mu.Unlock()
 		u.log.Error("upgrade refused; nothing changed", "err", err)
 		u.sup.Note("", "upgrade refused, nothing changed: "+err.Error())
@@ -343,9 +350,8 @@ func (u *upgrader) prepare(ctx context.Context) (ctl.UpgradeStarted, func(), err
 		// Still here: the exec failed and nothing was replaced.
 		u.srv.ResumeCommands()
 		undoAll()
-		u.generation = st.Generation
 		msg := fmt.Sprintf("executing the new binary %s: %v", path, err)
-		u.recordLocked(ctl.UpgradeRecord{Generation: st.Generation, From: version.Version, At: time.Now(), Error: msg})
+		u.record(st.Generation, ctl.UpgradeRecord{From: version.Version, At: time.Now(), Error: msg})
 		u.log.Error("upgrade failed; the old binary carries on", "err", msg)
 		u.sup.Note("", "upgrade failed, the old binary carries on: "+msg)
 	}
@@ -642,11 +648,13 @@ func (st *upgradeState) adopted(u *upgrader, reload func() (supervisor.Changes, 
 		}
 	}
 	u.mu.Lock()
+	u.recMu.Lock()
 	u.generation = st.Generation
 	u.records = append(st.Upgrades, rec)
 	if len(u.records) > maxUpgradeRecords {
 		u.records = u.records[len(u.records)-maxUpgradeRecords:]
 	}
+	u.recMu.Unlock()
 	u.mu.Unlock()
 }
 

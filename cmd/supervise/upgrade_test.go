@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/supervise-dev/supervise/supervisor"
 )
@@ -157,5 +158,27 @@ func TestReadStateRefusesBadInput(t *testing.T) {
 	}
 	if st.files[pipe2] == nil {
 		t.Errorf("files %v, want the notify pipe", st.files)
+	}
+}
+
+// version answers while an upgrade is under way (it holds mu from the
+// probe to the exec): a version call waiting for it until the exec would
+// lose its connection there.
+func TestVersionAnswersDuringAnUpgrade(t *testing.T) {
+	u := &upgrader{}
+	u.mu.Lock() // an upgrade under way
+	defer u.mu.Unlock()
+	got := make(chan error, 1)
+	go func() {
+		_, err := u.Version(t.Context())
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatalf("version during an upgrade: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("version waited for the upgrade")
 	}
 }

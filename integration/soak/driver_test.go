@@ -37,7 +37,8 @@ type figures struct {
 	kills, killMisses      atomic.Int64
 	signalsCtl             atomic.Int64 // supervisectl signal
 	signalsDirect          atomic.Int64 // kill(2) through a pidfd
-	signalsSupervisor      atomic.Int64 // USR1 to the supervisor, which must ignore it
+	signalsSupervisor      atomic.Int64 // USR1 (ignored) or USR2 (an upgrade in place) to the supervisor
+	upgrades               atomic.Int64 // of them USR2
 	reloadsCtl, reloadsHUP atomic.Int64
 	reloadsWatch           atomic.Int64 // config rewritten, reload left to the file watcher
 	reloadsBad, flaps      atomic.Int64
@@ -364,15 +365,19 @@ var chaosSignals = []syscall.Signal{syscall.SIGHUP, syscall.SIGUSR1, syscall.SIG
 
 // signalOne sends HUP, USR1, USR2 or TERM to a program: through
 // supervisectl (to its process group) or straight to its main process.
-// Now and then the supervisor itself gets USR1, which it ignores. (Not
-// USR2: that upgrades it in place, and an upgrade that comes while the
-// end phase's commands run can drop a command's connection: see the
-// upgrade section of the README; the upgrade tests cover it.)
+// Now and then the supervisor itself gets USR1, which it ignores, or
+// USR2, which upgrades it in place (to the same binary): its programs,
+// their pids and restart counts, and every command under way carry on
+// (refused while a start or stop is under way, as a busy supervisor
+// refuses it).
 func (d *driver) signalOne(r *rand.Rand) {
 	if r.IntN(50) == 0 {
-		sig := syscall.SIGUSR1
+		sig := []syscall.Signal{syscall.SIGUSR1, syscall.SIGUSR2}[r.IntN(2)]
 		if err := syscall.Kill(d.sup.pid, sig); err == nil {
 			d.fig.signalsSupervisor.Add(1)
+			if sig == syscall.SIGUSR2 {
+				d.fig.upgrades.Add(1)
+			}
 		}
 		return
 	}

@@ -291,11 +291,12 @@ func (e *end) runProcesses() []task {
 	return out
 }
 
-var panicRE = regexp.MustCompile(`(?i)panic|fatal error|data race|illegal state transition`)
+var panicRE = regexp.MustCompile(`(?i)panic|fatal error|data race|illegal state transition|commands did not end before the upgrade`)
 
 // checkLog looks through the supervisor's own log for panics (a handler's
-// or a reconcile's panic is recovered and logged, so it shows only there)
-// and for moves the lifecycle table refused.
+// or a reconcile's panic is recovered and logged, so it shows only there),
+// for moves the lifecycle table refused, and for commands an upgrade in
+// place (USR2) cut off at its exec.
 func (e *end) checkLog() {
 	b, err := os.ReadFile(e.sup.logPath)
 	if err != nil {
@@ -312,7 +313,7 @@ func (e *end) checkLog() {
 		if len(hits) > 10 {
 			hits = hits[:10]
 		}
-		e.t.Errorf("supervise.log reports panics or illegal state transitions:\n%s", strings.Join(hits, "\n"))
+		e.t.Errorf("supervise.log reports panics, illegal state transitions or commands cut off by an upgrade:\n%s", strings.Join(hits, "\n"))
 	}
 }
 
