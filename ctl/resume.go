@@ -59,7 +59,7 @@ type RestartResume struct {
 // finished its response (net/http writes a stream's trailer after the
 // handler returns) and none accepted is left unread. The exec comes
 // next. ResumeCommands undoes it when the exec did not happen.
-func (s *Server) EndCommandsForUpgrade(wait time.Duration) {
+func (s *Server) EndCommandsForUpgrade(ctx context.Context, wait time.Duration) {
 	s.mu.Lock()
 	s.upgrading = true
 	cancel, gates := s.upCancel, s.gatesLocked()
@@ -76,8 +76,8 @@ func (s *Server) EndCommandsForUpgrade(wait time.Duration) {
 	}
 	for {
 		commands, conns := s.leftForUpgrade()
-		if parked && len(commands)+len(conns) == 0 {
-			return
+		if parked && len(commands)+len(conns) == 0 || ctx.Err() != nil {
+			return // done, or the upgrade is given up (ResumeCommands follows)
 		}
 		if time.Now().After(deadline) {
 			// Which: a command is the backend not answering its cancel; a

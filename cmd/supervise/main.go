@@ -594,6 +594,7 @@ func (r *run) listenMetrics(c *cli.Context, srv *ctl.Server, inherited *upgradeS
 //     log.
 func (r *run) actors(srv *ctl.Server, ms *metrics.Server, code *int) *rungroup.Group {
 	r.stop, r.cancel = context.WithCancel(context.Background())
+	r.up.stopping = r.stop // before any actor can start an upgrade
 	var g rungroup.Group
 	g.Add(func() error {
 		*code = r.sup.Run(r.stop)

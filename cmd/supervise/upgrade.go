@@ -152,6 +152,10 @@ type upgrader struct {
 	log *slog.Logger
 	// flushLog writes what the log has queued: the exec would drop it.
 	flushLog func()
+	// stopping ends when supervise begins to stop (SIGTERM, shutdown): an
+	// upgrade not executed by then is given up, or the new binary would
+	// run on with the stop lost in the old one.
+	stopping context.Context
 
 	mu sync.Mutex // one upgrade at a time, held from the probe to the exec
 	// recMu guards what version reports; never held for long, so that
@@ -344,12 +348,27 @@ func (u *upgrader) prepare(ctx context.Context) (ctl.UpgradeStarted, func(), err
 			fmt.Sprintf("%s=%d,%d", upgradeEnv, mem.Fd(), oldExe.Fd()))
 		// The commands under way end saying why, so that their clients
 		// go on with the new binary instead of losing the connection.
-		u.srv.EndCommandsForUpgrade(commandsEndWait)
+		stopping := u.stopping
+		if stopping == nil { // an upgrader outside a run (tests)
+			stopping = context.Background()
+		}
+		u.srv.EndCommandsForUpgrade(stopping, commandsEndWait)
 		u.flushQueuedLog()
-		err := execFrom(startDir, path, os.Args, env, fdsOf(inherit))
-		// Still here: the exec failed and nothing was replaced.
+		var err error
+		// Checked last, right before the exec: a stop asked during the
+		// waits above is the old binary's to carry out.
+		if err = context.Cause(stopping); err == nil {
+			err = execFrom(startDir, path, os.Args, env, fdsOf(inherit))
+		}
+		// Still here: nothing was replaced.
 		u.srv.ResumeCommands()
 		undoAll()
+		if context.Cause(stopping) != nil {
+			msg := "upgrade given up: supervise is stopping"
+			u.record(st.Generation, ctl.UpgradeRecord{From: version.Version, At: time.Now(), Error: msg})
+			u.log.Warn(msg, "to", pr.version)
+			return
+		}
 		msg := fmt.Sprintf("executing the new binary %s: %v", path, err)
 		u.record(st.Generation, ctl.UpgradeRecord{From: version.Version, At: time.Now(), Error: msg})
 		u.log.Error("upgrade failed; the old binary carries on", "err", msg)
