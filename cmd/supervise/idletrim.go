@@ -39,13 +39,27 @@ type idleTrim struct {
 	mu      sync.Mutex
 	armed   bool     // the start-up's release ran
 	stopped bool     // stop was called: no more timers
-	timer   resetter // the pending release; nil before the first request
+	timer   resetter // the pending release, made unarmed by newIdleTrim (nil: at the first request)
 }
 
 func newIdleTrim(log *slog.Logger) *idleTrim {
 	pages := newBinaryPages()
-	return &idleTrim{quiet: trimQuiet, startupRelease: pages.releaseStartup, release: pages.release, log: log,
+	t := &idleTrim{quiet: trimQuiet, startupRelease: pages.releaseStartup, release: pages.release, log: log,
 		afterFunc: afterQuiet}
+	// The timer (a timerfd) is made now, not at the first request: a
+	// descriptor that appeared at some later request would look like a
+	// leak to whoever counts them, and could not be had once they ran out.
+	t.timer = t.afterFunc(0, t.run)
+	return t
+}
+
+// stoppedUnless is tm, stopped unless d > 0: a timer made before it is
+// first armed.
+func stoppedUnless(tm *time.Timer, d time.Duration) *time.Timer {
+	if d <= 0 {
+		tm.Stop()
+	}
+	return tm
 }
 
 // startup is the release once every program is up; it arms the idle one.

@@ -206,12 +206,13 @@ type fdTimer struct {
 	done chan struct{} // closed as wait returns
 }
 
-// afterQuiet calls f once d has passed, and again d after each Reset,
-// until Stop. It falls back on a runtime timer when no timerfd can be had.
+// afterQuiet calls f once d has passed (d <= 0: not before a Reset), and
+// again d after each Reset, until Stop. It falls back on a runtime timer
+// when no timerfd can be had.
 func afterQuiet(d time.Duration, f func()) resetter {
 	t, err := newFDTimer(d, f)
 	if err != nil {
-		return time.AfterFunc(d, f)
+		return stoppedUnless(time.AfterFunc(max(d, time.Hour), f), d)
 	}
 	return t
 }
@@ -228,7 +229,9 @@ func newFDTimer(d time.Duration, f func()) (*fdTimer, error) {
 		return nil, err
 	}
 	t := &fdTimer{file: file, done: make(chan struct{})}
-	t.Reset(d)
+	if d > 0 {
+		t.Reset(d)
+	}
 	go t.wait(rc, f)
 	return t, nil
 }
