@@ -53,6 +53,7 @@ type reaper struct {
 	traced  map[int]bool     // children whose ptrace stop is awaited (spawnTraced); guarded by mu
 	last    time.Time        // the last walk; guarded by mu
 	armed   bool             // sweep is set; guarded by mu
+	due     time.Time        // when sweep fires, if armed; guarded by mu
 	orphans atomic.Int64     // orphans reaped so far
 	walks   atomic.Int64     // walks of every child so far
 }
@@ -131,10 +132,15 @@ func (r *reaper) reapAll(now bool) {
 	reap.Changed(r.dispatchLocked)
 }
 
-// deferWalkLocked makes sure a walk comes within d.
+// deferWalkLocked makes sure a walk comes within d: a walk armed for
+// later comes forward (an exit right after a traced stop deferred the
+// walk by sweepAfterStop must not wait that long: a program that crashes
+// at once would be restarted 50 ms late), one armed sooner stays.
 func (r *reaper) deferWalkLocked(d time.Duration) {
-	if !r.armed {
+	at := time.Now().Add(d)
+	if !r.armed || at.Before(r.due) {
 		r.armed = true
+		r.due = at
 		r.sweep.Reset(d)
 	}
 }

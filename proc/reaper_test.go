@@ -120,3 +120,24 @@ func TestReaperTracedStop(t *testing.T) {
 		t.Fatal("the traced child's exit was never reported")
 	}
 }
+
+// A walk deferred long (a traced child's stop explained the signal) is
+// brought forward by a signal that needs one sooner: a program that
+// crashes right after its start must be reaped within sweepEvery, not
+// when the stop's deferral runs out.
+func TestDeferredWalkComesForward(t *testing.T) {
+	r := &reaper{sweep: time.NewTimer(time.Hour)}
+	r.sweep.Stop()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.deferWalkLocked(sweepAfterStop)
+	r.deferWalkLocked(time.Millisecond)
+	if left := time.Until(r.due); left > sweepEvery {
+		t.Fatalf("the walk is due in %v after a signal that needs it within 1ms, want at most %v", left, sweepEvery)
+	}
+	// A later, longer deferral does not push it back.
+	r.deferWalkLocked(sweepAfterStop)
+	if left := time.Until(r.due); left > sweepEvery {
+		t.Fatalf("a longer deferral pushed the walk back to %v from now", left)
+	}
+}
