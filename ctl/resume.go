@@ -124,7 +124,11 @@ func (s *Server) connState(c net.Conn, st http.ConnState) {
 		if s.busy == nil {
 			s.busy = map[net.Conn]string{}
 		}
-		s.busy[c] = map[http.ConnState]string{http.StateNew: "new", http.StateActive: "?"}[st]
+		verb := "?" // a request under way, not routed yet
+		if st == http.StateNew {
+			verb = "new"
+		}
+		s.busy[c] = verb
 		return
 	}
 	delete(s.busy, c)

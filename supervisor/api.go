@@ -118,20 +118,20 @@ func (s *Supervisor) Status(ctx context.Context, names []string) ([]ctl.ProgramS
 // runtime is not asked (frozen.go): they are the last ones read, however
 // old.
 func (s *Supervisor) figures(sids []string, now time.Time, set func(i int, st proc.Stats)) {
-	fill := func(get func(sid string) (proc.Stats, bool)) func() {
-		return func() {
-			for i, sid := range sids {
-				if sid == "" {
-					continue
-				}
-				if st, ok := get(sid); ok {
-					set(i, st)
-				}
+	get := func(sid string) (proc.Stats, bool) { return s.stats.get(s.rt, sid, now) }
+	fill := func() {
+		for i, sid := range sids {
+			if sid == "" {
+				continue
+			}
+			if st, ok := get(sid); ok {
+				set(i, st)
 			}
 		}
 	}
-	if !s.tryRuntimeCall(fill(func(sid string) (proc.Stats, bool) { return s.stats.get(s.rt, sid, now) })) {
-		fill(s.stats.cached)()
+	if !s.tryRuntimeCall(fill) {
+		get = s.stats.cached
+		fill()
 	}
 }
 
