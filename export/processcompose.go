@@ -16,6 +16,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/supervise-dev/supervise/config"
+	"sync"
 )
 
 // ProcessComposeFiles are the names process-compose looks for in its
@@ -1374,7 +1375,7 @@ type pcRef struct {
 	hasDef, colon  bool
 }
 
-var pcNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*`)
+var pcNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*`) })
 
 // pcSubst walks s as process-compose's substitution does: $$ is a $
 // (dollar), each reference is replaced by ref, and a $ before anything
@@ -1403,7 +1404,7 @@ func pcSubst(s, dollar string, ref func(pcRef) string) (string, []string) {
 			i++
 		case rest[0] == '{':
 			end := strings.IndexByte(rest, '}')
-			name := pcNameRE.FindString(rest[1:])
+			name := pcNameRE().FindString(rest[1:])
 			if end < 0 || name == "" {
 				b.WriteString(dollar)
 				continue
@@ -1425,7 +1426,7 @@ func pcSubst(s, dollar string, ref func(pcRef) string) (string, []string) {
 			b.WriteString(ref(r))
 			i += 1 + end
 		default:
-			name := pcNameRE.FindString(rest)
+			name := pcNameRE().FindString(rest)
 			if name == "" {
 				b.WriteString(dollar)
 				continue
@@ -1549,7 +1550,9 @@ func (w *prog) shellCommand(key, s string) []string {
 	return append(append([]string{}, im.shell...), s)
 }
 
-var pcTemplateVarRE = regexp.MustCompile(`^-?\s*\.([A-Za-z_][A-Za-z0-9_]*)\s*-?$`)
+var pcTemplateVarRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^-?\s*\.([A-Za-z_][A-Za-z0-9_]*)\s*-?$`)
+})
 
 // template replaces process-compose's {{.NAME}} from vars, and
 // {{.PC_REPLICA_NUM}} (for a shell: ${SUPERVISE_INSTANCE} with
@@ -1574,7 +1577,7 @@ func (w *prog) template(key, s string, shell bool) string {
 		b.WriteString(s[:i])
 		s = s[i+4+j:]
 		inner := strings.TrimSpace(action)
-		if m := pcTemplateVarRE.FindStringSubmatch(inner); m != nil {
+		if m := pcTemplateVarRE().FindStringSubmatch(inner); m != nil {
 			if v, ok := w.p.dotVars[m[1]]; ok {
 				b.WriteString(v)
 				continue

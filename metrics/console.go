@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -24,12 +25,18 @@ import (
 //go:embed console/*
 var consoleFiles embed.FS
 
-var pageTmpl = template.Must(template.New("index.html").Funcs(template.FuncMap{
-	"age":   ageString,
-	"bytes": bytesString,
-	"cpu":   func(s float64) string { return strconv.FormatFloat(s, 'f', 2, 64) + "s" },
-	"exit":  exitString,
-}).ParseFS(consoleFiles, "console/index.html"))
+// pageTmpl is parsed at the page's first request, not at start-up: every
+// run of the binary (supervisectl, supervise exec, the sandbox's init)
+// would otherwise parse it, and it was the largest of the binary's
+// package initialisations.
+var pageTmpl = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("index.html").Funcs(template.FuncMap{
+		"age":   ageString,
+		"bytes": bytesString,
+		"cpu":   func(s float64) string { return strconv.FormatFloat(s, 'f', 2, 64) + "s" },
+		"exit":  exitString,
+	}).ParseFS(consoleFiles, "console/index.html"))
+})
 
 // csp lets the page load only its own script and style, and talk only to
 // this listener.
@@ -82,7 +89,7 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Security-Policy", csp)
 	w.Header().Set("Referrer-Policy", "no-referrer")
 	w.Header().Set("X-Frame-Options", "DENY")
-	if err := pageTmpl.Execute(w, d); err != nil {
+	if err := pageTmpl().Execute(w, d); err != nil {
 		http.Error(w, "rendering the page: "+err.Error(), http.StatusInternalServerError)
 	}
 }

@@ -23,7 +23,7 @@ var baselines = []struct{ impl, what string }{
 	{"none", "the command without an init"},
 	{"go-floor", "the Go floor (bench/pid1/floor: a Go program that forks, execs and waits, nothing else)"},
 	{"go-floor-notify", "the Go floor taking every signal through os/signal and forwarding it"},
-	{"go-floor-linked", "the Go floor linking supervise-init's packages, using none (what their initialisation costs a start)"},
+	{"go-floor-linked", "the Go floor carrying the code supervise-init's init reaches, running none of it (what the larger binary and its packages' initialisation cost a start)"},
 }
 
 // ours are the columns of supervise's own binaries; the others are peers.

@@ -52,7 +52,7 @@ func main() {
 	initBin := flag.String("init", "", "supervise-init binary, measured too when given")
 	initBefore := flag.String("init-before", "", "another supervise-init build (a change's before), measured beside -init as supervise-init-before")
 	floor := flag.String("floor", "", "bench/pid1/floor binary: the Go floor, measured too when given")
-	linked := flag.String("floor-linked", "", "bench/pid1/floor built with -tags floorlinked (it links supervise-init's packages), measured too when given")
+	linked := flag.String("floor-linked", "", "bench/pid1/floor built with -tags floorlinked (it carries the code supervise-init's init reaches), measured too when given")
 	tsv := flag.String("tsv", "", "also append the figures to this TSV file (bench/peers columns)")
 	flag.Parse()
 	if err := run(*n, *sup, *initBin, *initBefore, *floor, *linked, *tsv); err != nil {
@@ -95,7 +95,7 @@ func run(n int, sup, initBin, initBefore, floor, linked, tsv string) error {
 			initCase{name: "Go floor + os/signal", impl: "go-floor-notify", argv: []string{floor, "--notify", "--"}})
 	}
 	if linked != "" {
-		cases = append(cases, initCase{name: "Go floor, init's packages linked", impl: "go-floor-linked", argv: []string{linked, "--"}, wallOnly: true})
+		cases = append(cases, initCase{name: "Go floor, init's code carried", impl: "go-floor-linked", argv: []string{linked, "--"}, wallOnly: true})
 	}
 	for _, c := range []initCase{{name: "tini -s", impl: "tini", argv: []string{"tini", "-s", "--"}}, {name: "dumb-init", impl: "dumb-init", argv: []string{"dumb-init"}}} {
 		p, err := exec.LookPath(c.argv[0])
