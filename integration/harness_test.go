@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -162,17 +163,17 @@ func (d *daemon) launch(cmd *exec.Cmd) {
 // startInGroup starts cmd in a process group of its own; done is closed
 // once it has exited, its error in *err. The test's cleanup stops it if it
 // still runs (SIGTERM, and after 30 s a SIGKILL of its whole group), then
-// calls after.
+// calls after. Should the test binary itself be killed (a timeout, a ^C
+// of go test), cmd gets SIGTERM from the kernel: a supervise left running
+// would keep its programs and cgroups and load the machine for whatever
+// runs next.
 func startInGroup(t *testing.T, cmd *exec.Cmd, done chan struct{}, err *error, after func()) {
 	t.Helper()
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Setpgid = true
-	if e := cmd.Start(); e != nil {
-		t.Fatal(e)
-	}
-	go func() { *err = cmd.Wait(); close(done) }()
+	startOrphanSafe(t, cmd, done, err)
 	t.Cleanup(func() {
 		select {
 		case <-done:
@@ -187,6 +188,36 @@ func startInGroup(t *testing.T, cmd *exec.Cmd, done chan struct{}, err *error, a
 		}
 		after()
 	})
+}
+
+// startOrphanSafe starts cmd with the parent-death signal SIGTERM, then
+// waits for it: done is closed once it has exited, its error in *err.
+// The kernel sends that signal when the thread that forked cmd ends, not
+// the process, and the Go runtime may end a thread whose goroutine
+// locked it: cmd is forked from a goroutine that locks its thread and
+// holds it until cmd has exited, so the signal comes only with the test
+// binary's end. An exec in place (an upgrade) keeps it.
+func startOrphanSafe(t *testing.T, cmd *exec.Cmd, done chan struct{}, err *error) {
+	t.Helper()
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGTERM
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if e := cmd.Start(); e != nil {
+			started <- e
+			return
+		}
+		started <- nil
+		*err = cmd.Wait()
+		close(done)
+	}()
+	if e := <-started; e != nil {
+		t.Fatal(e)
+	}
 }
 
 func tail(s string, n int) string {

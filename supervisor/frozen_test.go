@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/supervise-dev/supervise/config"
 	"github.com/supervise-dev/supervise/ctl"
 )
 
@@ -76,4 +77,62 @@ func TestCommandsDoNotBlockOnAFrozenRuntime(t *testing.T) {
 	if err := h.sup.Signal(t.Context(), syscall.SIGHUP, []string{"web"}); err != nil {
 		t.Errorf("signal after the thaw: %v", err)
 	}
+}
+
+// A freeze that waits for the workers starts nothing new meanwhile: once
+// the reconciles under way end, it has them, even though more restart
+// intents keep coming (a crash loop with a short backoff, a start). Before,
+// every new reconcile could begin while the freeze waited, and with
+// programs restarting all the time the workers were never idle at once:
+// every upgrade was refused.
+func TestFreezeStartsNothingNewWhileItWaits(t *testing.T) {
+	blockA, blockB := make(chan struct{}), make(chan struct{})
+	h := newHarnessWorkers(t, 2, func(rt *fakeRuntime) {
+		rt.blockCreate = map[string]chan struct{}{"a": blockA, "b": blockB}
+	}, program("a"), program("b", func(p *config.Program) { p.Autostart = false }))
+	defer close(blockB)
+	h.waitState("a", Starting) // a worker holds a's start
+
+	type frozen struct {
+		fr  *Frozen
+		err error
+	}
+	got := make(chan frozen, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		fr, err := h.sup.Freeze(ctx)
+		got <- frozen{fr, err}
+	}()
+	for waited := time.Duration(0); h.sup.intake.TryLock(); waited += 5 * time.Millisecond {
+		h.sup.intake.Unlock()
+		if waited > 10*time.Second {
+			t.Fatal("the freeze never began to wait")
+		}
+		time.Sleep(5 * time.Millisecond) // until the goroutine holds intake
+	}
+	// A new intent while the freeze waits: the other worker is idle, and
+	// b's start would hold it (its sandbox blocks) for as long as the test.
+	if err := h.sup.Start(bg(t), []string{"b"}, ctl.WaitOptions{NoWait: true}); err != nil {
+		t.Fatalf("start b: %v", err)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		h.sup.mu.Lock()
+		st := h.sup.instances["b"].state
+		h.sup.mu.Unlock()
+		if st == Starting {
+			t.Errorf("b's start began while a freeze waited for the workers")
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(blockA) // the one reconcile under way ends
+	r := <-got
+	if r.err != nil {
+		t.Fatalf("Freeze with the reconcile under way ended: %v", r.err)
+	}
+	r.fr.Thaw()
+	blockB <- struct{}{} // b's start, queued behind the freeze, goes on after the thaw
+	h.waitState("b", Running)
 }

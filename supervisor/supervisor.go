@@ -167,6 +167,13 @@ type Supervisor struct {
 	// gate is held (read) by a worker for each reconcile, and (write) by
 	// Freeze, which so waits for the workers to be idle (upgrade.go).
 	gate sync.RWMutex
+	// intake is held by Freeze from before it waits for the gate until it
+	// thaws; a worker passes it before each reconcile. So once a freeze
+	// waits, no reconcile begins and the gate is free as soon as those
+	// under way end: with programs restarting all the time (crash loops
+	// with backoffs under a second) the workers were never idle at once,
+	// and every upgrade was refused.
+	intake sync.Mutex
 	// frozen (under mu) refuses reloads and scales while Freeze holds the
 	// gate: what they change would not be in the hand-over.
 	frozen bool
@@ -428,7 +435,9 @@ func (s *Supervisor) processNext() bool {
 		return false
 	}
 	defer s.queue.Done(key)
+	s.intake.Lock()
 	s.gate.RLock()
+	s.intake.Unlock()
 	defer s.gate.RUnlock()
 	if err := s.reconcile(s.ctx, key); err != nil {
 		s.log.Error("reconcile failed; retrying", "program", key, "err", err,

@@ -119,12 +119,16 @@ type Frozen struct {
 }
 
 // Freeze pauses the supervisor for an upgrade. It waits (until ctx ends)
-// for the workers to finish what they do, and refuses while an instance
-// cannot be handed over: a start or stop under way.
+// for the workers to finish what they do, starting nothing new meanwhile,
+// and refuses while an instance cannot be handed over: a start or stop
+// under way.
 func (s *Supervisor) Freeze(ctx context.Context) (*Frozen, error) {
+	// Held only for a moment by a worker on its way to a reconcile.
+	s.intake.Lock()
 	for !s.gate.TryLock() {
 		select {
 		case <-ctx.Done():
+			s.intake.Unlock()
 			return nil, fmt.Errorf("the workers are busy (a start or stop under way): %w", ctx.Err())
 		case <-time.After(5 * time.Millisecond):
 		}
@@ -146,6 +150,7 @@ func (s *Supervisor) Freeze(ctx context.Context) (*Frozen, error) {
 		maps.DeleteFunc(s.rollouts, func(_ string, r *rolloutRun) bool { return r.orphan })
 		s.mu.Unlock()
 		s.gate.Unlock()
+		s.intake.Unlock()
 		// A resize while the terminals were detached reached none.
 		s.ResizeTerminals()
 	}

@@ -140,6 +140,52 @@ func (e *end) waitRunning(when string) {
 	}
 }
 
+// upgradeInPlace upgrades the supervisor in place to its own binary, with
+// the chaos over, and checks the take-over: the same supervisor process,
+// every steady program still in the process it had. During the chaos
+// the workers are nearly always busy, so most of the USR2s the driver
+// sends are refused; this one must complete, and the rest of the end
+// phase (the one-shots, the stop, the bounds, the shutdown) runs on the
+// binary that took over.
+func (e *end) upgradeInPlace() {
+	e.t.Helper()
+	before := e.status()
+	// The workers finish what the end of the chaos left (a crashing
+	// program's restart, say) within a few attempts; a refusal says so
+	// and changes nothing.
+	var out string
+	done := poll(settleTimeout, func() bool {
+		if e.logf != nil {
+			e.logf("end phase: supervisectl upgrade")
+		}
+		r, err := e.sup.ctl("upgrade")
+		if err != nil {
+			e.t.Fatalf("%v", err)
+		}
+		out = strings.TrimSpace(r.out)
+		return r.code == 0
+	})
+	if !done {
+		e.t.Errorf("no upgrade in place completed within %v with the chaos over; the last answer: %s", settleTimeout, out)
+		return
+	}
+	if e.sup.exited() {
+		e.t.Fatalf("supervise exited during an upgrade in place (it should have gone on as the new binary); see the end of supervise.log")
+	}
+	after := e.status()
+	var moved []string
+	for n, p := range e.m.base {
+		b, a := before[n], after[n]
+		if p.steady() && b.State == "Running" && b.Pid != 0 && (a.State != "Running" || a.Pid != b.Pid) {
+			moved = append(moved, fmt.Sprintf("%s: before %s, after %s", n, b, a))
+		}
+	}
+	if len(moved) > 0 {
+		sort.Strings(moved)
+		e.t.Errorf("an upgrade in place restarted or lost %d programs it should have kept running:\n  %s", len(moved), strings.Join(moved, "\n  "))
+	}
+}
+
 // oneShotsOnce runs every one-shot once more, with no chaos, and waits for
 // each to complete: the last run in each log is then one that finished
 // cleanly, and must be whole.

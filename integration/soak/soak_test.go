@@ -198,6 +198,7 @@ func TestSoak(t *testing.T) {
 	// one-shots run once more to completion, then everything stops.
 	e.restore(d)
 	e.waitRunning("the end of the chaos")
+	e.upgradeInPlace()
 	restarts := d.restartsDone()
 	e.oneShotsOnce()
 	e.stopAll("at the end")
@@ -276,8 +277,9 @@ func TestSoak(t *testing.T) {
 	t.Logf("  restarts done: %d (sum of the restart counts in status, programs removed meanwhile included)", restarts)
 	t.Logf("  kills:         %d SIGKILLs (%d targets gone before the signal)", f.kills.Load(), f.killMisses.Load())
 	supLog, _ := os.ReadFile(sup.logPath)
-	t.Logf("  signals:       %d via supervisectl signal, %d direct, %d USR1/USR2 to the supervisor (%d USR2: %d upgrades in place done, the rest refused)",
-		f.signalsCtl.Load(), f.signalsDirect.Load(), f.signalsSupervisor.Load(), f.upgrades.Load(), strings.Count(string(supLog), "upgraded in place"))
+	t.Logf("  signals:       %d via supervisectl signal, %d direct, %d USR1/USR2 to the supervisor (%d USR2); %d upgrades in place done, the end phase's included, %d refused",
+		f.signalsCtl.Load(), f.signalsDirect.Load(), f.signalsSupervisor.Load(), f.upgrades.Load(),
+		strings.Count(string(supLog), "upgraded in place"), strings.Count(string(supLog), "upgrade refused"))
 	t.Logf("  ctl commands:  %d (%s)", ctlTotal, ctlBy)
 	t.Logf("  reloads:       %d by supervisectl, %d by SIGHUP, %d left to the file watcher, %d flaps, %d refused bad configs",
 		f.reloadsCtl.Load(), f.reloadsHUP.Load(), f.reloadsWatch.Load(), f.flaps.Load(), f.reloadsBad.Load())

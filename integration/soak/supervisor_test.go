@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -58,13 +59,28 @@ func startSupervisor(dir, config string, cg *soakCgroup) (*supervisor, error) {
 	s.cmd.Env = append(os.Environ(), "SOAK_CGROUP_PROCS="+strings.Join(cg.procsFiles(), " "),
 		"GODEBUG=gctrace=1") // its live heap, from every collection: see gctrace_test.go
 	s.cmd.Stdout, s.cmd.Stderr = stdout, stderr
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// SIGTERM should the test binary be killed, so that no supervise
+	// outlives a soak cut short. The kernel sends it when the forking
+	// thread ends: the fork comes from a goroutine that holds its locked
+	// thread until supervise has exited.
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	s.started = time.Now()
-	if err := s.cmd.Start(); err != nil {
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := s.cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		s.waitErr = s.cmd.Wait()
+		close(s.done)
+	}()
+	if err := <-started; err != nil {
 		return nil, fmt.Errorf("starting supervise: %w", err)
 	}
 	s.pid = s.cmd.Process.Pid
-	go func() { s.waitErr = s.cmd.Wait(); close(s.done) }()
 	return s, nil
 }
 
