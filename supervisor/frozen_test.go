@@ -3,6 +3,7 @@ package supervisor
 import (
 	"context"
 	"errors"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -135,4 +136,44 @@ func TestFreezeStartsNothingNewWhileItWaits(t *testing.T) {
 	r.fr.Thaw()
 	blockB <- struct{}{} // b's start, queued behind the freeze, goes on after the thaw
 	h.waitState("b", Running)
+}
+
+// A program a reload removed whose stop has not begun when a freeze has
+// the workers (it waited behind the freeze's closed intake) is refused:
+// the new binary, given the config without it, could not take its process
+// back, and supervise ended (the soak found it).
+func TestFreezeRefusesAProgramBeingRemoved(t *testing.T) {
+	blockSlow := make(chan struct{})
+	h := newHarnessWorkers(t, 2, func(rt *fakeRuntime) {
+		rt.blockCreate = map[string]chan struct{}{"slow": blockSlow}
+	}, program("gone"), program("slow", func(p *config.Program) { p.Autostart = false }))
+	h.waitState("gone", Running)
+	if err := h.sup.Start(bg(t), []string{"slow"}, ctl.WaitOptions{NoWait: true}); err != nil {
+		t.Fatalf("start slow: %v", err)
+	}
+	h.waitState("slow", Starting) // a worker holds slow's start
+
+	got := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		fr, err := h.sup.Freeze(ctx)
+		if err == nil {
+			fr.Thaw()
+		}
+		got <- err
+	}()
+	for waited := time.Duration(0); h.sup.intake.TryLock(); waited += 5 * time.Millisecond {
+		h.sup.intake.Unlock()
+		if waited > 10*time.Second {
+			t.Fatal("the freeze never began to wait")
+		}
+		time.Sleep(5 * time.Millisecond) // until the goroutine holds intake
+	}
+	h.apply(program("slow", func(p *config.Program) { p.Autostart = false })) // gone is removed; its stop waits
+	close(blockSlow)
+	if err := <-got; err == nil || !strings.Contains(err.Error(), "program gone is being removed") {
+		t.Fatalf("Freeze with a removed program still running: %v, want refused", err)
+	}
+	h.waitFor("gone stopped and forgotten after the refusal", func() bool { return h.sup.instances["gone"] == nil })
 }

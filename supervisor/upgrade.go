@@ -179,6 +179,13 @@ func (s *Supervisor) Freeze(ctx context.Context) (*Frozen, error) {
 			s.mu.Unlock()
 			return fail(fmt.Errorf("program %s is %s", key, in.state))
 		}
+		if in.goal == goalRemove && in.procID != "" {
+			// A reload removed it and its stop has not begun (the
+			// intake is closed): the new binary, given the config
+			// without it, could not take its process back.
+			s.mu.Unlock()
+			return fail(fmt.Errorf("program %s is being removed", key))
+		}
 		ih := InstanceHandover{
 			Key: key, State: in.state, Message: in.message, Goal: int(in.goal),
 			ProcID: in.procID, Pid: in.pid, StartedAt: in.startedAt, SandboxID: in.sandboxID,
