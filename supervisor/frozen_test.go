@@ -105,29 +105,13 @@ func TestFreezeStartsNothingNewWhileItWaits(t *testing.T) {
 		fr, err := h.sup.Freeze(ctx)
 		got <- frozen{fr, err}
 	}()
-	for waited := time.Duration(0); h.sup.intake.TryLock(); waited += 5 * time.Millisecond {
-		h.sup.intake.Unlock()
-		if waited > 10*time.Second {
-			t.Fatal("the freeze never began to wait")
-		}
-		time.Sleep(5 * time.Millisecond) // until the goroutine holds intake
-	}
+	h.waitFreezeWaiting()
 	// A new intent while the freeze waits: the other worker is idle, and
 	// b's start would hold it (its sandbox blocks) for as long as the test.
 	if err := h.sup.Start(bg(t), []string{"b"}, ctl.WaitOptions{NoWait: true}); err != nil {
 		t.Fatalf("start b: %v", err)
 	}
-	deadline := time.Now().Add(2 * time.Second)
-	for time.Now().Before(deadline) {
-		h.sup.mu.Lock()
-		st := h.sup.instances["b"].state
-		h.sup.mu.Unlock()
-		if st == Starting {
-			t.Errorf("b's start began while a freeze waited for the workers")
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	h.poll("the idle worker taking b's start", func() bool { return h.sup.queue.Len() == 0 })
 	close(blockA) // the one reconcile under way ends
 	r := <-got
 	if r.err != nil {
@@ -163,17 +147,34 @@ func TestFreezeRefusesAProgramBeingRemoved(t *testing.T) {
 		}
 		got <- err
 	}()
-	for waited := time.Duration(0); h.sup.intake.TryLock(); waited += 5 * time.Millisecond {
-		h.sup.intake.Unlock()
-		if waited > 10*time.Second {
-			t.Fatal("the freeze never began to wait")
-		}
-		time.Sleep(5 * time.Millisecond) // until the goroutine holds intake
-	}
+	h.waitFreezeWaiting()
 	h.apply(program("slow", func(p *config.Program) { p.Autostart = false })) // gone is removed; its stop waits
 	close(blockSlow)
 	if err := <-got; err == nil || !strings.Contains(err.Error(), "program gone is being removed") {
 		t.Fatalf("Freeze with a removed program still running: %v, want refused", err)
 	}
 	h.waitFor("gone stopped and forgotten after the refusal", func() bool { return h.sup.instances["gone"] == nil })
+}
+
+// waitFreezeWaiting returns once a Freeze under way holds the intake.
+func (h *harness) waitFreezeWaiting() {
+	h.t.Helper()
+	h.poll("the freeze waiting for the workers", func() bool {
+		if h.sup.intake.TryLock() {
+			h.sup.intake.Unlock()
+			return false
+		}
+		return true
+	})
+}
+
+// poll checks cond every few milliseconds (real time) until it holds,
+// for a state another goroutine reaches, failing after 10 s.
+func (h *harness) poll(what string, cond func() bool) {
+	h.t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			h.t.Fatalf("%s: never", what)
+		}
+	}
 }
