@@ -170,6 +170,7 @@ type execRun struct {
 // directly, tracked in sb.execs so that DeleteSandbox can kill it.
 func (r *Runtime) execStart(sb *sandbox, spec *spawnSpec, stdout, stderr *os.File) (*execRun, error) {
 	run := &execRun{exitCh: make(chan exitStatus, 1)}
+	sb.fresh.Store(false) // what it runs may be OOM-killed before a start
 	var err error
 	if sb.init != nil {
 		run.child = r.seq.Add(1)

@@ -138,6 +138,7 @@ func (r *Runtime) attachCgroup(sb *sandbox) error {
 		return nil
 	}
 	sb.cg = cg
+	sb.fresh.Store(true)
 	if r.cg.v2() {
 		sb.place.Store(int32(placeFD))
 	} else {

@@ -42,6 +42,44 @@ func TestOOMKilled(t *testing.T) {
 	}
 }
 
+// A sandbox's first start takes its fresh cgroup's OOM-kill count as 0
+// without reading it; a later start reads it, so that a SIGKILL after an
+// earlier run's OOM kill is not taken for another one, and an Exec that
+// ran first counts as a run.
+func TestOOMKilledOnlyOnceInASandbox(t *testing.T) {
+	needRoot(t)
+	r := newRuntime(t, Options{})
+	needCgroups(t, r)
+	ctx := ctxT(t)
+	for _, execFirst := range []bool{false, true} {
+		t.Run(fmt.Sprintf("exec first %v", execFirst), func(t *testing.T) {
+			sid, err := r.CreateSandbox(ctx, SandboxConfig{Name: "oomonce", MemoryMax: 32 << 20})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.DeleteSandbox(ctx, sid)
+			if execFirst {
+				res, err := r.Exec(ctx, sid, ExecConfig{Args: []string{"dd", "if=/dev/zero", "of=/dev/null", "bs=200M", "count=1"}})
+				if err != nil || res.Signal != syscall.SIGKILL {
+					t.Fatalf("a 200 MiB exec in 32 MiB: %+v %v", res, err)
+				}
+			} else {
+				id := mustStart(t, r, sid, helper("hog", "200"))
+				if ev := waitExit(t, r, id); ev.Reason != ReasonOOMKilled {
+					t.Fatalf("200 MiB in 32 MiB: %s (signal %v), want OOMKilled", ev.Reason, ev.Signal)
+				}
+			}
+			id := mustStart(t, r, sid, ProcessConfig{Args: []string{"sleep", "60"}, Umask: -1})
+			if err := r.Signal(id, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			if ev := waitExit(t, r, id); ev.Reason == ReasonOOMKilled || ev.Signal != syscall.SIGKILL {
+				t.Errorf("a SIGKILL after an OOM kill in the same sandbox: %s (signal %v), want Killed", ev.Reason, ev.Signal)
+			}
+		})
+	}
+}
+
 func TestPidsMax(t *testing.T) {
 	needRoot(t)
 	r := newRuntime(t, Options{})

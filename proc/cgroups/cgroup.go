@@ -3,8 +3,10 @@
 package cgroups
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,9 +18,10 @@ import (
 // Cgroup is one sandbox's cgroup: a directory in every hierarchy in use.
 // Its methods are safe for concurrent use.
 type Cgroup struct {
-	root *Root
-	name string
-	dirs []string // one per hierarchy, in Root.hiers order
+	root  *Root
+	name  string
+	hiers []*hierarchy // the hierarchies it is in, a subset of Root.hiers in its order
+	dirs  []string     // its directory in each of hiers
 }
 
 // Stats are a cgroup's counters. A counter whose controller is missing
@@ -41,14 +44,14 @@ func (c *Cgroup) Path() string { return c.dirs[0] }
 // Dirs returns the cgroup's directory in every hierarchy in use.
 func (c *Cgroup) Dirs() []string { return append([]string(nil), c.dirs...) }
 
-// dir returns the cgroup's directory in the hierarchy of ctrl, or "".
+// dir returns the cgroup's directory in the hierarchy of ctrl, or "" when
+// the cgroup is not in that hierarchy.
 func (c *Cgroup) dir(ctrl string) string {
 	if c.root.mode == ModeV2 {
 		return c.dirs[0]
 	}
-	h := c.root.byCtrl[ctrl]
-	for i, rh := range c.root.hiers {
-		if rh == h {
+	for i, h := range c.hiers {
+		if h.has(ctrl) {
 			return c.dirs[i]
 		}
 	}
@@ -187,7 +190,7 @@ func (c *Cgroup) Stats() (Stats, error) {
 	if s.MemoryPeak, err = c.readOpt("memory", peakFile); err != nil {
 		return Stats{}, fmt.Errorf("cgroups: stats of %q: %w", c.name, err)
 	}
-	if s.Pids, err = c.readOpt("pids", "pids.current"); err != nil {
+	if s.Pids, err = c.tasks(); err != nil {
 		return Stats{}, fmt.Errorf("cgroups: stats of %q: %w", c.name, err)
 	}
 	if s.OOMKills, err = c.OOMKills(); err != nil {
@@ -225,6 +228,23 @@ func (c *Cgroup) Usage() (Stats, error) {
 		s.CPUUsage = time.Duration(ns)
 	}
 	return s, nil
+}
+
+// tasks counts the cgroup's tasks: pids.current, or on v1 without a pids
+// limit (the cgroup is not in that hierarchy) the lines of its tasks file,
+// which lists the same threads less the zombies.
+func (c *Cgroup) tasks() (int64, error) {
+	if c.root.mode == ModeV2 || c.dir("pids") != "" {
+		return c.readOpt("pids", "pids.current")
+	}
+	b, err := os.ReadFile(filepath.Join(c.dirs[0], "tasks"))
+	if isNotExist(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return int64(bytes.Count(b, []byte{'\n'})), nil
 }
 
 // readOpt reads an integer file of a controller's directory: 0 when the

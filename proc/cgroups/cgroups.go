@@ -611,20 +611,24 @@ func (r *Root) Existing(name string) (*Cgroup, error) {
 	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00\n") {
 		return nil, fmt.Errorf("cgroups: invalid cgroup name %q", name)
 	}
+	// A cgroup is in the hierarchies its limits needed (see Create): it
+	// is what exists of it.
 	c := &Cgroup{root: r, name: name}
 	for _, h := range r.hiers {
-		c.dirs = append(c.dirs, filepath.Join(h.dir(), name))
+		if d := filepath.Join(h.dir(), name); exists(d) {
+			c.hiers, c.dirs = append(c.hiers, h), append(c.dirs, d)
+		}
 	}
-	if c.gone() {
+	if len(c.dirs) == 0 {
 		return nil, fmt.Errorf("cgroups: %q: %w", name, fs.ErrNotExist)
 	}
 	return c, nil
 }
 
-// Create makes the cgroup name under our subtree in every hierarchy in use
-// and writes its limits, so they hold before any process is placed. A limit
-// whose controller is missing fails with a *ControllerError and leaves
-// nothing behind.
+// Create makes the cgroup name under our subtree and writes its limits, so
+// they hold before any process is placed: on v2 in the one hierarchy, on v1
+// in those hiersFor picks. A limit whose controller is missing fails with a
+// *ControllerError and leaves nothing behind.
 func (r *Root) Create(name string, res Resources) (*Cgroup, error) {
 	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00\n") {
 		return nil, fmt.Errorf("cgroups: invalid cgroup name %q", name)
@@ -644,7 +648,7 @@ func (r *Root) Create(name string, res Resources) (*Cgroup, error) {
 		}
 	}
 	c := &Cgroup{root: r, name: name}
-	for _, h := range r.hiers {
+	for _, h := range r.hiersFor(need) {
 		dir := filepath.Join(h.dir(), name)
 		err := r.k.Mkdir(dir)
 		// Another supervisor sharing the subtree left while it held none
@@ -660,7 +664,7 @@ func (r *Root) Create(name string, res Resources) (*Cgroup, error) {
 			c.rmdirAll()
 			return nil, fmt.Errorf("cgroups: creating %q: %w", name, err)
 		}
-		c.dirs = append(c.dirs, dir)
+		c.hiers, c.dirs = append(c.hiers, h), append(c.dirs, dir)
 	}
 	if err := c.setLimits(res, need); err != nil {
 		c.rmdirAll()
@@ -672,6 +676,39 @@ func (r *Root) Create(name string, res Resources) (*Cgroup, error) {
 	}
 	r.mu.Unlock()
 	return c, nil
+}
+
+// v1Always are the v1 controllers every cgroup is in, limits or not:
+// memory and cpuacct for what a status shows and for OOM kills, cpu for
+// each program's own share of the CPU as on v2 (its group competes with the
+// supervisor as one), freezer for Kill. pids, where it is a hierarchy of
+// its own, only holds a cgroup that sets its limit: there a cgroup would
+// only count tasks, which the tasks file of another hierarchy lists too,
+// and costs every start a mkdir and a cgroup.procs write under the
+// kernel's global cgroup lock.
+var v1Always = []string{"memory", "cpu", "cpuacct", "freezer"}
+
+// hiersFor lists the hierarchies a cgroup whose limits need the
+// controllers need is made in, in Root.hiers order: on v2 the one; on v1
+// each that carries one of v1Always or of need (co-mounted controllers,
+// such as "cpu,cpuacct", come together), or the first one when none does.
+func (r *Root) hiersFor(need []string) []*hierarchy {
+	if r.mode != ModeV1 {
+		return r.hiers
+	}
+	var hs []*hierarchy
+	for _, h := range r.hiers {
+		for _, c := range h.controllers {
+			if contains(v1Always, c) || contains(need, c) {
+				hs = append(hs, h)
+				break
+			}
+		}
+	}
+	if len(hs) == 0 && len(r.hiers) > 0 {
+		hs = r.hiers[:1]
+	}
+	return hs
 }
 
 // remake makes our subtree in h again, with the controllers enabled on v2.

@@ -398,6 +398,100 @@ func TestCreateV1LimitsPerControllerPaths(t *testing.T) {
 	}
 }
 
+// On v1 a cgroup is in the hierarchies it uses: memory, cpu, cpuacct and
+// freezer always (a status's figures, OOM kills, its CPU share, Kill), pids,
+// a hierarchy of its own here, only for its limit. Existing finds what
+// exists of one.
+func TestCreateV1OnlyTheHierarchiesItUses(t *testing.T) {
+	k, self := layoutV1(t, allV1, nil, hostV1Self)
+	r := k.open(t, self, Options{Path: "t"})
+	defer r.Close()
+	k.Ops()
+	plain, err := r.Create("plain", Resources{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"mkdir memory/t/plain", "mkdir cpu/t/plain", "mkdir cpuacct/t/plain", "mkdir freezer/t/plain"}
+	if got := k.Ops(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("Create without limits:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if err := plain.AddProc(31337); err != nil {
+		t.Fatal(err)
+	}
+	want = []string{"write memory/t/plain/cgroup.procs 31337", "write cpu/t/plain/cgroup.procs 31337",
+		"write cpuacct/t/plain/cgroup.procs 31337", "write freezer/t/plain/cgroup.procs 31337"}
+	if got := k.Ops(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("AddProc:\n%s", strings.Join(got, "\n"))
+	}
+	if plain.dir("pids") != "" || plain.dir("freezer") == "" {
+		t.Errorf("dirs %v", plain.Dirs())
+	}
+	if plain.strategy() != killFreeze {
+		t.Errorf("kill strategy %v, want freeze", plain.strategy())
+	}
+	lim, err := r.Create("limited", Resources{PidsMax: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(lim.Dirs()); got != 5 || lim.dir("pids") == "" {
+		t.Errorf("a pids-limited cgroup is in %v", lim.Dirs())
+	}
+	// What a predecessor made is found as it is: an adopted cgroup's
+	// AddProc writes where it exists, not where it does not.
+	again, err := r.Existing("plain")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(again.Dirs(), plain.Dirs()) {
+		t.Errorf("Existing found %v, Create made %v", again.Dirs(), plain.Dirs())
+	}
+	k.Ops()
+	if err := again.AddProc(42); err != nil {
+		t.Fatalf("AddProc to an existing cgroup: %v", err)
+	}
+	for _, c := range []*Cgroup{plain, lim} {
+		for _, d := range c.Dirs() {
+			k.put(d, "cgroup.procs", "")
+		}
+		if err := c.Delete(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := r.Existing("plain"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Existing of a deleted cgroup: %v", err)
+	}
+
+	// pids co-mounted with another controller we use: every cgroup is in
+	// that hierarchy.
+	k2, self2 := layoutV1(t, []string{"memory", "cpu,cpuacct", "freezer,pids"}, map[string]string{"cpu": "cpu,cpuacct", "cpuacct": "cpu,cpuacct"}, "0::/\n")
+	r2 := k2.open(t, self2, Options{Path: "t"})
+	defer r2.Close()
+	k2.Ops()
+	c2, err := r2.Create("plain", Resources{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = []string{"mkdir memory/t/plain", "mkdir cpu,cpuacct/t/plain", "mkdir freezer,pids/t/plain"}
+	if got := k2.Ops(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("Create with freezer,pids co-mounted:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	c2.Delete()
+
+	// Only pids mounted: the cgroup is in it all the same, so that it
+	// has a hierarchy to be tracked and killed in.
+	k3, self3 := layoutV1(t, []string{"pids"}, nil, "0::/\n")
+	r3 := k3.open(t, self3, Options{Path: "t"})
+	defer r3.Close()
+	c3, err := r3.Create("plain", Resources{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(c3.Dirs()); got != 1 {
+		t.Errorf("with only pids mounted, a cgroup is in %v, want it", c3.Dirs())
+	}
+	c3.Delete()
+}
+
 func TestV1CoMounted(t *testing.T) {
 	k, self := layoutV1(t, []string{"cpu,cpuacct", "memory", "pids"},
 		map[string]string{"cpu": "cpu,cpuacct", "cpuacct": "cpu,cpuacct"}, "0::/\n")
@@ -540,12 +634,27 @@ func TestOOMKillsV1(t *testing.T) {
 		}
 	}
 	k.put(d, "memory.usage_in_bytes", "4096\n")
-	k.put(cg.dir("pids"), "pids.current", "2\n")
+	// No pids limit: the cgroup is not in the pids hierarchy, and its
+	// tasks are the lines of its tasks file.
+	if cg.dir("pids") != "" {
+		t.Fatalf("a cgroup without a pids limit is in the pids hierarchy: %v", cg.Dirs())
+	}
+	k.put(d, "tasks", "101\n102\n")
 	k.put(cg.dir("cpuacct"), "cpuacct.usage", "42\n")
 	k.put(d, "memory.oom_control", "oom_kill 1\n")
 	want := Stats{MemoryBytes: 4096, MemoryPeak: 1048576, CPUUsage: 42, Pids: 2, OOMKills: 1} // the peak: max_usage_in_bytes
 	if got, err := cg.Stats(); err != nil || got != want {
 		t.Errorf("Stats = %+v, %v; want %+v", got, err, want)
+	}
+	// With one, pids.current.
+	lim, err := r.Create("limited", Resources{PidsMax: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lim.Delete()
+	k.put(lim.dir("pids"), "pids.current", "7\n")
+	if got, err := lim.Stats(); err != nil || got.Pids != 7 {
+		t.Errorf("Stats of a pids-limited cgroup = %+v, %v; want Pids 7", got, err)
 	}
 }
 
@@ -629,7 +738,7 @@ func TestKillStrategiesFake(t *testing.T) {
 		r := k.open(t, self, Options{Path: "t", KillTimeout: 300 * time.Millisecond})
 		defer r.Close()
 		cg, _ := r.Create("web", Resources{})
-		k.put(cg.dir("pids"), "cgroup.procs", "1\n")
+		k.put(cg.Path(), "cgroup.procs", "1\n")
 		start := time.Now()
 		err := cg.Kill()
 		if err == nil || !strings.Contains(err.Error(), "1 processes left after 300ms: [1]") {
@@ -641,7 +750,7 @@ func TestKillStrategiesFake(t *testing.T) {
 		if d := time.Since(start); d > 20*time.Second {
 			t.Errorf("bounded Kill+Delete took %v", d)
 		}
-		k.put(cg.dir("pids"), "cgroup.procs", "")
+		k.put(cg.Path(), "cgroup.procs", "")
 		if err := cg.Delete(); err != nil {
 			t.Fatal(err)
 		}

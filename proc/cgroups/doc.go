@@ -18,6 +18,12 @@
 // "<own cgroup>/supervise" where the own cgroup is read per hierarchy from
 // /proc/self/cgroup (on v1 it differs between controllers). Each sandbox is a
 // child of it, created with its limits written before any process is in it.
+// On v1 a sandbox's cgroup is made only in the hierarchies it uses: those of
+// memory, cpu, cpuacct and freezer always (the figures a status shows, OOM
+// kills, the program's own CPU share, Kill), pids only with a pids limit
+// (its task count is then read from the tasks file). Each hierarchy costs
+// every start a mkdir and a cgroup.procs write under the kernel's global
+// cgroup lock.
 // Root.Close removes the directories Open created and nothing else, with one
 // exception: the default subtree "<own>/supervise" is shared by every
 // supervisor started in the same cgroup, and whichever of them leaves last
@@ -50,18 +56,20 @@
 //     CLONE_INTO_CGROUP creates the child inside the cgroup, so there is no
 //     window at all. clone3 fails with EBADF on a v1 directory and with
 //     ENOSYS where a seccomp filter blocks it (Docker's default profile on
-//     older engines); Go has no fallback, so proc catches both and uses the
-//     stub below.
-//   - v1 (and the v2 fallback): a stopped stub. proc starts supervise itself
-//     re-executed as a small init stub that blocks reading a sync pipe before
-//     it does anything. The parent calls Cgroup.AddProc(stubPid), which
-//     writes the pid into cgroup.procs of every hierarchy (memory, cpu,
-//     cpuacct, pids, freezer), and only then writes to the pipe; the stub
-//     then execs the program (or, with a pid namespace, forks it as its PID
-//     1). Everything the program does, every fork and every page, happens
-//     inside the cgroup. The stub's own Go threads count against pids.max
-//     until the exec, so proc runs it with GOMAXPROCS=1 and small pids
-//     limits must leave room for them.
+//     older engines); Go has no fallback, so proc catches both and places
+//     the child as on v1.
+//   - v1 (and the v2 fallback): a stopped child. proc forks the program
+//     under ptrace (PTRACE_TRACEME), so it stops at its exec before the
+//     program's first instruction; the parent calls Cgroup.AddProc(pid),
+//     which writes the pid into cgroup.procs of each of the cgroup's
+//     hierarchies, and only then lets it go. Where ptrace is refused (a
+//     seccomp or LSM policy), proc starts supervise itself re-executed as
+//     a small stub that blocks reading a sync pipe until it has been placed,
+//     then execs the program (or, with a pid namespace, forks it as its
+//     PID 1). Either way everything the program does, every fork and every
+//     page, happens inside the cgroup. The stub's own Go threads count
+//     against pids.max until the exec, so proc runs it with GOMAXPROCS=1
+//     and small pids limits must leave room for them.
 //
 // AddProc also works on v2, for the fallback.
 //
@@ -80,7 +88,8 @@
 // # Counters
 //
 // Cgroup.Stats reads memory in use, CPU time, tasks (pids.current counts
-// threads and unreaped zombies) and OOM kills. Cgroup.OOMKills is what proc
+// threads and unreaped zombies; a v1 cgroup without a pids limit counts the
+// lines of its tasks file, without the zombies) and OOM kills. Cgroup.OOMKills is what proc
 // reads to tell an OOMKilled exit from another SIGKILL: v2 memory.events
 // oom_kill, v1 memory.oom_control oom_kill.
 //

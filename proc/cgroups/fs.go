@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -43,19 +44,35 @@ func (realKernel) Rmdir(path string) error {
 	return nil
 }
 
+// Write writes data to a cgroup interface file in one write(2), as the
+// kernel takes such a value. Plain system calls rather than an os.File
+// (whose open adds a poller registration attempt) and no O_TRUNC (cgroupfs
+// ignores it, after a trip through the truncate path): every start writes
+// its pid to a cgroup.procs this way once per hierarchy.
 func (realKernel) Write(path, data string) error {
 	// No O_CREATE: cgroupfs cannot create files, and a missing file means a
 	// missing controller, which the caller reports as such.
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC|unix.O_CLOEXEC, 0)
+	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	for err == unix.EINTR {
+		fd, err = unix.Open(path, unix.O_WRONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	}
 	if err != nil {
-		return err
+		return &fs.PathError{Op: "open", Path: path, Err: err}
 	}
-	_, werr := f.Write([]byte(data))
-	cerr := f.Close()
-	if werr != nil {
-		return werr
+	n, werr := unix.Write(fd, []byte(data))
+	for werr == unix.EINTR {
+		n, werr = unix.Write(fd, []byte(data))
 	}
-	return cerr
+	cerr := unix.Close(fd)
+	switch {
+	case werr != nil:
+		return &fs.PathError{Op: "write", Path: path, Err: werr}
+	case n != len(data):
+		return &fs.PathError{Op: "write", Path: path, Err: io.ErrShortWrite}
+	case cerr != nil:
+		return &fs.PathError{Op: "close", Path: path, Err: cerr}
+	}
+	return nil
 }
 
 func exists(path string) bool {

@@ -141,7 +141,7 @@ func (c *Cgroup) freezeKillThaw(deadline time.Time) error {
 // The pid is pinned with a pidfd before its membership is checked, so a pid
 // that was reused after cgroup.procs was read is never signalled.
 func (c *Cgroup) signalAll(pids []int) {
-	h := c.root.hiers[0]
+	h := c.hiers[0]
 	key := ""
 	if c.root.mode == ModeV1 {
 		key = h.controllers[0]

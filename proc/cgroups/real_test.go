@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -179,7 +180,7 @@ func signalOf(err error) syscall.Signal {
 }
 
 func memberOf(cg *Cgroup, pid int) bool {
-	h := cg.root.hiers[0]
+	h := cg.hiers[0]
 	key := ""
 	if cg.root.mode == ModeV1 {
 		key = h.controllers[0]
@@ -249,6 +250,39 @@ func TestRealAddProcCounted(t *testing.T) {
 }
 
 // v2 only: the child is created inside the cgroup by clone3.
+// Without a pids limit a v1 cgroup stays out of a pids hierarchy of its
+// own, and its tasks are counted from another hierarchy's tasks file: the
+// figure is the process's threads all the same.
+func TestRealTasksWithoutAPidsLimit(t *testing.T) {
+	r := realRoot(t)
+	cg := mustCreate(t, r, "nopidslimit", Resources{})
+	if h := r.byCtrl["pids"]; r.Mode() == ModeV1 && h != nil && len(h.controllers) == 1 {
+		if d := filepath.Join(h.dir(), cg.Name()); exists(d) {
+			t.Errorf("%s exists for a cgroup without a pids limit", d)
+		}
+	}
+	cmd := helperCmd("sleep", "")
+	startIn(t, cg, cmd, placeDefault)
+	var threads int64
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", cmd.Process.Pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		threads = int64(len(ents))
+		st, err := cg.Stats()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Pids == threads {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Stats().Pids = %d, the process has %d threads", st.Pids, threads)
+		}
+	}
+}
+
 func TestRealCloneInto(t *testing.T) {
 	r := realRoot(t)
 	if r.Mode() != ModeV2 {
