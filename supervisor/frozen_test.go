@@ -123,10 +123,12 @@ func TestFreezeStartsNothingNewWhileItWaits(t *testing.T) {
 }
 
 // A program a reload removed whose stop has not begun when a freeze has
-// the workers (it waited behind the freeze's closed intake) is refused:
-// the new binary, given the config without it, could not take its process
-// back, and supervise ended (the soak found it).
-func TestFreezeRefusesAProgramBeingRemoved(t *testing.T) {
+// the workers (it waited behind the freeze's closed intake) cannot be
+// handed over: the new binary, given the config without it, could not take
+// its process back (supervise ended so, the soak found). The freeze lets
+// the workers stop it, then freezes without it; before, it refused, and an
+// upgrade during a reload's removals failed.
+func TestFreezeWaitsForAProgramBeingRemoved(t *testing.T) {
 	blockSlow := make(chan struct{})
 	h := newHarnessWorkers(t, 2, func(rt *fakeRuntime) {
 		rt.blockCreate = map[string]chan struct{}{"slow": blockSlow}
@@ -137,23 +139,59 @@ func TestFreezeRefusesAProgramBeingRemoved(t *testing.T) {
 	}
 	h.waitState("slow", Starting) // a worker holds slow's start
 
-	got := make(chan error, 1)
+	type frozen struct {
+		fr        *Frozen
+		err       error
+		goneKnown bool // the supervisor still knew gone when Freeze returned
+	}
+	got := make(chan frozen, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		fr, err := h.sup.Freeze(ctx)
-		if err == nil {
-			fr.Thaw()
-		}
-		got <- err
+		h.sup.mu.Lock()
+		known := h.sup.instances["gone"] != nil
+		h.sup.mu.Unlock()
+		got <- frozen{fr, err, known}
 	}()
 	h.waitFreezeWaiting()
 	h.apply(program("slow", func(p *config.Program) { p.Autostart = false })) // gone is removed; its stop waits
 	close(blockSlow)
-	if err := <-got; err == nil || !strings.Contains(err.Error(), "program gone is being removed") {
-		t.Fatalf("Freeze with a removed program still running: %v, want refused", err)
+	r := <-got
+	if r.err != nil {
+		t.Fatalf("Freeze with a removed program still running: %v, want it to wait for its stop", r.err)
 	}
-	h.waitFor("gone stopped and forgotten after the refusal", func() bool { return h.sup.instances["gone"] == nil })
+	defer r.fr.Thaw()
+	if r.goneKnown {
+		t.Error("Freeze returned while the removed program was still known")
+	}
+	for _, ih := range r.fr.State.Instances {
+		if ih.Key == "gone" {
+			t.Errorf("the removed program was handed over: %+v", ih)
+		}
+	}
+}
+
+// A freeze that cannot get a moment without a removed program still
+// running refuses when its time is up, naming the program.
+func TestFreezeRefusesWhenTheRemovalOutlastsIt(t *testing.T) {
+	h := newHarnessWorkers(t, 2, func(rt *fakeRuntime) {
+		rt.ignoreTerm = map[string]bool{"gone": true} // its stop waits out the grace on the fake clock
+	}, program("gone", func(p *config.Program) { p.StopTimeout = time.Hour }), program("kept"))
+	h.waitState("gone", Running)
+	h.apply(program("kept")) // gone is removed: its stop waits an hour
+	h.waitState("gone", Stopping)
+	defer h.clock.Step(time.Hour) // the stop ends, for Run to end
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	fr, err := h.sup.Freeze(ctx)
+	if err == nil {
+		fr.Thaw()
+		t.Fatal("Freeze with a stop that outlasts it succeeded")
+	}
+	if !strings.Contains(err.Error(), "program gone is") {
+		t.Errorf("Freeze: %v, want it to name gone", err)
+	}
 }
 
 // waitFreezeWaiting returns once a Freeze under way holds the intake.

@@ -119,10 +119,66 @@ type Frozen struct {
 }
 
 // Freeze pauses the supervisor for an upgrade. It waits (until ctx ends)
-// for the workers to finish what they do, starting nothing new meanwhile,
-// and refuses while an instance cannot be handed over: a start or stop
-// under way.
+// for the workers to finish what they do, starting nothing new meanwhile.
+// An instance then found between two states that only the workers can end
+// (a stop waiting for its process's exit, a program a reload removed whose
+// stop has not begun) undoes the freeze: the workers go on until that
+// instance is settled, and it tries again. When ctx ends first, it refuses,
+// naming the instance.
 func (s *Supervisor) Freeze(ctx context.Context) (*Frozen, error) {
+	for {
+		f, err := s.freeze(ctx)
+		var busy *busyError
+		if !errors.As(err, &busy) || ctx.Err() != nil {
+			return f, err
+		}
+		if err := s.waitNotBusy(ctx, busy.key); err != nil {
+			return nil, fmt.Errorf("%w (waited for it: %v)", busy, err)
+		}
+	}
+}
+
+// busyError refuses a freeze for an instance between two states.
+type busyError struct{ key, what string }
+
+func (e *busyError) Error() string { return "program " + e.key + " is " + e.what }
+
+// busyOf says why in cannot be handed over as it is, or nil: a start or a
+// stop under way, or a program a reload removed whose process still runs
+// (the new binary, given the config without it, could not take that
+// process back).
+func busyOf(key string, in *instance) *busyError {
+	switch {
+	case in.state == Starting || in.state == Stopping || in.startingID != "":
+		return &busyError{key, string(in.state)}
+	case in.goal == goalRemove && in.procID != "":
+		return &busyError{key, "being removed"}
+	}
+	return nil
+}
+
+// waitNotBusy waits, the workers going on, until key's instance is gone
+// or settled.
+func (s *Supervisor) waitNotBusy(ctx context.Context, key string) error {
+	for {
+		s.mu.Lock()
+		in, ch := s.instances[key], s.changed
+		done := in == nil || busyOf(key, in) == nil
+		s.mu.Unlock()
+		if done {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-time.After(50 * time.Millisecond): // a change that notified nobody
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+}
+
+// freeze is one attempt of Freeze, once no instance seemed busy.
+func (s *Supervisor) freeze(ctx context.Context) (*Frozen, error) {
 	// Held only for a moment by a worker on its way to a reconcile.
 	s.intake.Lock()
 	for !s.gate.TryLock() {
@@ -175,16 +231,9 @@ func (s *Supervisor) Freeze(ctx context.Context) (*Frozen, error) {
 	st.Config, st.Scaled = s.cfg, s.scaled
 	for _, key := range s.sortedKeysLocked() {
 		in := s.instances[key]
-		if in.state == Starting || in.state == Stopping || in.startingID != "" {
+		if busy := busyOf(key, in); busy != nil {
 			s.mu.Unlock()
-			return fail(fmt.Errorf("program %s is %s", key, in.state))
-		}
-		if in.goal == goalRemove && in.procID != "" {
-			// A reload removed it and its stop has not begun (the
-			// intake is closed): the new binary, given the config
-			// without it, could not take its process back.
-			s.mu.Unlock()
-			return fail(fmt.Errorf("program %s is being removed", key))
+			return fail(busy)
 		}
 		ih := InstanceHandover{
 			Key: key, State: in.state, Message: in.message, Goal: int(in.goal),
