@@ -26,6 +26,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if len(os.Args) > 2 && os.Args[1] == blockSignalsExec {
+		blockSignalsAndExec(os.Args[2:])
+	}
 	flag.Parse()
 	if testing.Short() {
 		// Real processes on a loaded machine take minutes: `go test

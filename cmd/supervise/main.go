@@ -302,6 +302,13 @@ func runCommand(c *cli.Context) int { return runPrograms(c, nil) }
 // runPrograms is `supervise run`, or `supervise start NAME…` when only
 // names some programs: those and what they depend on.
 func runPrograms(c *cli.Context, only []string) int {
+	// Started with signals blocked, we would start every program so:
+	// then this binary runs again, with none blocked, before anything
+	// else (an upgrade's state and descriptors cross that exec as they
+	// are).
+	if err := unixsig.StartUnblocked(); err != nil {
+		fmt.Fprintln(os.Stderr, "supervise: warning: started with signals blocked, which the programs inherit:", err)
+	}
 	// After an upgrade in place: the old binary's state and descriptors.
 	inherited, upErr := inheritedUpgrade()
 	// What we inherited (a descriptor of the shell that started us) must

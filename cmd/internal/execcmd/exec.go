@@ -88,6 +88,12 @@ const (
 // exec: it must not reach CMD (which may drop privileges) nor anything
 // it starts.
 func Run(cfg pid1.Config) int {
+	// Started with signals blocked, CMD would inherit them: this binary
+	// runs again with none blocked (the descriptors to pass are not
+	// close-on-exec yet, and cross).
+	if err := unixsig.StartUnblocked(); err != nil {
+		fmt.Fprintln(os.Stderr, "supervise: warning: started with signals blocked, which the command inherits:", err)
+	}
 	if err := proc.CloseOnExecFrom(3 + cfg.PreserveFDs); err != nil {
 		fmt.Fprintln(os.Stderr, "supervise: exec:", err)
 		return ExitFailed
