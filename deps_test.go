@@ -64,6 +64,7 @@ var imports = map[string][]string{
 	// Harnesses and test binaries: anything of ours, x/sys.
 	"bench/pid1":            {"golang.org/x/sys/unix"},
 	"bench/pid1/floor":      {},
+	"bench/coldfloor":       {},
 	"bench/peers":           {"golang.org/x/sys/unix"},
 	"bench/peers/helper":    {"golang.org/x/sys/unix"},
 	"bench/scale/forkcost":  {"golang.org/x/sys/unix"},
