@@ -1,6 +1,7 @@
 package workqueue_test
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -25,6 +26,8 @@ func Example() {
 	fmt.Println("got", key, "again")
 	q.Done(key)
 
+	// The waiting loop's timer for db is set: moving the clock now fires it.
+	_ = clock.WaitForWaiterAt(context.Background(), time.Date(2026, 1, 1, 0, 1, 0, 0, time.UTC))
 	clock.Step(time.Minute)
 	key, _ = q.Get() // blocks until the waiting loop moves db over
 	fmt.Println("got", key, "after a minute")

@@ -45,6 +45,31 @@ func get(t *testing.T, q *Queue[string]) string {
 	}
 }
 
+// step moves the fake clock once the waiting loop has settled (or ended):
+// it has taken every wake-up and armed its timer for the earliest entry. Moved
+// while the loop was between reading the time and arming its timer, the
+// clock would put that timer past the time the test waits for.
+func step(t *testing.T, q *Queue[string], c *fakeclock.Clock, d time.Duration) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Microsecond) {
+		q.mu.Lock()
+		settled := len(q.wake) == 0 && (len(q.waiting) == 0 && q.armed == 0 || len(q.waiting) > 0 && q.armed == q.waiting[0].ready)
+		q.mu.Unlock()
+		select {
+		case <-q.loopDone: // shut down: nothing to settle
+			settled = true
+		default:
+		}
+		if settled {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the waiting loop did not settle in 10s")
+		}
+	}
+	c.Step(d)
+}
+
 func TestAddDeduplicates(t *testing.T) {
 	q, _ := newTestQueue(t)
 	for range 5 {
@@ -97,15 +122,15 @@ func TestAddAfter(t *testing.T) {
 		t.Fatalf("Get = %q, want the undelayed key", k)
 	}
 	q.Done("now")
-	c.Step(time.Second - time.Nanosecond)
+	step(t, q, c, time.Second-time.Nanosecond)
 	if q.Len() != 0 {
 		t.Fatal("a key became ready early")
 	}
-	c.Step(time.Nanosecond)
+	step(t, q, c, time.Nanosecond)
 	if k := get(t, q); k != "early" {
 		t.Fatalf("Get = %q, want early", k)
 	}
-	c.Step(2 * time.Second)
+	step(t, q, c, 2*time.Second)
 	if k := get(t, q); k != "late" {
 		t.Fatalf("Get = %q, want late", k)
 	}
@@ -116,7 +141,7 @@ func TestAddAfter(t *testing.T) {
 func sentinel(t *testing.T, q *Queue[string], c *fakeclock.Clock) {
 	t.Helper()
 	q.AddAfter("sentinel", time.Nanosecond)
-	c.Step(time.Nanosecond)
+	step(t, q, c, time.Nanosecond)
 	if k := get(t, q); k != "sentinel" {
 		t.Fatalf("Get = %q, want only the sentinel", k)
 	}
@@ -143,17 +168,17 @@ func TestAddAfterKeepsEarliest(t *testing.T) {
 			if st := q.Stats(); st.Waiting != 1 {
 				t.Fatalf("Waiting = %d, want 1", st.Waiting)
 			}
-			c.Step(5*time.Second - time.Nanosecond)
+			step(t, q, c, 5*time.Second-time.Nanosecond)
 			if q.Len() != 0 {
 				t.Fatal("ready before the earliest time")
 			}
-			c.Step(time.Nanosecond)
+			step(t, q, c, time.Nanosecond)
 			if k := get(t, q); k != "k" {
 				t.Fatalf("Get = %q", k)
 			}
 			q.Done("k")
 			// The later times were merged, not kept: nothing more comes.
-			c.Step(time.Minute)
+			step(t, q, c, time.Minute)
 			sentinel(t, q, c)
 		})
 	}
@@ -164,7 +189,7 @@ func TestAddAfterWhileQueuedOrHeld(t *testing.T) {
 	q.Add("k")
 	q.AddAfter("k", time.Second) // queued and waiting at once, as in client-go
 	k := get(t, q)
-	c.Step(time.Second) // due while held: marked, queued again by Done
+	step(t, q, c, time.Second) // due while held: marked, queued again by Done
 	q.Done(k)
 	if got := get(t, q); got != "k" {
 		t.Fatalf("Get = %q, want k again", got)
@@ -180,15 +205,15 @@ func TestRateLimited(t *testing.T) {
 	if n := q.NumRequeues("k"); n != 2 {
 		t.Fatalf("NumRequeues = %d, want 2", n)
 	}
-	c.Step(time.Second)
+	step(t, q, c, time.Second)
 	k := get(t, q)
 	q.AddRateLimited(k) // 3rd failure: 4s
 	q.Done(k)
-	c.Step(4*time.Second - time.Nanosecond)
+	step(t, q, c, 4*time.Second-time.Nanosecond)
 	if q.Len() != 0 {
 		t.Fatal("ready before 4s")
 	}
-	c.Step(time.Nanosecond)
+	step(t, q, c, time.Nanosecond)
 	k = get(t, q)
 	q.Forget(k)
 	q.Done(k)
@@ -196,7 +221,7 @@ func TestRateLimited(t *testing.T) {
 		t.Fatalf("after Forget NumRequeues = %d", n)
 	}
 	q.AddRateLimited("k")
-	c.Step(time.Second)
+	step(t, q, c, time.Second)
 	if k := get(t, q); k != "k" {
 		t.Fatalf("after Forget the delay did not start over: %q", k)
 	}
@@ -220,7 +245,7 @@ func TestShutDown(t *testing.T) {
 	}
 	q.Add("c")
 	q.AddAfter("d", 0)
-	c.Step(time.Hour)
+	step(t, q, c, time.Hour)
 	if k := get(t, q); k != "b" {
 		t.Fatalf("Get after ShutDown = %q, want the queued b", k)
 	}
@@ -367,14 +392,14 @@ func TestStats(t *testing.T) {
 	q.Add("b")
 	q.AddAfter("c", time.Minute)
 	q.AddRateLimited("d")
-	c.Step(2 * time.Second) // d is due after 1s
+	step(t, q, c, 2*time.Second) // d is due after 1s
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := c.WaitForWaiters(ctx, 1); err != nil { // the loop re-armed for c
 		t.Fatal(err)
 	}
 	k := get(t, q) // a, queued 2s ago
-	c.Step(3 * time.Second)
+	step(t, q, c, 3*time.Second)
 	st := q.Stats()
 	want := Stats{Name: "test", Depth: 2, Waiting: 1, Processing: 1, Adds: 3, Retries: 2, Gets: 1,
 		LongestRunning: 3 * time.Second, UnfinishedWork: 3 * time.Second, LastLatency: 2 * time.Second, MeanLatency: 2 * time.Second}
@@ -384,7 +409,7 @@ func TestStats(t *testing.T) {
 	}
 	q.Done(k)       // held 3s
 	k2 := get(t, q) // b, queued 5s ago
-	c.Step(20 * time.Second)
+	step(t, q, c, 20*time.Second)
 	st = q.Stats()
 	if st.LastLatency != 5*time.Second || st.MeanLatency != 3500*time.Millisecond {
 		t.Fatalf("latency last %v mean %v, want 5s, 3.5s", st.LastLatency, st.MeanLatency)
@@ -419,7 +444,7 @@ func TestManyDelayedKeysComeOutInOrder(t *testing.T) {
 		// A permutation of 1..n seconds.
 		q.AddAfter(fmt.Sprint((i*337)%n+1), time.Duration((i*337)%n+1)*time.Second)
 	}
-	c.Step(n * time.Second)
+	step(t, q, c, n*time.Second)
 	for i := 1; i <= n; i++ {
 		if k := get(t, q); k != fmt.Sprint(i) {
 			t.Fatalf("Get %d = %s", i, k)
