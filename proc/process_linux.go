@@ -145,7 +145,7 @@ func (r *Runtime) start(ctx context.Context, p *process) (pid int, oom uint64, e
 	if spec.Path, err = execpath.Look(spec.Args[0], spec.Env, spec.Dir); err != nil {
 		return 0, 0, err
 	}
-	if p.sb.cg != nil && !(p.sb.init == nil && p.sb.fresh.Swap(false)) {
+	if p.sb.cg != nil && !p.sb.fresh.Swap(false) {
 		oom, _ = p.sb.cg.oomKills()
 	}
 	if in := p.sb.init; in != nil {

@@ -73,9 +73,9 @@ type sandbox struct {
 	cg        cgroup      // nil without a cgroup
 	init      *initClient // nil: programs are forked by the runtime directly
 	place     atomic.Int32
-	// fresh: sb.cg was made for it and nothing was forked into it yet, so
-	// its OOM-kill count is 0 without reading it (a cold start of many
-	// programs saves a file read each).
+	// fresh: sb.cg was made for it and nothing was forked into it yet (no
+	// sandbox init either), so its OOM-kill count is 0 without reading it:
+	// a cold start of many programs saves a file read each.
 	fresh atomic.Bool
 
 	// guarded by Runtime.mu

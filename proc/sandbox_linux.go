@@ -87,6 +87,8 @@ func (r *Runtime) CreateSandbox(ctx context.Context, cfg SandboxConfig) (id stri
 		}
 		sb.init = in
 	}
+	// Nothing runs in a new cgroup yet but a sandbox's init.
+	sb.fresh.Store(sb.cg != nil && sb.init == nil)
 	r.mu.Lock()
 	closed = r.closed
 	if !closed {
@@ -138,7 +140,6 @@ func (r *Runtime) attachCgroup(sb *sandbox) error {
 		return nil
 	}
 	sb.cg = cg
-	sb.fresh.Store(true)
 	if r.cg.v2() {
 		sb.place.Store(int32(placeFD))
 	} else {

@@ -120,11 +120,11 @@ type Frozen struct {
 
 // Freeze pauses the supervisor for an upgrade. It waits (until ctx ends)
 // for the workers to finish what they do, starting nothing new meanwhile.
-// An instance then found between two states that only the workers can end
-// (a stop waiting for its process's exit, a program a reload removed whose
-// stop has not begun) undoes the freeze: the workers go on until that
-// instance is settled, and it tries again. When ctx ends first, it refuses,
-// naming the instance.
+// An instance then found between two states (a start waiting to be ready,
+// a stop waiting for its process's exit, a program a reload removed whose
+// stop has not begun: states only the workers can end) undoes the freeze:
+// the workers go on until that instance is settled, and it tries again.
+// When ctx ends first, it refuses, naming the instance.
 func (s *Supervisor) Freeze(ctx context.Context) (*Frozen, error) {
 	for {
 		f, err := s.freeze(ctx)
@@ -132,7 +132,11 @@ func (s *Supervisor) Freeze(ctx context.Context) (*Frozen, error) {
 		if !errors.As(err, &busy) || ctx.Err() != nil {
 			return f, err
 		}
-		if err := s.waitNotBusy(ctx, busy.key); err != nil {
+		settled := func() bool {
+			in := s.instances[busy.key]
+			return in == nil || busyOf(busy.key, in) == nil
+		}
+		if err := s.waitFor(ctx, settled); err != nil {
 			return nil, fmt.Errorf("%w (waited for it: %v)", busy, err)
 		}
 	}
@@ -157,27 +161,8 @@ func busyOf(key string, in *instance) *busyError {
 	return nil
 }
 
-// waitNotBusy waits, the workers going on, until key's instance is gone
-// or settled.
-func (s *Supervisor) waitNotBusy(ctx context.Context, key string) error {
-	for {
-		s.mu.Lock()
-		in, ch := s.instances[key], s.changed
-		done := in == nil || busyOf(key, in) == nil
-		s.mu.Unlock()
-		if done {
-			return nil
-		}
-		select {
-		case <-ch:
-		case <-time.After(50 * time.Millisecond): // a change that notified nobody
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		}
-	}
-}
-
-// freeze is one attempt of Freeze, once no instance seemed busy.
+// freeze is one attempt of Freeze: it refuses with a *busyError an
+// instance it finds between two states.
 func (s *Supervisor) freeze(ctx context.Context) (*Frozen, error) {
 	// Held only for a moment by a worker on its way to a reconcile.
 	s.intake.Lock()

@@ -44,22 +44,19 @@ type Queue[T comparable] struct {
 	base    time.Time    // ready times and counters are ns since base (monotonic with clock.Real)
 	now     func() int64 // the clock's time as ns since base
 
-	mu        sync.Mutex
-	hasItem   sync.Cond           // on mu; signalled when fifo gains a key or shutdown starts
-	idle      sync.Cond           // on mu; broadcast when a drain may be finished
-	keys      map[T]keyState      // guarded by mu; dirty or processing keys only
-	fifo      ring[queued[T]]     // guarded by mu; dirty, not processing, in order
-	waiting   delayHeap[T]        // guarded by mu
-	waitingBy map[T]*waitEntry[T] // guarded by mu; the heap's entries by key
-	// armed is the ready time the waiting loop's timer was last set for
-	// (0: none); guarded by mu. Tests on a fake clock wait for it to match
-	// the earliest entry before they move the clock.
-	armed      int64
-	free       []*waitEntry[T] // guarded by mu; recycled heap entries
-	processing int             // guarded by mu; keys held by workers
-	shutting   bool            // guarded by mu
-	draining   bool            // guarded by mu
-	stats      counters        // guarded by mu
+	mu         sync.Mutex
+	hasItem    sync.Cond           // on mu; signalled when fifo gains a key or shutdown starts
+	idle       sync.Cond           // on mu; broadcast when a drain may be finished
+	keys       map[T]keyState      // guarded by mu; dirty or processing keys only
+	fifo       ring[queued[T]]     // guarded by mu; dirty, not processing, in order
+	waiting    delayHeap[T]        // guarded by mu
+	waitingBy  map[T]*waitEntry[T] // guarded by mu; the heap's entries by key
+	armed      int64               // guarded by mu; the ready time the waiting loop's timer is set for, 0 none (tests on a fake clock wait for it)
+	free       []*waitEntry[T]     // guarded by mu; recycled heap entries
+	processing int                 // guarded by mu; keys held by workers
+	shutting   bool                // guarded by mu
+	draining   bool                // guarded by mu
+	stats      counters            // guarded by mu
 
 	wake     chan struct{} // capacity 1: a new earliest ready time
 	stop     chan struct{} // closed once by the first ShutDown
